@@ -1,0 +1,61 @@
+"""out= entry points: the caller's buffer is written (and returned), in its dtype, with
+the caller's keepdim; bool input sums into an int64 buffer; out bindings are never the
+non-out function.  aten's logsumexp reaches sum.IntList_out, so it is checked too."""
+
+import sys
+
+import pytest
+import torch
+from optable import OPS, Case, check, make_input
+
+# use_gems() overrides aten kernels on purpose; torch warns about it once per process.
+pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operators:UserWarning")
+
+OUT_OPS = [op for op in OPS if op.out_entry]
+CASES = [Case((3, 5, 64), 1), Case((3, 64, 5), 2)]
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("out_case", CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("out_op", OUT_OPS, ids=lambda op: op.name)
+def test_bool_into_int64_buffer(flag_gems, fl_device, out_op, out_case, keepdim):
+    op = out_op
+    case = out_case
+    x = make_input(case, "float32", fl_device) > 0
+    buf = torch.empty(0, dtype=torch.int64, device=fl_device)
+    ret = op.fn(op.out_entry)(x, op.dim_arg(case.dim), keepdim, out=buf)
+    assert ret is buf, "out= must return the caller's buffer"
+    assert buf.dtype == torch.int64
+    expected = x.cpu().sum(case.dim, keepdim=keepdim)
+    assert buf.shape == expected.shape, f"{tuple(buf.shape)} != {tuple(expected.shape)}"
+    assert torch.equal(buf.cpu(), expected)
+
+
+@pytest.mark.parametrize("out_case", CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("out_op", OUT_OPS, ids=lambda op: op.name)
+def test_float_buffer_is_written(flag_gems, fl_device, out_op, out_case):
+    op = out_op
+    case = out_case
+    x = make_input(case, "float32", fl_device)
+    buf = torch.full((7,), float("nan"), device=fl_device)  # wrong size: must be resized
+    ret = op.fn(op.out_entry)(x, op.dim_arg(case.dim), False, out=buf)
+    assert ret is buf
+    check(op, buf, x, case.dim)
+
+
+@pytest.mark.parametrize("out_op", OUT_OPS, ids=lambda op: op.name)
+def test_out_bindings(flag_gems, out_op):
+    op = out_op
+    module = sys.modules[op.module]
+    out_fn, fn = getattr(module, op.out_entry), getattr(module, op.entry)
+    assert out_fn is not fn, f"{op.out_entry} is bound to the same object as {op.entry}"
+    config = dict((name, f) for name, f, *_ in flag_gems._FULL_CONFIG)
+    outs = [name for name in config if name.endswith("_out") and config[name].__name__ == op.entry]
+    assert not outs, f"out overloads {outs} are bound to {op.entry}, not an out= entry point"
+
+
+def test_logsumexp_through_sum_out(flag_gems, fl_device):
+    x = make_input(Case((3, 5, 64), 1), "float32", fl_device)
+    with flag_gems.use_gems(include=["sum_dim_out"]):
+        got = torch.logsumexp(x, 1)
+    torch.testing.assert_close(got.cpu().double(), torch.logsumexp(x.cpu().double(), 1), rtol=1e-5, atol=1e-5)

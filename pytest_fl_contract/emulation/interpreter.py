@@ -1,0 +1,329 @@
+"""Make FlagGems' real kernels run under Triton's interpreter on CPU tensors.
+
+Every patch here says why, is applied once, and is written for the versions in
+``TESTED``: on anything else ``check_versions`` refuses with one line rather than
+patching blindly.  Nothing here imports torch, triton or flag_gems at module import.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+from importlib import metadata
+from types import ModuleType, SimpleNamespace
+from typing import Any, Callable
+
+from ..errors import FlContractError
+from .profiles import DeviceProfile
+
+TESTED: dict[str, tuple[str, ...]] = {
+    "triton": ("3.7.1",),
+    "flag_gems": ("5.0.2",),
+}
+
+
+def installed_version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_versions() -> dict[str, str]:
+    """Return the versions found, or refuse in one line naming found and supported."""
+    found = {dist: installed_version(dist) for dist in TESTED}
+    bad = {d: v for d, v in found.items() if v not in TESTED[d]}
+    if bad:
+        have = ", ".join(f"{d} {v or 'not installed'}" for d, v in found.items())
+        want = ", ".join(f"{d} {'/'.join(v)}" for d, v in TESTED.items())
+        raise FlContractError(f"the CPU emulator supports {want}; found {have} (install the [cpu] extra)")
+    return found  # type: ignore[return-value]
+
+
+# -- torch.cuda stand-in ------------------------------------------------------------
+
+
+class _NoDevice:
+    """``torch.cuda.device(t.device)`` raises for a CPU device; kernels only need a context."""
+
+    def __init__(self, device: Any = None) -> None:
+        self.device = device
+
+    __enter__ = lambda self: self  # noqa: E731
+    __exit__ = lambda self, *exc: False  # noqa: E731
+
+
+def _cuda_shim(profile: DeviceProfile) -> dict[str, Any]:
+    """The attributes of ``torch.cuda`` that FlagGems' heuristics and entry points read.
+
+    ``is_available`` stays False: torch itself must keep treating the process as CPU-only.
+    """
+    props = SimpleNamespace(
+        name=profile.device_name,
+        multi_processor_count=profile.sm_count,
+        major=profile.capability[0],
+        minor=profile.capability[1],
+        L2_cache_size=profile.l2_cache_bytes,
+        total_memory=profile.total_memory,
+    )
+    return {
+        "get_device_properties": lambda device=None: props,
+        "get_device_name": lambda device=None: profile.device_name,
+        "get_device_capability": lambda device=None: profile.capability,
+        "current_device": lambda: 0,
+        "device_count": lambda: 1,
+        "set_device": lambda device: None,
+        "synchronize": lambda device=None: None,
+        "device": _NoDevice,
+    }
+
+
+# -- the interpreter's `and` / `or` ---------------------------------------------------
+
+
+def _is_tensor(value: Any) -> bool:
+    import triton.language as tl
+
+    return isinstance(value, tl.core.tensor)
+
+
+def logical_and(a: Any, b_thunk: Callable[[], Any]) -> Any:
+    """The compiler's ``visit_BoolOp`` for ``and``: constexprs short-circuit, tensors AND."""
+    if not _is_tensor(a):
+        return b_thunk() if a else a
+    b = b_thunk()
+    if not _is_tensor(b):
+        return a if b else b
+    return a.logical_and(b)
+
+
+def logical_or(a: Any, b_thunk: Callable[[], Any]) -> Any:
+    if not _is_tensor(a):
+        return a if a else b_thunk()
+    b = b_thunk()
+    if not _is_tensor(b):
+        return b if b else a
+    return a.logical_or(b)
+
+
+_BOOL_HELPERS = {ast.And: "__fl_logical_and__", ast.Or: "__fl_logical_or__"}
+
+
+def honest_bool_ops(base: type) -> type:
+    """Subclass the interpreter's AST transformer so ``a and b`` means what it compiles to.
+
+    Python's ``and`` on two tensors returns one of them (triton 3.7.1's interpreter
+    does not rewrite it), so ``row_mask and col_mask`` silently becomes ``col_mask``:
+    the very row-drop we hunt.  The compiler lowers it to ``logical_and``.
+    """
+
+    class HonestBoolOps(base):  # type: ignore[misc, valid-type]
+        def visit_Assign(self, node: ast.Assign) -> ast.AST:
+            node.value = self.visit(node.value)
+            return super().visit_Assign(node)
+
+        def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+            self.generic_visit(node)
+            helper = _BOOL_HELPERS[type(node.op)]
+            no_args = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+            expr = node.values[0]
+            for value in node.values[1:]:
+                expr = ast.Call(
+                    func=ast.Name(id=helper, ctx=ast.Load()),
+                    args=[expr, ast.Lambda(args=no_args, body=value)],
+                    keywords=[],
+                )
+            return ast.copy_location(expr, node)
+
+    return HonestBoolOps
+
+
+# -- FlagGems' libentry / libtuner ---------------------------------------------------
+
+
+def _patch_libentry(module: ModuleType) -> None:
+    """``LibEntry`` walks ``fn.fn`` to a JITFunction and caches compiled kernels per device;
+    ``libtuner`` hashes the JITFunction and benchmarks through the driver.  Under the
+    interpreter there is no JITFunction and no driver: entries forward to the wrapped
+    function, tuners become plain ``triton.autotune`` (whose benchmark we make
+    deterministic below)."""
+    import triton
+
+    class InterpretedLibEntry(triton.KernelInterface):
+        def __init__(self, fn: Any) -> None:
+            self.fn = fn
+            self.arg_names = fn.arg_names
+
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            return self.fn.run(*args, **kwargs)
+
+    def libtuner(configs, key, prune_configs_by=None, reset_to_zero=None,
+                 restore_value=None, pre_hook=None, post_hook=None, warmup=25, rep=100,
+                 use_cuda_graph=False, do_bench=None, strategy="default", policy="default"):  # fmt: skip  # noqa: E501
+        return triton.autotune(
+            configs=configs, key=key, prune_configs_by=prune_configs_by,
+            reset_to_zero=reset_to_zero, restore_value=restore_value,
+            pre_hook=pre_hook, post_hook=post_hook,
+        )  # fmt: skip
+
+    module.LibEntry = InterpretedLibEntry
+    module.libentry = lambda: InterpretedLibEntry
+    module.libtuner = libtuner
+
+
+def _patch_pointwise_dynamic(module: ModuleType) -> None:
+    """Pointwise codegen asserts a JITFunction and reads ``cache_key``, ``src`` and
+    ``__globals__`` from it; an InterpretedFunction carries the same source."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    module.JITFunction = InterpretedFunction
+
+
+def _patch_limits(module: ModuleType) -> None:
+    """``get_dtype_min/max`` read ``dtype.value`` (a constexpr in compiled code); the
+    interpreter passes the bare ``tl.dtype``.  Same values, either form accepted."""
+
+    def _dtype(dtype: Any) -> Any:
+        return getattr(dtype, "value", dtype)
+
+    def get_dtype_max(dtype: Any) -> float | int:
+        d = _dtype(dtype)
+        if d.is_floating():
+            return float("inf")
+        if d.is_int_signed():
+            return 2 ** (d.int_bitwidth - 1) - 1
+        return 2**d.int_bitwidth - 1
+
+    def get_dtype_min(dtype: Any) -> float | int:
+        d = _dtype(dtype)
+        if d.is_floating():
+            return float("-inf")
+        if d.is_int_signed():
+            return -(2 ** (d.int_bitwidth - 1))
+        return 0
+
+    module.get_dtype_max = get_dtype_max
+    module.get_dtype_min = get_dtype_min
+
+
+def _patch_runtime(module: ModuleType) -> None:
+    """The emulated device is the CPU: ops register under the CPU dispatch key, so
+    ``torch.sum(cpu_tensor)`` inside ``use_gems()`` reaches FlagGems' kernels."""
+    module.device.dispatch_key = "CPU"
+
+
+def _interpreted_src(self: Any) -> str:
+    import inspect
+    import textwrap
+
+    src = textwrap.dedent(inspect.getsource(self.fn))
+    return src[src.index("def ") :]
+
+
+def _interpreted_cache_key(self: Any) -> str:
+    import hashlib
+
+    return hashlib.sha256(self.src.encode()).hexdigest()
+
+
+def _deterministic_bench(self: Any, *args: Any, config: Any, **meta: Any) -> list[float]:
+    """No driver, nothing to time: the first config (after pruning) always wins."""
+    return [float(self.configs.index(config))] * 3
+
+
+class _PostImportPatcher(importlib.abc.MetaPathFinder):
+    """Run a patch right after a module executes, before anything imports names from it."""
+
+    def __init__(self, patches: dict[str, Callable[[ModuleType], None]]) -> None:
+        self.patches = patches
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        patch = self.patches.get(fullname)
+        if patch is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        exec_module = spec.loader.exec_module
+
+        def exec_and_patch(module: ModuleType) -> None:
+            exec_module(module)
+            patch(module)
+
+        spec.loader.exec_module = exec_and_patch  # type: ignore[method-assign]
+        return spec
+
+
+# -- activation ----------------------------------------------------------------------
+
+_applied: dict[str, Any] = {}
+
+
+def applied_profile() -> DeviceProfile | None:
+    return _applied.get("profile")
+
+
+def activate(profile: DeviceProfile) -> None:
+    """Prepare this process so that ``import flag_gems`` runs on the interpreter.
+
+    Applies once; a second call with the same profile is a no-op, with another one
+    (after FlagGems chose its tiles) an error.
+    """
+    current = _applied.get("profile")
+    if current is not None:
+        if current != profile:
+            raise FlContractError(
+                f"emulator already active with profile {current.name!r}; "
+                f"cannot switch to {profile.name!r} in the same process"
+            )
+        return
+    check_versions()
+    if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+        raise FlContractError(
+            "triton was imported before the CPU emulator set TRITON_INTERPRET=1, so its "
+            "own jitted helpers (tl.sum, ...) are compiled functions; activate it first"
+        )
+    if "flag_gems" in sys.modules:
+        raise FlContractError(
+            "flag_gems was imported before the CPU emulator was activated; "
+            "activate it first (pytest: -p fl_contract loads it early)"
+        )
+    import torch
+
+    if torch.cuda.is_available():
+        raise FlContractError(
+            "refusing to emulate: this machine has a real accelerator "
+            f"({torch.cuda.get_device_name(0)}); run the real lane instead"
+        )
+    os.environ["TRITON_INTERPRET"] = "1"
+    os.environ["GEMS_VENDOR"] = profile.vendor
+
+    for name, value in _cuda_shim(profile).items():
+        setattr(torch.cuda, name, value)
+
+    from triton.runtime import autotuner, interpreter
+
+    autotuner.Autotuner._bench = _deterministic_bench
+    interpreter.FunctionRewriter.ast_transformer = honest_bool_ops(interpreter.ASTTransformer)()
+    interpreter.__fl_logical_and__ = logical_and
+    interpreter.__fl_logical_or__ = logical_or
+    interpreter.InterpretedFunction.rewritten_fn.clear()
+    interpreter.InterpretedFunction.src = property(_interpreted_src)
+    interpreter.InterpretedFunction.cache_key = property(_interpreted_cache_key)
+    interpreter.InterpretedFunction.__globals__ = property(lambda self: self.fn.__globals__)
+
+    sys.meta_path.insert(
+        0,
+        _PostImportPatcher(
+            {
+                "flag_gems.runtime": _patch_runtime,
+                "flag_gems.utils.libentry": _patch_libentry,
+                "flag_gems.utils.pointwise_dynamic": _patch_pointwise_dynamic,
+                "flag_gems.utils.limits": _patch_limits,
+            }
+        ),
+    )
+    _applied["profile"] = profile

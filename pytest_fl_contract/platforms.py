@@ -1,0 +1,293 @@
+"""The platform registry (names, aliases, capabilities, known defects) and detection.
+
+The registry is data (``platforms.yaml``); vendors extend or override it without patching
+us, through ``--fl-platforms-file`` or the ``fl_contract.platforms`` entry-point group
+(an entry point loads to a path, or to a callable returning a path or a mapping).
+Nothing here imports torch unless ``detect`` has to ask it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from .errors import FlContractError
+
+CAPABILITIES = ("device_cast", "fp64", "bf16", "int64")
+ENTRY_POINT_GROUP = "fl_contract.platforms"
+_PLATFORM_KEYS = {
+    "description", "aliases", "vendor", "device_type", "capabilities", "defects",
+    "emulation", "copy_source",
+}  # fmt: skip
+_DEFECT_KEYS = {"id", "description", "ops", "workaround", "seen_on"}
+
+
+@dataclass(frozen=True)
+class Defect:
+    id: str
+    description: str
+    ops: tuple[str, ...] = ()
+    workaround: str | None = None
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str
+    vendor: str | None
+    device_type: str
+    aliases: tuple[str, ...] = ()
+    lacks: frozenset[str] = frozenset()  # capabilities the platform does not have
+    defects: tuple[Defect, ...] = ()
+    emulation_profile: str | None = None
+    copy_source: tuple[str, str] | None = None  # (path in the checkout, pattern)
+    description: str = ""
+
+    def has(self, capability: str) -> bool:
+        return capability not in self.lacks
+
+    def defect(self, defect_id: str) -> Defect | None:
+        return next((d for d in self.defects if d.id == defect_id), None)
+
+
+@dataclass(frozen=True)
+class Registry:
+    platforms: Mapping[str, Platform]
+    sources: tuple[str, ...] = ()
+    _aliases: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.platforms)
+
+    @property
+    def defect_ids(self) -> set[str]:
+        return {d.id for p in self.platforms.values() for d in p.defects}
+
+    def canonical(self, name: str) -> str | None:
+        name = name.strip().lower()
+        if name in self.platforms:
+            return name
+        return self._aliases.get(name)
+
+    def get(self, name: str) -> Platform:
+        canonical = self.canonical(name)
+        if canonical is None:
+            raise FlContractError(
+                f"unknown platform {name!r}; known: {', '.join(self.names)} "
+                f"(aliases: {', '.join(sorted(self._aliases))})"
+            )
+        return self.platforms[canonical]
+
+
+# -- loading --------------------------------------------------------------------------
+
+
+def _fail(source: str, key: str, problem: str) -> FlContractError:
+    return FlContractError(f"platforms file {source}: {key}: {problem}")
+
+
+def _check_mapping(value: Any, source: str, key: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(source, key, f"expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _check_str_list(value: Any, source: str, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(source, key, "expected a list of strings")
+    return value
+
+
+def _validate_entry(name: str, entry: Any, source: str) -> dict[str, Any]:
+    where = f"platforms.{name}"
+    entry = _check_mapping(entry, source, where)
+    for key in entry:
+        if key not in _PLATFORM_KEYS:
+            raise _fail(source, f"{where}.{key}", f"unknown key (known: {', '.join(sorted(_PLATFORM_KEYS))})")
+    if "aliases" in entry:
+        _check_str_list(entry["aliases"], source, f"{where}.aliases")
+    for key in ("vendor", "device_type", "description"):
+        if key in entry and entry[key] is not None and not isinstance(entry[key], str):
+            raise _fail(source, f"{where}.{key}", "expected a string")
+    caps = _check_mapping(entry.get("capabilities", {}), source, f"{where}.capabilities")
+    for cap, value in caps.items():
+        if cap not in CAPABILITIES:
+            raise _fail(source, f"{where}.capabilities.{cap}", f"unknown capability (known: {', '.join(CAPABILITIES)})")
+        if not isinstance(value, bool):
+            raise _fail(source, f"{where}.capabilities.{cap}", "expected true or false")
+    defects = entry.get("defects", [])
+    if not isinstance(defects, list):
+        raise _fail(source, f"{where}.defects", "expected a list")
+    for i, defect in enumerate(defects):
+        dwhere = f"{where}.defects[{i}]"
+        defect = _check_mapping(defect, source, dwhere)
+        for key in defect:
+            if key not in _DEFECT_KEYS:
+                raise _fail(source, f"{dwhere}.{key}", "unknown key")
+        for key in ("id", "description"):
+            if not isinstance(defect.get(key), str) or not defect[key]:
+                raise _fail(source, f"{dwhere}.{key}", "required string")
+        _check_str_list(defect.get("ops", []), source, f"{dwhere}.ops")
+    if "emulation" in entry:
+        emu = _check_mapping(entry["emulation"], source, f"{where}.emulation")
+        if set(emu) != {"profile"} or not isinstance(emu["profile"], str):
+            raise _fail(source, f"{where}.emulation", "expected {profile: NAME}")
+    if "copy_source" in entry:
+        cs = _check_mapping(entry["copy_source"], source, f"{where}.copy_source")
+        if set(cs) != {"path", "pattern"} or not all(isinstance(v, str) for v in cs.values()):
+            raise _fail(source, f"{where}.copy_source", "expected {path: PATH, pattern: TEXT}")
+    return entry
+
+
+def parse_document(data: Any, source: str) -> dict[str, dict[str, Any]]:
+    """Validate one registry document; returns the raw entries by platform name."""
+    doc = _check_mapping(data, source, "(top level)")
+    extra = set(doc) - {"platforms"}
+    if extra:
+        raise _fail(source, sorted(extra)[0], "unknown top-level key (expected 'platforms')")
+    platforms = _check_mapping(doc.get("platforms"), source, "platforms")
+    return {str(name).lower(): _validate_entry(str(name), entry, source) for name, entry in platforms.items()}
+
+
+def _load_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "(parse)"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise _fail(source, where, f"not valid YAML: {problem}") from None
+
+
+def load_path(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FlContractError(f"platforms file {source}: cannot read: {exc.strerror}") from None
+    return parse_document(_load_yaml(text, source), source)
+
+
+def merge(base: dict[str, dict[str, Any]], override: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Entries merge key by key; capabilities merge by capability; new names are added."""
+    merged = {name: dict(entry) for name, entry in base.items()}
+    for name, entry in override.items():
+        target = merged.setdefault(name, {})
+        for key, value in entry.items():
+            if key == "capabilities":
+                target[key] = {**target.get(key, {}), **value}
+            else:
+                target[key] = value
+    return merged
+
+
+def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry:
+    platforms: dict[str, Platform] = {}
+    aliases: dict[str, str] = {}
+    for name, entry in raw.items():
+        if "device_type" not in entry:
+            raise _fail(sources[-1], f"platforms.{name}.device_type", "required for a new platform")
+        copy_source = entry.get("copy_source")
+        platforms[name] = Platform(
+            name=name,
+            vendor=entry.get("vendor"),
+            device_type=entry["device_type"],
+            aliases=tuple(a.lower() for a in entry.get("aliases", [])),
+            lacks=frozenset(c for c, ok in entry.get("capabilities", {}).items() if not ok),
+            defects=tuple(
+                Defect(d["id"], " ".join(d["description"].split()), tuple(d.get("ops", [])), d.get("workaround"))
+                for d in entry.get("defects", [])
+            ),
+            emulation_profile=(entry.get("emulation") or {}).get("profile"),
+            copy_source=(copy_source["path"], copy_source["pattern"]) if copy_source else None,
+            description=entry.get("description", ""),
+        )
+    for name, platform in platforms.items():
+        for alias in platform.aliases:
+            owner = aliases.get(alias)
+            if alias in platforms or (owner and owner != name):
+                raise _fail(
+                    sources[-1], f"platforms.{name}.aliases", f"alias {alias!r} is already taken by {owner or alias!r}"
+                )
+            aliases[alias] = name
+    return Registry(platforms=platforms, sources=sources, _aliases=aliases)
+
+
+def _entry_point_sources() -> list[tuple[str, Callable[[], Any]]]:
+    found = []
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        found.append((f"entry point {ep.name} ({ep.value})", ep.load))
+    return found
+
+
+def load_registry(extra_files: list[str] | tuple[str, ...] = (), *, entry_points: bool = True) -> Registry:
+    """Built-in registry, then entry points, then files named on the command line."""
+    builtin = resources.files("pytest_fl_contract").joinpath("platforms.yaml")
+    raw = parse_document(_load_yaml(builtin.read_text(encoding="utf-8"), "platforms.yaml"), "platforms.yaml")
+    sources = ["builtin"]
+    if entry_points:
+        for label, load in _entry_point_sources():
+            try:
+                value = load()
+                if callable(value):
+                    value = value()
+            except Exception as exc:  # a vendor's broken plugin is bad input, not our crash
+                raise FlContractError(f"platforms {label}: failed to load: {exc}") from None
+            if isinstance(value, (str, os.PathLike)):
+                raw = merge(raw, load_path(value))
+            else:
+                raw = merge(raw, parse_document(value, label))
+            sources.append(label)
+    for path in extra_files:
+        raw = merge(raw, load_path(path))
+        sources.append(str(path))
+    return _build(raw, tuple(sources))
+
+
+# -- detection ------------------------------------------------------------------------
+
+_QUICK_ATTRS = (  # as flag_gems' DeviceDetector._get_vendor_from_quick_cmd
+    ("mlu", "cambricon"), ("musa", "mthreads"), ("corex", "iluvatar"),
+    ("npu", "ascend"), ("ptpu", "sunrise"), ("gcu", "enflame"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Detection:
+    platform: str
+    how: str
+
+
+def detect(registry: Registry, environ: Mapping[str, str] | None = None, torch_module: Any = None) -> Detection:
+    """Decide the platform as FlagGems does; ``how`` says what decided it."""
+    environ = os.environ if environ is None else environ
+    vendor = environ.get("GEMS_VENDOR")
+    if vendor and registry.canonical(vendor):
+        return Detection(registry.canonical(vendor), f"GEMS_VENDOR={vendor}")  # type: ignore[arg-type]
+    torch = torch_module
+    if torch is None:
+        if "torch" not in sys.modules:
+            from importlib.util import find_spec
+
+            if find_spec("torch") is None:
+                return Detection("cpu", "torch is not installed")
+        import torch  # noqa: PLC0415 - detection is the one place that must ask torch
+    for attr, name in _QUICK_ATTRS:
+        if hasattr(torch, attr):
+            return Detection(name, f"torch.{attr} exists")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_available():
+        device = cuda.get_device_name(0)
+        if "iluvatar" in device.lower():
+            return Detection("iluvatar", f"CUDA device {device!r}")
+        if getattr(getattr(torch, "version", None), "hip", None):
+            return Detection("amd", f"ROCm device {device!r}")
+        return Detection("nvidia", f"CUDA device {device!r}")
+    return Detection("cpu", "no accelerator found by torch")

@@ -1,0 +1,144 @@
+"""What a contract needs at run time: flag_gems, the workaround, the device, a poisoner,
+a kernel-launch spy.  Imported lazily by the plugin's fixtures: torch is imported here,
+never at plugin load."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import FlContractError
+from .layout import resolve_module
+from .settings import Settings
+
+
+@dataclass(frozen=True)
+class WorkaroundInfo:
+    module: str
+    origin: str  # wheel | checkout
+    path: str
+    entries: dict[str, str] = field(default_factory=dict)
+    covers: tuple[str, ...] = ()
+
+
+def device_of(settings: Settings) -> str:
+    """The torch device string contracts allocate on."""
+    if settings.emulation is not None:
+        return "cpu"
+    return settings.platform.device_type
+
+
+def device_name(settings: Settings) -> str:
+    if settings.emulation is not None:
+        from .emulation.profiles import get_profile
+
+        return get_profile(settings.emulation.profile).device_name
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return "not queried (torch not imported)"
+    module = getattr(torch, settings.platform.device_type, None)
+    try:
+        return str(module.get_device_name(0))  # type: ignore[union-attr]
+    except Exception:
+        return f"unknown ({settings.platform.device_type})"
+
+
+def import_flag_gems() -> Any:
+    try:
+        import flag_gems
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise FlContractError(f"cannot import flag_gems: {type(exc).__name__}: {first}") from None
+    return flag_gems
+
+
+def install_workaround(settings: Settings) -> WorkaroundInfo | None:
+    if settings.workaround is None:
+        return None
+    import_flag_gems()
+    resolved = resolve_module(settings.workaround, settings.layout.source_root)
+    module = resolved.module
+    missing = [name for name in ("install", "uninstall") if not callable(getattr(module, name, None))]
+    if missing:
+        raise FlContractError(
+            f"workaround {settings.workaround} lacks {', '.join(missing)}() (see the protocol in the README)"
+        )
+    try:
+        entries = module.install() or {}
+    except Exception as exc:
+        raise FlContractError(
+            f"workaround {settings.workaround}: install() failed: {type(exc).__name__}: {exc}"
+        ) from None
+    if not entries and callable(getattr(module, "installed", None)):
+        entries = module.installed()
+    return WorkaroundInfo(
+        settings.workaround, resolved.origin, resolved.path, dict(entries), tuple(getattr(module, "COVERS", ()))
+    )
+
+
+def poison_device_memory(device: str, fill: float, nbytes: int = 64 * 2**20) -> None:
+    """Allocate, fill with garbage, free: the next allocation (and any out-of-bounds read
+    past it) sees ``fill``.  Under the emulator the same write lands in its device heap."""
+    import torch
+
+    block = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
+    block.fill_(fill)
+    del block
+    from .emulation import defects
+
+    if defects.STATE.installed:
+        defects.poison(fill)
+
+
+class LaunchSpy:
+    """Records the names of the Triton kernels flag_gems launches (inner vs non-inner).
+
+    Kernels are module globals looked up at call time, so replacing them with a proxy
+    whose ``[grid]`` records the name sees every launch, on a GPU or the interpreter.
+    """
+
+    def __init__(self) -> None:
+        self.launched: list[str] = []
+        self._patched: list[tuple[Any, str, Any]] = []
+
+    def attach(self, module_names: list[str]) -> None:
+        import triton
+
+        for name in module_names:
+            module = sys.modules.get(name)
+            if module is None:
+                continue
+            for attr, value in list(vars(module).items()):
+                if isinstance(value, triton.runtime.KernelInterface) and "kernel" in attr:
+                    self._patched.append((module, attr, value))
+                    setattr(module, attr, _SpiedKernel(value, attr, self.launched))
+
+    def detach(self) -> None:
+        while self._patched:
+            module, attr, value = self._patched.pop()
+            setattr(module, attr, value)
+
+
+class _SpiedKernel:
+    def __init__(self, kernel: Any, name: str, log: list[str]) -> None:
+        self._kernel, self._name, self._log = kernel, name, log
+
+    def __getitem__(self, grid: Any) -> Any:
+        self._log.append(self._name)
+        return self._kernel[grid]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kernel, name)
+
+
+@contextlib.contextmanager
+def spy_launches(module_names: list[str]) -> Iterator[LaunchSpy]:
+    spy = LaunchSpy()
+    spy.attach(module_names)
+    try:
+        yield spy
+    finally:
+        spy.detach()

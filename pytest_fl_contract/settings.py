@@ -1,0 +1,135 @@
+"""Turn options, ini and environment into one frozen ``Settings``: pure, tested directly."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from .errors import FlContractError
+from .layout import Layout, detect_layout
+from .platforms import Detection, Platform, Registry, detect
+
+DEFAULT_WORKAROUND = "pytest_fl_contract.workarounds.masked_reductions"
+SWEEPS = ("quick", "full")
+
+
+@dataclass(frozen=True)
+class Emulation:
+    profile: str
+    defects: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Settings:
+    registry: Registry
+    platform: Platform
+    detection: Detection
+    layout: Layout
+    emulation: Emulation | None
+    workaround: str | None  # module to install, None when off
+    workaround_why: str
+    sweep: str
+    junit_prefix: str | None
+
+
+@dataclass(frozen=True)
+class Options:
+    platform: str | None = None
+    ini_platform: str | None = None
+    emulate: bool = False
+    profile: str | None = None
+    inject: tuple[str, ...] = ()
+    no_workaround: bool = False
+    force_workaround: bool = False
+    workaround: str | None = None
+    layout: str = "auto"
+    source_root: Path = Path(".")
+    sweep: str | None = None
+    junit_prefix: str | None = None
+
+
+def choose_platform_name(opts: Options, environ: Mapping[str, str]) -> tuple[str, str]:
+    """Command line wins, then FL_PLATFORM, then the ini; default auto."""
+    if opts.platform:
+        return opts.platform, "--platform"
+    if environ.get("FL_PLATFORM"):
+        return environ["FL_PLATFORM"], "FL_PLATFORM"
+    if opts.ini_platform:
+        return opts.ini_platform, "ini fl_platform"
+    return "auto", "default"
+
+
+def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None = None) -> Settings:
+    from .emulation.defects import KNOWN_DEFECTS
+    from .emulation.profiles import get_profile
+
+    environ = os.environ if environ is None else environ
+    name, source = choose_platform_name(opts, environ)
+    if name.strip().lower() == "auto":
+        detection = detect(registry, environ)
+    else:
+        detection = Detection(registry.get(name).name, source)
+    platform = registry.platforms[detection.platform]
+
+    emulation = None
+    if opts.emulate or platform.name == "cpu" or opts.inject or opts.profile:
+        if detection.platform != "cpu" and not opts.emulate:
+            raise FlContractError("--fl-inject and --fl-profile need --fl-emulate (or --platform cpu)")
+        profile = opts.profile or platform.emulation_profile
+        if profile is None:
+            raise FlContractError(
+                f"platform {platform.name} has no emulation profile in the registry; pass --fl-profile"
+            )
+        try:
+            get_profile(profile)
+        except ValueError as exc:
+            raise FlContractError(str(exc)) from None
+        # Compiler defects are injected; FlagGems' own defects happen for real on the interpreter.
+        injected = [d.id for d in platform.defects if d.id in KNOWN_DEFECTS] if opts.emulate else []
+        for defect in opts.inject:
+            if defect not in KNOWN_DEFECTS:
+                raise FlContractError(f"unknown defect {defect!r} for --fl-inject; known: {', '.join(KNOWN_DEFECTS)}")
+            injected.append(defect)
+        emulation = Emulation(profile, tuple(dict.fromkeys(injected)))
+
+    if opts.no_workaround and (opts.force_workaround or opts.workaround):
+        raise FlContractError("--fl-no-workaround contradicts --fl-workaround / --fl-force-workaround")
+    module = opts.workaround or DEFAULT_WORKAROUND
+    defects_with_workaround = [d.id for d in platform.defects if d.workaround]
+    if opts.no_workaround:
+        workaround, why = None, "off (--fl-no-workaround)"
+    elif opts.force_workaround or opts.workaround:
+        workaround, why = module, "forced" if opts.force_workaround else "--fl-workaround"
+    elif defects_with_workaround:
+        workaround, why = module, f"covers {', '.join(defects_with_workaround)}"
+    else:
+        workaround, why = None, f"not needed on {platform.name}"
+
+    sweep = opts.sweep or ("quick" if emulation else "full")
+    if sweep not in SWEEPS:
+        raise FlContractError(f"unknown sweep {sweep!r}; known: {', '.join(SWEEPS)}")
+    return Settings(
+        registry=registry,
+        platform=platform,
+        detection=detection,
+        layout=detect_layout(opts.layout, opts.source_root),
+        emulation=emulation,
+        workaround=workaround,
+        workaround_why=why,
+        sweep=sweep,
+        junit_prefix=opts.junit_prefix,
+    )
+
+
+def versions() -> dict[str, str]:
+    """Installed versions, read from metadata: nothing is imported."""
+    out = {}
+    for dist in ("torch", "triton", "flag_gems", "pytest-fl-contract"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
