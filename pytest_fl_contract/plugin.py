@@ -160,7 +160,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_configure")
-def add_junit_properties(config: pytest.Config) -> None:
+def pytest_configure_junit_properties(config: pytest.Config) -> None:
     """After junitxml made its LogXML: its stash survives xdist, record_testsuite_property does not."""
     from _pytest.junitxml import xml_key
 

@@ -1,0 +1,32 @@
+"""Shared helpers for the project's own tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def run_subprocess(pytester: pytest.Pytester):
+    """pytester in a fresh interpreter (the emulator patches a process for good), with the
+    plugin loaded only through ``-p fl_contract``."""
+
+    def run(*args: str, autoload: bool = False, timeout: float = 600) -> pytest.RunResult:
+        env = os.environ.copy()
+        if not autoload:
+            pytester._monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        pytester._monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
+        for name in ("FL_PLATFORM", "GEMS_VENDOR"):
+            pytester._monkeypatch.delenv(name, raising=False)
+        return pytester.runpytest_subprocess(*args, timeout=timeout)
+
+    return run
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    sys.path.insert(0, str(ROOT / "contracts" / "reductions"))

@@ -1,0 +1,291 @@
+"""The CPU lane itself: FlagGems on the interpreter, honest `and`, the injected defect.
+
+This session runs with ``fl_platform = cpu`` (pyproject), so the emulator is active and
+triton interprets; defects are switched on per test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_fl_contract.emulation import defects, interpreter
+from pytest_fl_contract.errors import FlContractError
+
+
+@pytest.fixture
+def defect():
+    defects.STATE.counters.reset()
+    defects.enable("masked_2d_row_load")
+    yield defects.STATE.counters
+    defects.disable()
+    defects.poison(None)
+
+
+# -- the seed's standalone table (DESIGN §3) ---------------------------------------------
+
+
+@triton.jit
+def colsum_masked(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
+    n = tl.arange(0, TILE_N)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    v = tl.load(x_ptr + n * K + k, mask=(n < N) & (k < K), other=0.0)
+    tl.store(out_ptr + tl.arange(0, TILE_K), tl.sum(v, axis=0), mask=tl.arange(0, TILE_K) < K)
+
+
+@triton.jit
+def colsum_where(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
+    n = tl.arange(0, TILE_N)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    v = tl.load(x_ptr + n * K + k)
+    v = tl.where(n < N, v, 0.0)
+    tl.store(out_ptr + tl.arange(0, TILE_K), tl.sum(v, axis=0), mask=tl.arange(0, TILE_K) < K)
+
+
+@triton.jit
+def colsum_rows(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
+    k = tl.arange(0, TILE_K)
+    acc = tl.zeros([TILE_K], dtype=tl.float32)
+    for n in range(0, N):
+        acc += tl.load(x_ptr + n * K + k, mask=k < K, other=0.0)
+    tl.store(out_ptr + k, acc, mask=k < K)
+
+
+@triton.jit
+def sum_1d(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
+    n = tl.arange(0, TILE_N)
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + n * K, mask=n < N, other=0.0), axis=0))
+
+
+@triton.jit
+def colsum_and(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
+    n = tl.arange(0, TILE_N)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    row_mask = n < N
+    col_mask = k < K
+    mask = row_mask and col_mask
+    v = tl.load(x_ptr + n * K + k, mask=mask, other=0.0)
+    tl.store(out_ptr + tl.arange(0, TILE_K), tl.sum(v, axis=0), mask=tl.arange(0, TILE_K) < K)
+
+
+def _run(kernel, tile_n):
+    buf = torch.arange(8.0).reshape(8, 1)  # N=4 rows hold 0..3 inside a larger buffer
+    out = torch.zeros(1)
+    kernel[(1,)](buf, out, 4, 1, TILE_N=tile_n, TILE_K=1)
+    return out.item()
+
+
+SEED_TABLE = [  # (variant, kernel, TILE_N, with defect, without)
+    ("tl.load(mask=(n<N)&(k<K))", colsum_masked, 8, 28.0, 6.0),
+    ("load + tl.where(n < N, v, 0)", colsum_where, 8, 28.0, 6.0),
+    ("TILE_N == N", colsum_masked, 4, 6.0, 6.0),
+    ("per-row loop", colsum_rows, 8, 6.0, 6.0),
+    ("1-D mask", sum_1d, 8, 6.0, 6.0),
+]
+
+
+@pytest.mark.parametrize("variant, kernel, tile_n, broken, clean", SEED_TABLE, ids=[r[0] for r in SEED_TABLE])
+def test_seed_standalone_table(variant, kernel, tile_n, broken, clean, defect):
+    assert _run(kernel, tile_n) == broken
+    defects.disable()
+    assert _run(kernel, tile_n) == clean
+
+
+def test_defect_counters(defect):
+    _run(colsum_masked, 8)
+    assert (defect.faulted_loads, defect.extra_lanes, defect.in_storage_lanes, defect.garbage_lanes) == (1, 4, 4, 0)
+    _run(colsum_where, 8)
+    assert defect.faulted_selects == 1
+
+
+def test_garbage_outside_storages_is_the_emulated_heap(defect):
+    buf = torch.arange(4.0).reshape(4, 1)  # nothing of the launch lies past row 4
+    out = torch.zeros(1)
+    defects.poison(100.0)
+    colsum_masked[(1,)](buf, out, 4, 1, TILE_N=8, TILE_K=1)
+    assert out.item() == 6.0 + 4 * 100.0
+    assert defect.garbage_lanes == 4 and defect.in_storage_lanes == 0
+
+
+# -- interpreter honesty ------------------------------------------------------------------
+
+
+def test_and_of_masks_means_logical_and():
+    assert _run(colsum_and, 8) == 6.0
+
+
+AND_KERNEL = textwrap.dedent(
+    """
+    import os; os.environ["TRITON_INTERPRET"] = "1"
+    import torch, triton, triton.language as tl
+    @triton.jit
+    def k(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
+        n = tl.arange(0, TILE_N)[:, None]
+        kk = tl.arange(0, TILE_K)[None, :]
+        row_mask = n < N
+        col_mask = kk < K
+        mask = row_mask and col_mask
+        v = tl.load(x_ptr + n * K + kk, mask=mask, other=0.0)
+        tl.store(out_ptr + tl.arange(0, TILE_K), tl.sum(v, axis=0), mask=tl.arange(0, TILE_K) < K)
+    buf = torch.arange(8.0).reshape(8, 1); out = torch.zeros(1)
+    k[(1,)](buf, out, 4, 1, TILE_N=8, TILE_K=1)
+    print(out.item())
+    """
+)
+
+
+def test_plain_interpreter_really_drops_the_row_half():
+    """Without our correction the interpreter returns col_mask for `row_mask and col_mask`."""
+    done = subprocess.run([sys.executable, "-c", AND_KERNEL], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "28.0", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("a, b, expected", [(True, 5, 5), (False, 5, False), (0, 5, 0), (3, 0, 0)])
+def test_logical_and_on_constexprs_short_circuits_like_the_compiler(a, b, expected):
+    assert interpreter.logical_and(a, lambda: b) == expected
+    assert interpreter.logical_or(a, lambda: b) == (a or b)
+
+
+# -- the mask model -------------------------------------------------------------------------
+
+
+@given(rows=st.integers(1, 12), valid=st.integers(0, 12), cols=st.integers(1, 9), valid_cols=st.integers(0, 9))
+def test_drop_row_condition_keeps_only_the_column_half(rows, valid, cols, valid_cols):
+    valid, valid_cols = min(valid, rows), min(valid_cols, cols)
+    mask = np.zeros((rows, cols), bool)
+    mask[:valid, :valid_cols] = True
+    out = defects.drop_row_condition(mask)
+    if 0 < valid < rows and valid_cols > 0:
+        expected = np.zeros((rows, cols), bool)
+        expected[:, :valid_cols] = True
+        assert np.array_equal(out, expected)
+    else:
+        assert out is None
+
+
+def test_drop_row_condition_leaves_other_masks_alone():
+    flattened = np.arange(12).reshape(3, 4) < 7  # a flattened-index bound: not separable
+    assert defects.drop_row_condition(flattened) is None
+    data_dependent = np.zeros((4, 3), bool)
+    data_dependent[2:] = True  # valid rows not a prefix: not an index bound
+    assert defects.drop_row_condition(data_dependent) is None
+    assert defects.drop_row_condition(np.ones(5, bool)[:3] < 2) is None  # 1-D
+
+
+# -- FlagGems itself -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gems():
+    import flag_gems
+
+    return flag_gems
+
+
+NON_INNER = [((3, 5, 64), 1), ((13, 64), 0), ((8, 4, 16), 1), ((16, 5, 3, 7), 1), ((2, 300, 8), 1)]
+INNER = [((3, 13, 256), -1), ((5, 7), 1)]
+
+
+def _entry(module, name):
+    # flag_gems.ops.sum is the re-exported function: reach the module through sys.modules
+    return getattr(sys.modules[f"flag_gems.ops.{module}"], name)
+
+
+OPS = {
+    "sum": (lambda x, d: _entry("sum", "sum_dim")(x, [d]), lambda x, d: x.sum(d)),
+    "mean": (lambda x, d: _entry("mean", "mean_dim")(x, [d]), lambda x, d: x.mean(d)),
+    "softmax": (lambda x, d: _entry("softmax", "softmax")(x, d), lambda x, d: x.softmax(d)),
+}
+
+
+def _error(gems, op, shape, dim):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    fn, ref = OPS[op]
+    got = fn(x, dim)
+    return (got.double() - ref(x.double(), dim)).abs().max().item()
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape, dim", NON_INNER + INNER)
+def test_flag_gems_matches_float64_on_cpu(gems, op, shape, dim):
+    assert _error(gems, op, shape, dim) < 1e-4
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape, dim", NON_INNER)
+def test_defect_breaks_non_inner_kernels(gems, op, shape, dim, defect):
+    assert _error(gems, op, shape, dim) > 1e-2
+    assert defect.faulted_loads > 0
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape, dim", INNER)
+def test_defect_spares_last_dim(gems, op, shape, dim, defect):
+    assert _error(gems, op, shape, dim) < 1e-4
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_defect_spares_the_moved_axis_path(gems, op, defect):
+    x = torch.randn(3, 5, 64, generator=torch.Generator().manual_seed(2))
+    fn, ref = OPS[op]
+    moved = x.movedim(1, -1).contiguous()
+    got = fn(moved, -1)
+    assert (got.double() - ref(moved.double(), -1)).abs().max().item() < 1e-4
+
+
+def test_identical_calls_differ_when_neighbouring_memory_changes(gems, defect):
+    x = torch.randn(13, 64, generator=torch.Generator().manual_seed(3))
+    results = []
+    for fill in (1.0, 1e4, -3.0):
+        defects.poison(fill)
+        results.append(_entry("sum", "sum_dim")(x, [0]))
+    assert not torch.equal(results[0], results[1]) and not torch.equal(results[1], results[2])
+
+
+# -- refusals -------------------------------------------------------------------------------
+
+
+def test_untested_versions_are_refused_in_one_line(monkeypatch):
+    monkeypatch.setattr(interpreter, "installed_version", lambda d: {"triton": "3.9.0"}.get(d, "5.0.2"))
+    with pytest.raises(FlContractError) as info:
+        interpreter.check_versions()
+    assert str(info.value) == (
+        "the CPU emulator supports triton 3.7.1, flag_gems 5.0.2; found triton 3.9.0, flag_gems 5.0.2 "
+        "(install the [cpu] extra)"
+    )
+
+
+REFUSALS = {
+    "accelerator": (
+        "import torch; torch.cuda.is_available = lambda: True; torch.cuda.get_device_name = lambda i=0: 'NVIDIA H200'",
+        "refusing to emulate: this machine has a real accelerator (NVIDIA H200); run the real lane instead",
+    ),
+    "flag_gems first": (
+        "import sys, types; sys.modules['flag_gems'] = types.ModuleType('flag_gems')",
+        "flag_gems was imported before",
+    ),
+    "triton first": ("import triton", "triton was imported before the CPU emulator"),
+}
+
+
+@pytest.mark.parametrize("setup", REFUSALS, ids=list(REFUSALS))
+def test_refusals(setup):
+    prelude, message = REFUSALS[setup]
+    code = (
+        f"{prelude}\n"
+        "from pytest_fl_contract.emulation import interpreter, profiles\n"
+        "from pytest_fl_contract.errors import FlContractError\n"
+        "try:\n    interpreter.activate(profiles.get_profile('nvidia-small'))\n"
+        "except FlContractError as exc:\n    print(exc)\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert message in done.stdout, done.stdout + done.stderr[-2000:]

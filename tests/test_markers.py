@@ -1,0 +1,87 @@
+"""Marker decisions as pure functions, on every kind of platform (like pytest's skipping tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_fl_contract.markers import Context, MarkerError, Skip, Xfail, evaluate_skip, evaluate_xfail, validate
+from pytest_fl_contract.platforms import load_registry
+
+REGISTRY = load_registry(entry_points=False)
+M = pytest.mark
+
+
+def ctx(name: str, layout: str = "checkout", covered: frozenset[str] = frozenset()) -> Context:
+    return Context(REGISTRY.get(name), layout, Path("/src"), covered)
+
+
+@pytest.mark.parametrize("name", REGISTRY.names)
+def test_requires_device_cast_on_every_platform(name):
+    decision = evaluate_skip([M.requires_device_cast.mark], ctx(name))
+    if name in ("bpu", "iluvatar", "mps", "tsingmicro"):
+        assert decision == Skip(f"{name} has no on-device dtype cast (registry: device_cast = false)")
+    else:
+        assert decision is None
+
+
+@pytest.mark.parametrize("layout", ["wheel", "checkout"])
+def test_requires_csrc_names_the_missing_path(layout):
+    decision = evaluate_skip([M.requires_csrc.mark], ctx("nvidia", layout))
+    assert decision == (Skip(f"wheel-only layout: {Path('/src/csrc')} does not exist") if layout == "wheel" else None)
+
+
+@pytest.mark.parametrize("name", REGISTRY.names)
+def test_platforms_marker_runs_only_on_listed(name):
+    decision = evaluate_skip([M.platforms("nvidia", "corex").mark], ctx(name))
+    assert (decision is None) == (name in ("nvidia", "iluvatar"))
+
+
+def test_skip_platforms_gives_the_reason():
+    mark = M.skip_platforms("iluvatar", reason="no fp64 accumulate").mark
+    assert evaluate_skip([mark], ctx("iluvatar")) == Skip("skipped on iluvatar: no fp64 accumulate")
+    assert evaluate_skip([mark], ctx("nvidia")) is None
+
+
+@pytest.mark.parametrize("name", REGISTRY.names)
+def test_requires_capability(name):
+    decision = evaluate_skip([M.requires_capability("bf16", "int64").mark], ctx(name))
+    platform = REGISTRY.get(name)
+    assert (decision is None) == (platform.has("bf16") and platform.has("int64"))
+
+
+def test_known_defect_is_strict_xfail_only_where_listed_and_uncovered():
+    mark = M.known_defect("masked_2d_row_load").mark
+    decision = evaluate_xfail([mark], ctx("iluvatar"))
+    assert isinstance(decision, Xfail) and decision.strict and decision.defect == "masked_2d_row_load"
+    assert "known defect masked_2d_row_load on iluvatar" in decision.reason
+    assert evaluate_xfail([mark], ctx("iluvatar", covered=frozenset({"masked_2d_row_load"}))) is None
+    assert evaluate_xfail([mark], ctx("nvidia")) is None
+
+
+@pytest.mark.parametrize(
+    "mark, message",
+    [
+        (M.platforms.mark, "needs at least one platform"),
+        (M.platforms("nosuch").mark, "unknown platform 'nosuch'"),
+        (M.skip_platforms("nvidia").mark, "needs reason="),
+        (M.skip_platforms("nvidia", reason=" ").mark, "needs reason="),
+        (M.skip_platforms("nvidia", reason="x", why="y").mark, "unexpected keyword 'why'"),
+        (M.known_defect.mark, "exactly one defect id"),
+        (M.known_defect("nosuch").mark, "unknown defect 'nosuch'"),
+        (M.requires_capability("fp128").mark, "capability names"),
+        (M.requires_csrc("x").mark, "takes no arguments"),
+    ],
+)
+def test_wrong_arguments_are_errors(mark, message):
+    with pytest.raises(MarkerError, match=message):
+        validate([mark], REGISTRY)
+
+
+def test_valid_marks_pass_validation():
+    validate([M.platforms("cuda").mark, M.known_defect("masked_2d_row_load").mark, M.requires_csrc.mark], REGISTRY)
+
+
+def test_unrelated_marks_are_ignored():
+    assert evaluate_skip([M.parametrize("x", [1]).mark, M.slow.mark], ctx("iluvatar")) is None

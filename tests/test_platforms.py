@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import types
+
+import pytest
+import yaml
+
+from pytest_fl_contract import platforms
+from pytest_fl_contract.errors import FlContractError
+from pytest_fl_contract.platforms import Detection, detect, load_registry, merge
+
+FLAGGEMS_VENDORS = ["nvidia", "iluvatar", "ascend", "cambricon", "metax", "mthreads", "kunlunxin",
+                    "hygon", "amd", "aipu", "tsingmicro", "sunrise", "enflame"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return load_registry(entry_points=False)
+
+
+def test_names_follow_flag_gems_vendors_plus_cpu_mps_bpu(registry):
+    assert set(registry.names) == {*FLAGGEMS_VENDORS, "cpu", "mps", "bpu"}
+    for vendor in FLAGGEMS_VENDORS:
+        assert registry.get(vendor).vendor == vendor
+
+
+@pytest.mark.parametrize(
+    "alias, name",
+    [("cuda", "nvidia"), ("gcu", "enflame"), ("musa", "mthreads"), ("dcu", "hygon"), ("npu", "ascend"),
+     ("mlu", "cambricon"), ("CUDA", "nvidia"), ("corex", "iluvatar")],
+)  # fmt: skip
+def test_torch_fl_names_are_aliases(registry, alias, name):
+    assert registry.get(alias).name == name
+
+
+def test_capabilities_match_flag_gems_lists(registry):
+    no_fp64 = {"cambricon", "iluvatar", "kunlunxin", "mthreads", "aipu", "ascend", "tsingmicro", "sunrise", "enflame"}
+    assert {p for p in registry.names if not registry.get(p).has("fp64")} == no_fp64
+    assert {p for p in registry.names if not registry.get(p).has("bf16")} == {"aipu", "sunrise"}
+    assert {p for p in registry.names if not registry.get(p).has("int64")} == {
+        "aipu",
+        "tsingmicro",
+        "sunrise",
+        "enflame",
+    }
+    no_cast = {p for p in registry.names if not registry.get(p).has("device_cast")}
+    assert no_cast == {"bpu", "iluvatar", "mps", "tsingmicro"}
+
+
+def test_iluvatar_lists_the_masked_load_defect(registry):
+    defect = registry.get("iluvatar").defect("masked_2d_row_load")
+    assert defect is not None and defect.workaround == "masked_reductions"
+    assert {"sum_dim", "mean_dim", "softmax", "argmax"} <= set(defect.ops)
+
+
+def test_unknown_platform_lists_known_names(registry):
+    with pytest.raises(FlContractError, match="unknown platform 'nosuch'; known: aipu, amd"):
+        registry.get("nosuch")
+
+
+MALFORMED = [
+    ("platforms: [1, 2]", "platforms: expected a mapping"),
+    ("nope: {}", "nope: unknown top-level key"),
+    ("platforms: {x: {device_type: cpu, colour: red}}", "platforms.x.colour: unknown key"),
+    ("platforms: {x: {device_type: cpu, capabilities: {fp65: true}}}", "platforms.x.capabilities.fp65: unknown capability"),
+    ("platforms: {x: {device_type: cpu, capabilities: {fp64: maybe}}}", "platforms.x.capabilities.fp64: expected true or false"),
+    ("platforms: {x: {device_type: cpu, defects: [{description: d}]}}", r"platforms.x.defects\[0\].id: required string"),
+    ("platforms: {x: {device_type: cpu, defects: {}}}", "platforms.x.defects: expected a list"),
+    ("platforms: {x: {device_type: cpu, aliases: cuda}}", "platforms.x.aliases: expected a list of strings"),
+    ("platforms: {x: {device_type: cpu, emulation: {profile: 3}}}", "platforms.x.emulation: expected"),
+    ("platforms: {x: {vendor: x}}", "platforms.x.device_type: required for a new platform"),
+    ("platforms: {x: {device_type: cpu, aliases: [cuda]}}", "platforms.x.aliases: alias 'cuda' is already taken"),
+    ("platforms: {x: [", "line 1: not valid YAML"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text, message", MALFORMED)
+def test_malformed_file_is_one_line_naming_file_and_key(tmp_path, text, message):
+    path = tmp_path / "vendor.yaml"
+    path.write_text(text)
+    with pytest.raises(FlContractError, match=message) as info:
+        load_registry([str(path)], entry_points=False)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_missing_file_is_one_line(tmp_path):
+    with pytest.raises(FlContractError, match="cannot read"):
+        load_registry([str(tmp_path / "none.yaml")], entry_points=False)
+
+
+def test_vendor_file_overrides_key_by_key_and_adds(tmp_path):
+    path = tmp_path / "vendor.yaml"
+    path.write_text(yaml.safe_dump({"platforms": {
+        "iluvatar": {"capabilities": {"device_cast": True}},
+        "newchip": {"vendor": None, "device_type": "newchip", "aliases": ["nc"]},
+    }}))  # fmt: skip
+    registry = load_registry([str(path)], entry_points=False)
+    ilu = registry.get("iluvatar")
+    assert ilu.has("device_cast") and not ilu.has("fp64")  # merged, not replaced
+    assert ilu.defect("masked_2d_row_load") is not None
+    assert registry.get("nc").name == "newchip"
+    assert registry.sources[-1] == str(path)
+
+
+def test_entry_point_group_extends_registry(monkeypatch):
+    doc = {"platforms": {"newchip": {"device_type": "newchip"}}}
+    monkeypatch.setattr(platforms, "_entry_point_sources", lambda: [("entry point vendor", lambda: lambda: doc)])
+    assert load_registry().get("newchip").device_type == "newchip"
+
+
+def test_broken_entry_point_is_one_line(monkeypatch):
+    def boom():
+        raise ImportError("no module named vendor_plugin")
+
+    monkeypatch.setattr(platforms, "_entry_point_sources", lambda: [("entry point vendor (x:y)", boom)])
+    with pytest.raises(FlContractError, match="entry point vendor .*failed to load: no module named vendor_plugin"):
+        load_registry()
+
+
+def test_merge_is_pure():
+    base = {"a": {"capabilities": {"fp64": False}}}
+    merged = merge(base, {"a": {"capabilities": {"bf16": False}}})
+    assert merged["a"]["capabilities"] == {"fp64": False, "bf16": False}
+    assert base == {"a": {"capabilities": {"fp64": False}}}
+
+
+def _fake_torch(attrs=(), cuda_name=None, hip=None):
+    torch = types.SimpleNamespace(**{a: object() for a in attrs})
+    torch.cuda = types.SimpleNamespace(
+        is_available=lambda: cuda_name is not None, get_device_name=lambda i=0: cuda_name
+    )
+    torch.version = types.SimpleNamespace(hip=hip)
+    return torch
+
+
+@pytest.mark.parametrize(
+    "environ, torch, expected",
+    [
+        ({"GEMS_VENDOR": "iluvatar"}, _fake_torch(), Detection("iluvatar", "GEMS_VENDOR=iluvatar")),
+        ({}, _fake_torch(["corex"]), Detection("iluvatar", "torch.corex exists")),
+        ({}, _fake_torch(["npu"]), Detection("ascend", "torch.npu exists")),
+        ({}, _fake_torch(["musa"]), Detection("mthreads", "torch.musa exists")),
+        ({}, _fake_torch(["mlu"]), Detection("cambricon", "torch.mlu exists")),
+        ({}, _fake_torch(["gcu"]), Detection("enflame", "torch.gcu exists")),
+        ({}, _fake_torch(["ptpu"]), Detection("sunrise", "torch.ptpu exists")),
+        ({}, _fake_torch(cuda_name="Iluvatar BI-V150"), Detection("iluvatar", "CUDA device 'Iluvatar BI-V150'")),
+        ({}, _fake_torch(cuda_name="NVIDIA H200"), Detection("nvidia", "CUDA device 'NVIDIA H200'")),
+        ({}, _fake_torch(cuda_name="AMD MI300X", hip="6.2"), Detection("amd", "ROCm device 'AMD MI300X'")),
+        ({}, _fake_torch(), Detection("cpu", "no accelerator found by torch")),
+        ({"GEMS_VENDOR": "bogus"}, _fake_torch(), Detection("cpu", "no accelerator found by torch")),
+    ],
+)
+def test_detect_as_flag_gems_does(registry, environ, torch, expected):
+    assert detect(registry, environ, torch) == expected

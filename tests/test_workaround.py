@@ -1,0 +1,222 @@
+"""The masked-reduction workaround against a synthetic FlagGems (no kernels needed):
+routing, keepdim, dim form, out= semantics, install / uninstall / aliased builds."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_fl_contract.workarounds import masked_reductions as mr
+
+
+@given(shape=st.lists(st.integers(0, 5), min_size=1, max_size=4), dim=st.integers(-5, 5))
+def test_route_only_single_non_inner_int_dims(shape, dim):
+    ndim = len(shape)
+    d = dim % ndim if -ndim <= dim < ndim else None
+    rest = 1
+    for s in shape[d + 1 :] if d is not None else []:
+        rest *= s
+    total = 1
+    for s in shape:
+        total *= s
+    expected = d if d is not None and rest > 1 and total > 0 else None
+    assert mr.route(shape, dim) == expected
+    assert mr.route(shape, [dim]) == expected
+    assert mr.route(shape, (dim,)) == expected
+
+
+@pytest.mark.parametrize("dim", [None, [0, 1], [], True, 1.0, "1", torch.tensor(1)])
+def test_route_forwards_everything_else(dim):
+    assert mr.route((3, 5, 7), dim) is None
+
+
+class FakeGems:
+    """Entry points with FlagGems' signatures and quirks, recording what they were called with."""
+
+    def __init__(self, alias_out: bool = False):
+        self.calls: list[tuple] = []
+        calls = self.calls
+
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            calls.append(("sum_dim", tuple(inp.shape), dim, keepdim))
+            if dim is None:
+                return inp.sum(dtype=dtype)
+            dims = [d % inp.ndim for d in dim]  # an int dim raises TypeError, as in 5.0.2
+            if dtype is None and inp.dtype == torch.bool:
+                dtype = torch.int64
+            return inp.sum(dims, keepdim=keepdim, dtype=dtype)
+
+        def sum_dim_out(inp, dim=None, keepdim=False, *, dtype=None, out):
+            calls.append(("sum_dim_out", tuple(inp.shape), dim, keepdim))
+            if dtype is None and inp.dtype == torch.bool:
+                dtype = torch.int64
+            result = inp.sum([d % inp.ndim for d in dim], keepdim=keepdim, dtype=dtype)
+            out.resize_(result.shape)
+            out.copy_(result)
+            return out
+
+        def softmax(self, dim, half_to_float=False):
+            calls.append(("softmax", tuple(self.shape), dim, self.is_contiguous()))
+            return self.softmax(dim)
+
+        def prod_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            return inp.prod(dim, keepdim=keepdim)
+
+        if alias_out:
+            sum_dim_out = sum_dim  # noqa: F811 - a build that aliases the out entry point
+        self.modules = {
+            "flag_gems": types.ModuleType("flag_gems"),
+            "flag_gems.ops": types.ModuleType("flag_gems.ops"),
+            "flag_gems.ops.sum": types.ModuleType("flag_gems.ops.sum"),
+            "flag_gems.ops.softmax": types.ModuleType("flag_gems.ops.softmax"),
+            "flag_gems.ops.prod": types.ModuleType("flag_gems.ops.prod"),
+        }
+        m = self.modules
+        for name, fn in (("sum_dim", sum_dim), ("sum_dim_out", sum_dim_out), ("sum_dim_kernel_non_inner", object())):
+            setattr(m["flag_gems.ops.sum"], name, fn)
+        m["flag_gems.ops.softmax"].softmax = softmax
+        m["flag_gems.ops.softmax"].softmax_kernel_non_inner = object()
+        m["flag_gems.ops.prod"].prod_dim = prod_dim  # no non-inner kernel: left alone
+        for ns in (m["flag_gems"], m["flag_gems.ops"]):
+            ns.sum_dim, ns.sum_dim_out, ns.softmax, ns.prod_dim = sum_dim, sum_dim_out, softmax, prod_dim
+        m["flag_gems"].current_work_registrar = None
+        m["flag_gems"]._FULL_CONFIG = (
+            ("_softmax", softmax), ("prod.dim_int", prod_dim),
+            ("sum.IntList_out", sum_dim_out), ("sum.dim_IntList", sum_dim),
+        )  # fmt: skip
+        m["flag_gems"].FULL_CONFIG_BY_FUNC = {}
+
+    def entry(self, module, name):
+        return getattr(self.modules[f"flag_gems.ops.{module}"], name)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    def make(alias_out=False):
+        gems = FakeGems(alias_out)
+        for name, module in gems.modules.items():
+            monkeypatch.setitem(sys.modules, name, module)
+        return gems
+
+    yield make
+    mr.uninstall()
+
+
+def test_applicable_targets_follow_the_installed_build(fake):
+    fake()
+    assert [t.qualname for t in mr.applicable_targets()] == [
+        "flag_gems.ops.sum.sum_dim", "flag_gems.ops.sum.sum_dim_out", "flag_gems.ops.softmax.softmax",
+    ]  # fmt: skip
+
+
+def test_non_inner_dim_is_moved_back_and_keepdim_reapplied(fake):
+    gems = fake()
+    mr.install()
+    x = torch.arange(3 * 5 * 7, dtype=torch.float32).reshape(3, 5, 7)
+    for keepdim in (False, True):
+        gems.calls.clear()
+        got = gems.entry("sum", "sum_dim")(x, [1], keepdim)
+        assert gems.calls == [("sum_dim", (3, 7, 5), [2], False)]  # list form kept, keepdim off
+        assert torch.equal(got, x.sum(1, keepdim=keepdim))
+
+
+def test_dim_form_is_preserved(fake):
+    gems = fake()
+    mr.install()
+    x = torch.ones(3, 5, 7)
+    with pytest.raises(TypeError):  # an int dim stays an int: the entry point rejects it as before
+        gems.entry("sum", "sum_dim")(x, 1)
+    gems.entry("sum", "sum_dim")(x, (1,))
+    assert gems.calls[-1][2] == (2,)
+
+
+@pytest.mark.parametrize("dim", [[2], [0, 1], None])
+def test_other_dims_are_forwarded_unchanged(fake, dim):
+    gems = fake()
+    mr.install()
+    x = torch.ones(3, 5, 1)
+    gems.entry("sum", "sum_dim")(x, dim, True)
+    assert gems.calls == [("sum_dim", (3, 5, 1), dim, True)]
+
+
+def test_softmax_is_moved_back_contiguous(fake):
+    gems = fake()
+    mr.install()
+    x = torch.randn(3, 5, 7)
+    got = gems.entry("softmax", "softmax")(x, 1)
+    assert gems.calls == [("softmax", (3, 7, 5), 2, True)]
+    assert got.is_contiguous() and torch.allclose(got, x.softmax(1))
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_out_keeps_callers_buffer_dtype_and_keepdim(fake, keepdim):
+    gems = fake()
+    mr.install()
+    x = torch.rand(3, 5, 7) > 0.5
+    buf = torch.empty(0, dtype=torch.int64)
+    ret = gems.entry("sum", "sum_dim_out")(x, [1], keepdim, out=buf)
+    assert ret is buf and buf.dtype == torch.int64
+    assert torch.equal(buf, x.sum(1, keepdim=keepdim))
+    assert gems.calls[-1] == ("sum_dim_out", (3, 7, 5), [2], False)
+
+
+def test_install_idempotent_uninstall_exact_names_kept(fake):
+    gems = fake()
+    flag = gems.modules["flag_gems"]
+    before = {k: v for k, v in vars(gems.modules["flag_gems.ops.sum"]).items()}, flag._FULL_CONFIG
+    entries = mr.install()
+    assert set(entries) == {
+        "flag_gems.ops.sum.sum_dim",
+        "flag_gems.ops.sum.sum_dim_out",
+        "flag_gems.ops.softmax.softmax",
+    }
+    once = flag._FULL_CONFIG
+    assert mr.install() == entries and flag._FULL_CONFIG is once
+    assert [fn.__name__ for _, fn in once] == [fn.__name__ for _, fn in before[1]]
+    assert flag.prod_dim is gems.modules["flag_gems.ops.prod"].prod_dim  # not applicable: untouched
+    assert flag.sum_dim is gems.entry("sum", "sum_dim") and flag.sum_dim.__wrapped__ is not None
+    mr.uninstall()
+    assert flag._FULL_CONFIG is before[1]
+    assert vars(gems.modules["flag_gems.ops.sum"]) == before[0]
+
+
+def test_aliased_build_never_gets_non_out_wrapper_on_out_binding(fake):
+    gems = fake(alias_out=True)
+    mr.install()
+    ops_sum = gems.modules["flag_gems.ops.sum"]
+    assert ops_sum.sum_dim_out is not ops_sum.sum_dim
+    assert ops_sum.sum_dim_out.__fl_target__.out and not ops_sum.sum_dim.__fl_target__.out
+    entries = dict(gems.modules["flag_gems"]._FULL_CONFIG)
+    assert entries["sum.IntList_out"] is ops_sum.sum_dim_out and entries["sum.dim_IntList"] is ops_sum.sum_dim
+
+
+def test_refuses_after_ops_were_registered(fake):
+    gems = fake()
+    gems.modules["flag_gems"].current_work_registrar = object()
+    with pytest.raises(RuntimeError, match="before the first dispatch"):
+        mr.install()
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=2, max_size=4), dim=st.integers(-4, 3), keepdim=st.booleans())
+def test_wrapped_sum_equals_torch(shape, dim, keepdim):
+    gems = FakeGems()
+    saved = {name: sys.modules.get(name) for name in gems.modules}
+    sys.modules.update(gems.modules)
+    try:
+        mr.install()
+        x = torch.randint(-9, 9, shape).float()
+        if -len(shape) <= dim < len(shape):
+            assert torch.equal(gems.entry("sum", "sum_dim")(x, [dim], keepdim), x.sum(dim, keepdim=keepdim))
+    finally:
+        mr.uninstall()
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
