@@ -1,0 +1,164 @@
+"""JUnit reports of a lane: synthesize cases for steps that left none, merge, summarise.
+
+Merging uses junitparser; every step's suite is renamed ``LANE/STEP`` so a lane file has
+no duplicate suites, and statistics are recomputed after the merge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+_DEFECT_RE = re.compile(r"known defect (\S+) on")
+
+
+def error_suite(lane: str, step: str, message: str, output_tail: str, seconds: float) -> JUnitXml:
+    """A suite with one error case: how a crash, a timeout or a missing report is kept."""
+    case = TestCase(name=step, classname=f"{lane}.{step}", time=round(seconds, 3))
+    error = Error(message=message, type_="fl-contract.step")
+    error.text = output_tail
+    case.result = [error]
+    suite = TestSuite(f"{lane}/{step}")
+    suite.add_testcase(case)
+    suite.update_statistics()
+    xml = JUnitXml()
+    xml.add_testsuite(suite)
+    return xml
+
+
+def command_suite(lane: str, step: str, passed: bool, message: str, output_tail: str, seconds: float) -> JUnitXml:
+    """A command step (no pytest) as one case: passed, or failed with its output."""
+    if not passed:
+        xml = error_suite(lane, step, message, output_tail, seconds)
+        case = next(iter(next(iter(xml))))
+        failure = Failure(message=message, type_="fl-contract.command")
+        failure.text = output_tail
+        case.result = [failure]
+        next(iter(xml)).update_statistics()
+        return xml
+    case = TestCase(name=step, classname=f"{lane}.{step}", time=round(seconds, 3))
+    suite = TestSuite(f"{lane}/{step}")
+    suite.add_testcase(case)
+    suite.update_statistics()
+    xml = JUnitXml()
+    xml.add_testsuite(suite)
+    return xml
+
+
+def read(path: Path) -> JUnitXml:
+    """Parse a report; raises ValueError with a one-line reason when it is not one."""
+    try:
+        xml = JUnitXml.fromfile(str(path))
+    except Exception as exc:
+        raise ValueError(
+            f"malformed JUnit XML {path.name}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from None
+    if isinstance(xml, TestSuite):
+        wrapped = JUnitXml()
+        wrapped.add_testsuite(xml)
+        xml = wrapped
+    return xml
+
+
+def rename_suites(xml: JUnitXml, name: str) -> JUnitXml:
+    for suite in xml:
+        suite.name = name
+    return xml
+
+
+def merge(parts: Iterable[JUnitXml], name: str) -> JUnitXml:
+    merged = JUnitXml(name)
+    for part in parts:
+        for suite in part:
+            merged.add_testsuite(suite)
+    merged.update_statistics()
+    return merged
+
+
+@dataclass
+class StepCounts:
+    name: str
+    tests: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+    seconds: float = 0.0
+    skip_reasons: Counter = field(default_factory=Counter)
+    defects: dict = field(default_factory=dict)  # defect -> Counter(xfailed=, xpassed=)
+    failures_by_op: Counter = field(default_factory=Counter)  # (op, contract) -> n
+
+
+def count(suite: TestSuite) -> StepCounts:
+    counts = StepCounts(suite.name or "?")
+    for case in suite:
+        counts.tests += 1
+        counts.seconds += float(case.time or 0)
+        results = case.result
+        props = _case_properties(case)
+        if not results:
+            counts.passed += 1
+            continue
+        result = results[0]
+        message = result.message or ""
+        if isinstance(result, Skipped):
+            if (result.type or "").endswith("xfail"):
+                counts.xfailed += 1
+                match = _DEFECT_RE.search(message)
+                if match:
+                    counts.defects.setdefault(match.group(1), Counter())["xfailed"] += 1
+            else:
+                counts.skipped += 1
+                counts.skip_reasons[message.removeprefix("Skipped: ") or "(no reason)"] += 1
+        elif isinstance(result, Failure):
+            counts.failed += 1
+            if message.startswith("[XPASS(strict)]"):
+                counts.xpassed += 1
+                match = _DEFECT_RE.search(message)
+                if match:
+                    counts.defects.setdefault(match.group(1), Counter())["xpassed"] += 1
+            if "fl_op" in props:
+                counts.failures_by_op[(props["fl_op"], props.get("fl_contract", "?"))] += 1
+        elif isinstance(result, Error):
+            counts.errors += 1
+            if "fl_op" in props:
+                counts.failures_by_op[(props["fl_op"], props.get("fl_contract", "?"))] += 1
+    return counts
+
+
+def _case_properties(case: TestCase) -> dict[str, str]:
+    """pytest writes user_properties (fl_op, fl_contract) under each testcase."""
+    node = case._elem.find("properties")  # noqa: SLF001 - junitparser exposes no case properties
+    return {} if node is None else {p.get("name"): p.get("value") for p in node.iter("property")}
+
+
+def summary_markdown(title: str, rows: list[tuple[StepCounts, str]]) -> str:
+    """rows: (counts, verdict).  A lane engineer reads this at a glance."""
+    out = [f"### {title}", "", "| step | verdict | passed | failed | errors | skipped | xfailed | xpassed | seconds |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for c, verdict in rows:
+        out.append(f"| {c.name} | {verdict} | {c.passed} | {c.failed - c.xpassed} | {c.errors} | {c.skipped} | "
+                   f"{c.xfailed} | {c.xpassed} | {c.seconds:.1f} |")  # fmt: skip
+    for c, _ in rows:
+        if c.failures_by_op:
+            by_op: dict[str, Counter] = {}
+            for (op, contract), n in c.failures_by_op.items():
+                by_op.setdefault(op, Counter())[contract] += n
+            out += ["", f"**{c.name}: failing contracts by op**", ""]
+            for op, contracts in sorted(by_op.items()):
+                detail = ", ".join(f"{k} {v}" for k, v in sorted(contracts.items()))
+                out.append(f"- `{op}`: {sum(contracts.values())} ({detail})")
+        if c.skip_reasons:
+            out += ["", f"**{c.name}: skipped by reason**", ""]
+            out += [f"- {n} x {reason}" for reason, n in c.skip_reasons.most_common()]
+        for defect, seen in sorted(c.defects.items()):
+            note = " - no longer shows: fixed?" if seen["xpassed"] else ""
+            out.append(f"- known defect `{defect}`: {seen['xfailed']} xfailed, {seen['xpassed']} xpassed{note}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,280 @@
+"""``ci/manifest.yaml``: lanes x steps, validated with one clear line per problem.
+
+Every error names the file, the line (from the YAML loader), the lane and the step.
+Lane and step names become file names, so they are restricted to ``[a-z0-9_-]+``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import FlContractError
+from .platforms import Registry
+
+NAME_RE = re.compile(r"^[a-z0-9_-]+$")
+MAX_TIMEOUT = 24 * 3600
+TOP_KEYS = {"version", "defaults", "shared_steps", "lanes"}
+LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup",
+             "timeout_minutes", "pytest_args", "steps"}  # fmt: skip
+STEP_KEYS = {"name", "use", "pytest", "command", "shell", "env", "timeout", "allow_failure", "expect", "description"}
+DEFAULT_KEYS = {"timeout"}
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    kind: str  # "pytest" | "command"
+    args: tuple[str, ...] | str  # pytest args, argv, or a shell string
+    shell: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    timeout: float = 1800.0
+    allow_failure: bool = False
+    expect: str = "pass"  # "fail": the step exists to show a defect is caught
+
+
+@dataclass(frozen=True)
+class Lane:
+    name: str
+    platform: str
+    steps: tuple[Step, ...]
+    description: str = ""
+    display_name: str = ""
+    runner_labels: tuple[str, ...] = ()
+    image: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    setup: tuple[str, ...] = ()
+    timeout_minutes: float | None = None
+    pytest_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: str
+    lanes: dict[str, Lane]
+
+
+# -- a loader that remembers lines and refuses duplicate keys -----------------------------
+
+
+class _Map(dict):
+    lines: dict[Any, int]
+
+
+class _Seq(list):
+    lines: list[int]
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
+    out = _Map()
+    out.lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in out:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
+    out = _Seq(loader.construct_object(child, deep=True) for child in node.value)
+    out.lines = [child.start_mark.line + 1 for child in node.value]
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+class _Errors:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(
+        self, line: int | None, problem: str, lane: str | None = None, step: str | None = None
+    ) -> FlContractError:
+        where = f"{self.path}:{line}" if line else self.path
+        scope = "".join([f" lane {lane!r}" if lane else "", f" step {step!r}" if step else ""])
+        return FlContractError(f"{where}:{scope + ':' if scope else ''} {problem}")
+
+
+def _line(mapping: Any, key: Any) -> int | None:
+    return getattr(mapping, "lines", {}).get(key)
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in value.items()
+    )
+
+
+def _timeout(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_TIMEOUT
+
+
+def _parse_step(
+    raw: Any, line: int | None, err: _Errors, lane: str, shared: dict[str, Any], default_timeout: float
+) -> Step:
+    if not isinstance(raw, dict):
+        raise err(line, "a step must be a mapping", lane)
+    name = raw.get("name", raw.get("use"))
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise err(_line(raw, "name") or line, f"step name {name!r} must match [a-z0-9_-]+", lane)
+    for key in raw:
+        if key not in STEP_KEYS:
+            raise err(_line(raw, key), f"unknown key {key!r} (known: {', '.join(sorted(STEP_KEYS))})", lane, name)
+    merged = dict(raw)
+    if "use" in raw:
+        if raw["use"] not in shared:
+            raise err(
+                _line(raw, "use"),
+                f"unknown shared step {raw['use']!r} (known: {', '.join(sorted(shared)) or 'none'})",
+                lane,
+                name,
+            )
+        merged = {**shared[raw["use"]], **{k: v for k, v in raw.items() if k != "use"}}
+    kinds = [k for k in ("pytest", "command") if k in merged]
+    if len(kinds) != 1:
+        raise err(
+            _line(raw, "name") or line, "a step needs exactly one of 'pytest' or 'command' (or 'use')", lane, name
+        )
+    kind = kinds[0]
+    value = merged[kind]
+    shell = merged.get("shell", False)
+    if not isinstance(shell, bool):
+        raise err(_line(raw, "shell"), "shell must be true or false", lane, name)
+    if kind == "pytest" and not _str_list(value):
+        raise err(_line(raw, "pytest"), "pytest must be a list of arguments", lane, name)
+    if kind == "command":
+        if shell and not isinstance(value, str):
+            raise err(_line(raw, "command"), "with shell: true, command must be a string", lane, name)
+        if not shell and not (_str_list(value) and value):
+            raise err(
+                _line(raw, "command"),
+                "command must be a non-empty argv list (or a string with shell: true)",
+                lane,
+                name,
+            )
+    if kind == "pytest" and shell:
+        raise err(_line(raw, "shell"), "shell applies to command steps only", lane, name)
+    timeout = merged.get("timeout", default_timeout)
+    if not _timeout(timeout):
+        raise err(
+            _line(raw, "timeout"),
+            f"timeout must be a number of seconds in (0, {MAX_TIMEOUT}], got {timeout!r}",
+            lane,
+            name,
+        )
+    env = merged.get("env", {})
+    if not _str_map(env):
+        raise err(_line(raw, "env"), "env must map names to strings", lane, name)
+    allow = merged.get("allow_failure", False)
+    if not isinstance(allow, bool):
+        raise err(_line(raw, "allow_failure"), "allow_failure must be true or false", lane, name)
+    expect = merged.get("expect", "pass")
+    if expect not in ("pass", "fail"):
+        raise err(_line(raw, "expect"), f"expect must be 'pass' or 'fail', got {expect!r}", lane, name)
+    return Step(name, kind, value if isinstance(value, str) else tuple(value), shell,
+                {k: str(v) for k, v in env.items()}, float(timeout), allow, expect)  # fmt: skip
+
+
+def parse(text: str, path: str, registry: Registry) -> Manifest:
+    err = _Errors(path)
+    try:
+        doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise err(mark.line + 1 if mark else None, f"not valid YAML: {problem}") from None
+    if not isinstance(doc, dict):
+        raise err(None, "the manifest must be a mapping with 'lanes'")
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise err(_line(doc, key), f"unknown top-level key {key!r} (known: {', '.join(sorted(TOP_KEYS))})")
+    if doc.get("version", 1) != 1:
+        raise err(_line(doc, "version"), f"unsupported version {doc.get('version')!r} (supported: 1)")
+    defaults = doc.get("defaults", {}) or {}
+    if not isinstance(defaults, dict) or set(defaults) - DEFAULT_KEYS:
+        raise err(_line(doc, "defaults"), "defaults may only set: timeout")
+    default_timeout = defaults.get("timeout", 1800)
+    if not _timeout(default_timeout):
+        raise err(_line(defaults, "timeout"), f"defaults.timeout must be seconds in (0, {MAX_TIMEOUT}]")
+    shared = doc.get("shared_steps", {}) or {}
+    if not isinstance(shared, dict):
+        raise err(_line(doc, "shared_steps"), "shared_steps must map names to steps")
+    for name, raw in shared.items():
+        if "use" in (raw or {}):
+            raise err(_line(shared, name), f"shared step {name!r} cannot 'use' another")
+        _parse_step({"name": name, **(raw or {})}, _line(shared, name), err, "(shared_steps)", {}, default_timeout)
+    lanes_raw = doc.get("lanes")
+    if not isinstance(lanes_raw, dict) or not lanes_raw:
+        raise err(_line(doc, "lanes"), "'lanes' must be a non-empty mapping of lane names to lanes")
+    lanes: dict[str, Lane] = {}
+    for lane_name, raw in lanes_raw.items():
+        line = _line(lanes_raw, lane_name)
+        if not isinstance(lane_name, str) or not NAME_RE.match(lane_name):
+            raise err(line, f"lane name {lane_name!r} must match [a-z0-9_-]+")
+        if not isinstance(raw, dict):
+            raise err(line, "a lane must be a mapping", lane_name)
+        for key in raw:
+            if key not in LANE_KEYS:
+                raise err(_line(raw, key), f"unknown key {key!r} (known: {', '.join(sorted(LANE_KEYS))})", lane_name)
+        platform = raw.get("platform")
+        if not isinstance(platform, str) or registry.canonical(platform) is None:
+            raise err(
+                _line(raw, "platform") or line,
+                f"unknown platform {platform!r}; known: {', '.join(registry.names)}",
+                lane_name,
+            )
+        for key in ("runner_labels", "pytest_args", "setup"):
+            if key in raw and not _str_list(raw[key]):
+                raise err(_line(raw, key), f"{key} must be a list of strings", lane_name)
+        if "env" in raw and not _str_map(raw["env"]):
+            raise err(_line(raw, "env"), "env must map names to strings", lane_name)
+        if "timeout_minutes" in raw and not _timeout(raw["timeout_minutes"]):
+            raise err(_line(raw, "timeout_minutes"), "timeout_minutes must be a positive number", lane_name)
+        steps_raw = raw.get("steps")
+        if not isinstance(steps_raw, list) or not steps_raw:
+            raise err(_line(raw, "steps") or line, "a lane needs a non-empty list of steps", lane_name)
+        steps: list[Step] = []
+        for i, step_raw in enumerate(steps_raw):
+            step_line = steps_raw.lines[i] if hasattr(steps_raw, "lines") else None
+            step = _parse_step(step_raw, step_line, err, lane_name, shared, default_timeout)
+            if any(s.name == step.name for s in steps):
+                raise err(step_line, "duplicate step name", lane_name, step.name)
+            steps.append(step)
+        lanes[lane_name] = Lane(
+            name=lane_name,
+            platform=registry.canonical(platform),  # type: ignore[arg-type]
+            steps=tuple(steps),
+            description=str(raw.get("description", "")),
+            display_name=str(raw.get("display_name", "")),
+            runner_labels=tuple(raw.get("runner_labels", ())),
+            image=str(raw.get("image", "")),
+            env={k: str(v) for k, v in (raw.get("env") or {}).items()},
+            setup=tuple(raw.get("setup", ())),
+            timeout_minutes=raw.get("timeout_minutes"),
+            pytest_args=tuple(raw.get("pytest_args", ())),
+        )
+    return Manifest(path, lanes)
+
+
+def load(path: str | Path, registry: Registry) -> Manifest:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FlContractError(f"{path}: cannot read the manifest: {exc.strerror}") from None
+    return parse(text, str(path), registry)
