@@ -169,3 +169,18 @@ def test_wheel_first_resolution(pytester, run_subprocess):
     """)
     result = run_subprocess("-p", "fl_contract", "--platform", "nvidia")
     result.assert_outcomes(passed=1)
+
+
+def test_emulated_header(pytester, run_subprocess):
+    pytester.makepyfile("""
+        import os
+        def test_interpreting(fl_settings, fl_device):
+            assert os.environ["TRITON_INTERPRET"] == "1" and fl_device == "cpu"
+    """)
+    result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate")
+    result.stdout.fnmatch_lines([
+        "fl-contract *: platform iluvatar (--platform), emulated on CPU (profile iluvatar-small, injected: masked_2d_row_load)",
+        "fl-contract device: Iluvatar BI-V150 (emulated, 4 SMs) | *",
+        "*workaround: pytest_fl_contract.workarounds.masked_reductions (covers masked_2d_row_load)*interpreter: TRITON_INTERPRET=1",
+    ])  # fmt: skip
+    result.assert_outcomes(passed=1)

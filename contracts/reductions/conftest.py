@@ -9,8 +9,10 @@ from optable import (
     KEEPDIM_CASES,
     OPS,
     PARTIAL_TILE_CASES,
+    QUICK_HALF_CASES,
     REAL_CASE,
     Case,
+    Op,
     known_defects,
     sweep,
 )
@@ -18,13 +20,11 @@ from optable import (
 from pytest_fl_contract.plugin import settings_of
 
 
-def _dtype_params(names: tuple[str, ...]) -> list:
-    params = []
-    for name in names:
-        cap = DTYPE_CAPABILITY.get(name)
-        marks = [pytest.mark.requires_capability(cap)] if cap else []
-        params.append(pytest.param(name, id=name, marks=marks))
-    return params
+def _combo(case: Case, dtype: str):
+    """A (case, dtype) parameter; dtypes the platform lacks skip through the registry."""
+    cap = DTYPE_CAPABILITY.get(dtype)
+    marks = [pytest.mark.requires_capability(cap)] if cap else []
+    return pytest.param(case, dtype, id=f"{case.id}-{dtype}", marks=marks)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -35,7 +35,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         wanted = getattr(metafunc.function, "ops", None)
         chosen = [op for op in ops if wanted is None or wanted(op)]
         metafunc.parametrize("op", chosen, ids=[op.name for op in chosen])
-    if "case" in metafunc.fixturenames:
+    if "case" in metafunc.fixturenames and "dtype" in metafunc.fixturenames:
+        combos = [(c, d) for c in sweep(settings.sweep) for d in DTYPES[settings.sweep]]
+        if quick:
+            combos += [(c, d) for c in QUICK_HALF_CASES for d in ("bfloat16", "float16")]
+        metafunc.parametrize("case,dtype", [_combo(c, d) for c, d in combos])
+    elif "case" in metafunc.fixturenames:
         cases = sweep(settings.sweep)
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
     for name, cases in (
@@ -45,18 +50,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ):
         if name in metafunc.fixturenames:
             metafunc.parametrize(name, cases, ids=[c.id for c in cases])
-    if "dtype" in metafunc.fixturenames:
-        metafunc.parametrize("dtype", _dtype_params(DTYPES[settings.sweep]))
 
 
 @pytest.fixture(autouse=True)
 def _record_contract(request: pytest.FixtureRequest) -> None:
     """Tag each case with its op and contract, for the per-op summary and JUnit."""
-    op = request.node.callspec.params.get("op") if hasattr(request.node, "callspec") else None
-    contract = request.node.module.__name__.removeprefix("test_")
-    request.node.user_properties.append(("fl_contract", contract))
-    if op is not None:
-        request.node.user_properties.append(("fl_op", op.name))
+    params = request.node.callspec.params if hasattr(request.node, "callspec") else {}
+    op = next((v for v in params.values() if isinstance(v, Op)), None)
+    name = op.name if op is not None else getattr(request.module, "FL_OP", None)
+    request.node.user_properties.append(("fl_contract", request.module.__name__.removeprefix("test_")))
+    if name is not None:
+        request.node.user_properties.append(("fl_op", name))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -55,7 +55,8 @@ OPS: tuple[Op, ...] = (
     Op("softmax", "flag_gems.ops.softmax", "softmax", "along", "int",
        _softmax_ref, lambda x, d, k: x.softmax(d), ("softmax",), keepdim=False),
     Op("log_softmax", "flag_gems.ops.log_softmax", "log_softmax", "along", "int",
-       lambda x, d, k: x.log_softmax(d), lambda x, d, k: x.log_softmax(d), ("log_softmax",), keepdim=False),
+       lambda x, d, k: x.log_softmax(d), lambda x, d, k: x.log_softmax(d), ("log_softmax",), keepdim=False,
+       in_quick=False),  # 5.0.2's kernel keeps M as tile rows: unaffected, and slow on the interpreter
     Op("argmax", "flag_gems.ops.argmax", "argmax", "index", "int",
        lambda x, d, k: x.argmax(d, keepdim=k), lambda x, d, k: x.argmax(d, keepdim=k), ("argmax",)),
     Op("prod", "flag_gems.ops.prod", "prod_dim", "reduce", "int",
@@ -100,7 +101,7 @@ def _grid(ns: list[int], ks: list[int], ms: list[int]) -> list[Case]:
 def sweep(name: str) -> list[Case]:
     """quick: small grids for the interpreter; full: the issue's sweep, for accelerators."""
     if name == "quick":
-        return _grid([3, 5, 13], [1, 64], [1, 3]) + [Case((2, 556, 8), 1)]
+        return _grid([5, 13], [1, 64], [1, 3]) + [Case((2, 556, 8), 1)]
     return _grid([*range(1, 17), 556, 4099], [1, 64, 256, 1024], [1, 3])
 
 
@@ -130,7 +131,9 @@ def known_defects(op: Op, case: Case) -> tuple[str, ...]:
     return ()
 
 
-DTYPES = {"quick": ("float32", "bfloat16"), "full": ("float32", "float16", "bfloat16")}
+DTYPES = {"quick": ("float32",), "full": ("float32", "float16", "bfloat16")}
+# The quick sweep runs the half types on the partial-tile cases only.
+QUICK_HALF_CASES = [Case((3, 5, 64), 1), Case((13, 64), 0), Case((3, 64, 13), -1)]
 DTYPE_CAPABILITY = {"bfloat16": "bf16", "float64": "fp64"}
 _EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 

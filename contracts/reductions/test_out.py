@@ -54,7 +54,8 @@ def test_out_bindings(flag_gems, out_op):
     assert not outs, f"out overloads {outs} are bound to {op.entry}, not an out= entry point"
 
 
-def test_logsumexp_through_sum_out(flag_gems, fl_device):
+def test_logsumexp_through_sum_out(flag_gems, fl_device, record_property):
+    record_property("fl_op", "logsumexp")
     x = make_input(Case((3, 5, 64), 1), "float32", fl_device)
     with flag_gems.use_gems(include=["sum_dim_out"]):
         got = torch.logsumexp(x, 1)

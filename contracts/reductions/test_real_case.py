@@ -8,6 +8,8 @@ allocator poisoned between them, must be bit-identical (the seed saw four result
 import torch
 from optable import OPS_BY_NAME, check, make_input
 
+FL_OP = "sum"  # for the per-op summary
+
 
 def test_qwen_vl_position_embedding(flag_gems, fl_device, fl_poison, real_case):
     op = OPS_BY_NAME["sum"]

@@ -1,0 +1,50 @@
+"""The expected outcomes of the CPU lanes (the README shows them): the cpu lane passes;
+the emulated Iluvatar lane fails accuracy and determinism for every op whose kernel uses
+a 2-D row mask without the workaround, and passes with it.  If the contracts could not
+tell these apart they would be broken."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+from junitparser import JUnitXml
+
+from .conftest import ROOT
+
+SELECT = ["-k", "(test_accuracy and float32) or test_determinism", "-p", "xdist", "-n", "2"]
+ROW_MASK_OPS = {"sum", "mean", "softmax", "argmax"}  # flag_gems 5.0.2: ops with *_non_inner kernels
+
+
+def failures(pytester, run_subprocess, *lane_args):
+    result = run_subprocess(str(ROOT / "contracts" / "reductions"), "-p", "fl_contract", *lane_args, *SELECT,
+                            "--junitxml=lane.xml", "-q", "-p", "no:cacheprovider")  # fmt: skip
+    failed = defaultdict(set)  # contract -> ops
+    for suite in JUnitXml.fromfile(str(pytester.path / "lane.xml")):
+        for case in suite:
+            if case.result and case.result[0].__class__.__name__ in ("Failure", "Error"):
+                props = {p.get("name"): p.get("value") for p in case._elem.iter("property")}
+                failed[props.get("fl_contract")].add(props.get("fl_op"))
+    return result, dict(failed)
+
+
+@pytest.mark.slow
+def test_cpu_lane_passes(pytester, run_subprocess):
+    result, failed = failures(pytester, run_subprocess, "--platform", "cpu")
+    assert result.ret == 0 and failed == {}
+
+
+@pytest.mark.slow
+def test_emulated_iluvatar_without_workaround_is_caught_per_op(pytester, run_subprocess):
+    result, failed = failures(pytester, run_subprocess, "--platform", "iluvatar", "--fl-emulate", "--fl-no-workaround")
+    assert result.ret == 1
+    assert failed["accuracy"] == ROW_MASK_OPS
+    assert failed["determinism"] == ROW_MASK_OPS
+    result.stdout.fnmatch_lines(["*emulated defect: loads_seen=*faulted_loads=*"])
+
+
+@pytest.mark.slow
+def test_emulated_iluvatar_with_workaround_passes(pytester, run_subprocess):
+    result, failed = failures(pytester, run_subprocess, "--platform", "iluvatar", "--fl-emulate")
+    assert result.ret == 0 and failed == {}
+    result.stdout.fnmatch_lines(["emulated defect: loads_seen=*"])
