@@ -222,7 +222,8 @@ def test_flag_gems_matches_float64_on_cpu(gems, op, shape, dim):
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("shape, dim", NON_INNER)
 def test_defect_breaks_non_inner_kernels(gems, op, shape, dim, defect):
-    assert _error(gems, op, shape, dim) > 1e-2
+    error = _error(gems, op, shape, dim)
+    assert not error < 1e-2, error  # NaN counts as wrong: extra rows may be uninitialised memory
     assert defect.faulted_loads > 0
 
 

@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_fl_contract.workarounds import fastpath
 from pytest_fl_contract.workarounds import masked_reductions as mr
 
 
@@ -90,6 +91,8 @@ class FakeGems:
             ("sum.IntList_out", sum_dim_out), ("sum.dim_IntList", sum_dim),
         )  # fmt: skip
         m["flag_gems"].FULL_CONFIG_BY_FUNC = {}
+        for target in mr.TARGETS:  # modules this build lacks: hide any real flag_gems already imported
+            self.modules.setdefault(target.module, None)
 
     def entry(self, module, name):
         return getattr(self.modules[f"flag_gems.ops.{module}"], name)
@@ -97,13 +100,16 @@ class FakeGems:
 
 @pytest.fixture
 def fake(monkeypatch):
+    """A synthetic build; the fast path is off so the moved-axis path itself is tested."""
+
     def make(alias_out=False):
         gems = FakeGems(alias_out)
         for name, module in gems.modules.items():
             monkeypatch.setitem(sys.modules, name, module)
         return gems
 
-    yield make
+    with fastpath.disabled():
+        yield make
     mr.uninstall()
 
 
@@ -202,6 +208,26 @@ def test_refuses_after_ops_were_registered(fake):
         mr.install()
 
 
+def test_fast_path_takes_float_calls_in_the_accepted_form(monkeypatch):
+    gems = FakeGems()
+    for name, module in gems.modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    try:
+        mr.install()
+        x = torch.randn(3, 5, 7)
+        got = gems.entry("sum", "sum_dim")(x, [1], True)
+        assert gems.calls == []  # the fast path (interpreted Triton here) answered, not the original
+        torch.testing.assert_close(got, x.sum(1, keepdim=True))
+        soft = gems.entry("softmax", "softmax")(x, 0)
+        torch.testing.assert_close(soft, x.softmax(0))
+        with pytest.raises(TypeError):  # the form sum_dim rejects still goes to it and fails there
+            gems.entry("sum", "sum_dim")(x, 1)
+        gems.entry("sum", "sum_dim")(x.to(torch.int32), [1])  # not a float: the moved-axis path
+        assert gems.calls[-1] == ("sum_dim", (3, 7, 5), [2], False)
+    finally:
+        mr.uninstall()
+
+
 @settings(max_examples=40, deadline=None)
 @given(shape=st.lists(st.integers(1, 4), min_size=2, max_size=4), dim=st.integers(-4, 3), keepdim=st.booleans())
 def test_wrapped_sum_equals_torch(shape, dim, keepdim):
@@ -209,7 +235,7 @@ def test_wrapped_sum_equals_torch(shape, dim, keepdim):
     saved = {name: sys.modules.get(name) for name in gems.modules}
     sys.modules.update(gems.modules)
     try:
-        mr.install()
+        mr.install()  # the fast path may answer: it must equal torch too
         x = torch.randint(-9, 9, shape).float()
         if -len(shape) <= dim < len(shape):
             assert torch.equal(gems.entry("sum", "sum_dim")(x, [dim], keepdim), x.sum(dim, keepdim=keepdim))

@@ -1,7 +1,9 @@
 """Keep FlagGems' reductions off the kernels that use a 2-D row mask.
 
 On a platform with ``masked_2d_row_load`` the ``*_non_inner`` kernels read rows past N.
-For a single non-inner int dim this moves the reduced axis to the back, runs the original
+For a single non-inner int dim it runs the fast path (``fastpath.py``: FlagGems' grid,
+no mask that combines a row and a column condition) where that applies - float sum,
+mean, softmax - and otherwise moves the reduced axis to the back, runs the original
 entry point there (on the inner kernel, whose masks are 1-D) and puts the result back.
 
 Rules, from the seed's review:
@@ -105,6 +107,12 @@ def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., 
         d = route(tuple(getattr(first, "shape", ())), bound.arguments.get("dim"))
         if d is None:
             return original(*args, **kwargs)
+        if not target.out:
+            from . import fastpath  # imports triton: only once a call is routed
+
+            result = fastpath.try_fast(target.attr, bound.arguments, d)
+            if result is not NotImplemented:
+                return result
         last = first.ndim - 1
         keepdim = bool(bound.arguments.get("keepdim", False))
         for name in moved:

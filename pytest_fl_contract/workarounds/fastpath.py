@@ -1,0 +1,174 @@
+"""Non-inner reductions that never combine a row and a column condition in one mask.
+
+The seed's table shows what Iluvatar's compiler gets right: 1-D masks and the per-row
+loop.  These kernels walk the reduced axis in blocks of BLOCK_R *whole* rows (their 2-D
+mask is the column condition broadcast over rows that all exist) and finish the last
+``N % BLOCK_R`` rows one by one with 1-D masks.  No row condition exists to be dropped,
+and the grid is FlagGems' own (M, cdiv(K, BLOCK_K)), so no transpose is paid.
+
+Covered: sum and mean over a single non-inner dim of fp32/fp16/bf16 input with the
+default dtype, and softmax over a non-inner dim.  Everything else takes the moved-axis
+path.  ``FL_CONTRACT_FASTPATH=0`` turns it off (benchmarks, and contracts of that path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import triton
+import triton.language as tl
+
+FLOATS = ("torch.float32", "torch.float16", "torch.bfloat16")
+# The dim forms each entry point accepts (flag_gems 5.0.2): another form must keep
+# failing exactly as the original fails, so it never takes the fast path.
+FORMS: dict[str, tuple[type, ...]] = {"sum_dim": (list, tuple), "mean_dim": (int, list, tuple), "softmax": (int,)}
+
+
+_switch: dict[str, bool] = {"off": False}
+
+
+def enabled() -> bool:
+    return not _switch["off"] and os.environ.get("FL_CONTRACT_FASTPATH", "1") != "0"
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Route through the moved-axis path meanwhile (benchmarks compare the two)."""
+    _switch["off"] = True
+    try:
+        yield
+    finally:
+        _switch["off"] = False
+
+
+@triton.jit
+def fl_reduce_rows_kernel(out_ptr, in_ptr, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0).to(tl.int64)
+    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    kmask = k < K
+    base = in_ptr + pid_m * N * K
+    rows = tl.arange(0, BLOCK_R)
+    acc = tl.zeros([BLOCK_R, BLOCK_K], dtype=tl.float32)
+    n_full = (N // BLOCK_R) * BLOCK_R
+    for n0 in range(0, n_full, BLOCK_R):
+        ptrs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        acc += tl.load(ptrs, mask=kmask[None, :], other=0.0).to(tl.float32)
+    tail = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for n in range(n_full, N):
+        tail += tl.load(base + n * K + k, mask=kmask, other=0.0).to(tl.float32)
+    total = (tl.sum(acc, axis=0) + tail) * scale
+    tl.store(out_ptr + pid_m * K + k, total.to(out_ptr.dtype.element_ty), mask=kmask)
+
+
+@triton.jit
+def fl_softmax_rows_kernel(out_ptr, in_ptr, N, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0).to(tl.int64)
+    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    kmask = k < K
+    base = pid_m * N * K
+    rows = tl.arange(0, BLOCK_R)
+    n_full = (N // BLOCK_R) * BLOCK_R
+    # pass 1: online max and sum of exp per column
+    m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
+    s = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for n0 in range(0, n_full, BLOCK_R):
+        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
+        m = m_new
+    for n in range(n_full, N):
+        x = tl.load(in_ptr + base + n * K + k, mask=kmask, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
+        m = m_new
+    inv = 1.0 / s
+    # pass 2: normalise
+    for n0 in range(0, n_full, BLOCK_R):
+        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=0.0).to(tl.float32)
+        y = tl.exp(x - m[None, :]) * inv[None, :]
+        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=kmask[None, :])
+    for n in range(n_full, N):
+        offs = base + n * K + k
+        x = tl.load(in_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
+        tl.store(out_ptr + offs, (tl.exp(x - m) * inv).to(out_ptr.dtype.element_ty), mask=kmask)
+
+
+def _sm_count(device: Any) -> int:
+    import torch
+
+    try:
+        return int(torch.cuda.get_device_properties(device).multi_processor_count)
+    except Exception:
+        return 4
+
+
+def tiles(M: int, N: int, K: int, sm_count: int, budget: int = 4096) -> tuple[int, int, int]:
+    """(BLOCK_R, BLOCK_K, num_warps): BLOCK_K as wide as keeps ~2 waves of programs,
+    BLOCK_R so a tile holds ``budget`` elements, both powers of two."""
+    block_k = min(1024, triton.next_power_of_2(K))
+    while block_k > 32 and M * triton.cdiv(K, block_k) < 2 * sm_count:
+        block_k //= 2
+    block_r = max(1, min(triton.next_power_of_2(max(N, 1)), budget // block_k, 64))
+    if block_r > N:  # never a partial row block: N < BLOCK_R rows go through the per-row loop
+        block_r = 1 << (max(N, 1).bit_length() - 1)
+    warps = 8 if block_r * block_k >= 4096 else 4
+    return block_r, block_k, warps
+
+
+def _mnk(shape: tuple[int, ...], d: int) -> tuple[int, int, int]:
+    return math.prod(shape[:d]), shape[d], math.prod(shape[d + 1 :])
+
+
+def reduce_dim(x: Any, d: int, keepdim: bool, mean: bool) -> Any:
+    """sum/mean of a contiguous float tensor over non-inner dim ``d``, FlagGems' dtype rule."""
+    import torch
+
+    x = x.contiguous()
+    M, N, K = _mnk(tuple(x.shape), d)
+    shape = list(x.shape)
+    shape[d] = 1
+    out = torch.empty(shape, dtype=x.dtype, device=x.device)
+    block_r, block_k, warps = tiles(M, N, K, _sm_count(x.device))
+    scale = 1.0 / N if mean else 1.0
+    grid = (M, triton.cdiv(K, block_k))
+    fl_reduce_rows_kernel[grid](out, x, N, K, scale, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
+    return out if keepdim else out.squeeze(d)
+
+
+def softmax_dim(x: Any, d: int, out_dtype: Any = None) -> Any:
+    import torch
+
+    x = x.contiguous()
+    M, N, K = _mnk(tuple(x.shape), d)
+    out = torch.empty_like(x, dtype=out_dtype or x.dtype)
+    block_r, block_k, warps = tiles(M, N, K, _sm_count(x.device), budget=2048)
+    grid = (M, triton.cdiv(K, block_k))
+    fl_softmax_rows_kernel[grid](out, x, N, K, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
+    return out
+
+
+def try_fast(attr: str, bound: dict[str, Any], d: int) -> Any:
+    """The fast path's result for this call, or NotImplemented where it does not apply."""
+    if not enabled() or attr not in FORMS or not isinstance(bound.get("dim"), FORMS[attr]):
+        return NotImplemented
+    if attr in ("sum_dim", "mean_dim"):
+        x = bound["inp"]
+        if str(x.dtype) not in FLOATS or bound.get("dtype") not in (None, x.dtype):
+            return NotImplemented
+        return reduce_dim(x, d, bool(bound.get("keepdim", False)), mean=attr == "mean_dim")
+    if attr == "softmax":
+        x = bound["self"]
+        if str(x.dtype) not in FLOATS:
+            return NotImplemented
+        import torch
+
+        return softmax_dim(x, d, torch.float32 if bound.get("half_to_float") else None)
+    return NotImplemented
