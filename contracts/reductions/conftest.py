@@ -6,13 +6,14 @@ import pytest
 from optable import (
     DTYPE_CAPABILITY,
     DTYPES,
+    HALF_DTYPES,
     KEEPDIM_CASES,
     OPS,
     PARTIAL_TILE_CASES,
-    QUICK_HALF_CASES,
     REAL_CASE,
     Case,
     Op,
+    half_cases,
     known_defects,
     sweep,
 )
@@ -37,8 +38,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("op", chosen, ids=[op.name for op in chosen])
     if "case" in metafunc.fixturenames and "dtype" in metafunc.fixturenames:
         combos = [(c, d) for c in sweep(settings.sweep) for d in DTYPES[settings.sweep]]
-        if quick:
-            combos += [(c, d) for c in QUICK_HALF_CASES for d in ("bfloat16", "float16")]
+        combos += [(c, d) for c in half_cases(settings.sweep) for d in HALF_DTYPES]
         metafunc.parametrize("case,dtype", [_combo(c, d) for c, d in combos])
     elif "case" in metafunc.fixturenames:
         cases = sweep(settings.sweep)

@@ -65,6 +65,31 @@ def fl_reduce_rows_kernel(out_ptr, in_ptr, N, K, scale, BLOCK_R: tl.constexpr, B
 
 
 @triton.jit
+def fl_reduce_rows_split_kernel(
+    part_ptr, in_ptr, M, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr
+):
+    """Partial sums of ``rows_per_split`` rows each, into part[(split, m, k)] (fp32):
+    when M * cdiv(K, BLOCK_K) alone cannot fill the GPU (one wide row, dim 0)."""
+    pid_m = tl.program_id(0).to(tl.int64)
+    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    pid_s = tl.program_id(2)
+    kmask = k < K
+    base = in_ptr + pid_m * N * K
+    rows = tl.arange(0, BLOCK_R)
+    n_start = pid_s * rows_per_split
+    n_end = tl.minimum(N, n_start + rows_per_split)
+    n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
+    acc = tl.zeros([BLOCK_R, BLOCK_K], dtype=tl.float32)
+    for n0 in range(n_start, n_full, BLOCK_R):
+        ptrs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        acc += tl.load(ptrs, mask=kmask[None, :], other=0.0).to(tl.float32)
+    tail = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for n in range(n_full, n_end):
+        tail += tl.load(base + n * K + k, mask=kmask, other=0.0).to(tl.float32)
+    tl.store(part_ptr + (pid_s * M + pid_m) * K + k, tl.sum(acc, axis=0) + tail, mask=kmask)
+
+
+@triton.jit
 def fl_softmax_rows_kernel(out_ptr, in_ptr, N, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m = tl.program_id(0).to(tl.int64)
     k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
@@ -101,6 +126,74 @@ def fl_softmax_rows_kernel(out_ptr, in_ptr, N, K, BLOCK_R: tl.constexpr, BLOCK_K
         tl.store(out_ptr + offs, (tl.exp(x - m) * inv).to(out_ptr.dtype.element_ty), mask=kmask)
 
 
+@triton.jit
+def fl_softmax_stats_split_kernel(
+    m_ptr, s_ptr, in_ptr, M, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr
+):
+    """Per split of rows: the column max and sum of exp, into (split, m, k)."""
+    pid_m = tl.program_id(0).to(tl.int64)
+    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    pid_s = tl.program_id(2)
+    kmask = k < K
+    base = pid_m * N * K
+    rows = tl.arange(0, BLOCK_R)
+    n_start = pid_s * rows_per_split
+    n_end = tl.minimum(N, n_start + rows_per_split)
+    n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
+    m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
+    s = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for n0 in range(n_start, n_full, BLOCK_R):
+        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
+        m = m_new
+    for n in range(n_full, n_end):
+        x = tl.load(in_ptr + base + n * K + k, mask=kmask, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
+        m = m_new
+    out = (pid_s * M + pid_m) * K + k
+    tl.store(m_ptr + out, m, mask=kmask)
+    tl.store(s_ptr + out, s, mask=kmask)
+
+
+@triton.jit
+def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, M, N, K, rows_per_split, splits,
+                                 BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):  # fmt: skip
+    """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
+    pid_m = tl.program_id(0).to(tl.int64)
+    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    pid_s = tl.program_id(2)
+    kmask = k < K
+    m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
+    for i in range(0, splits):
+        m = tl.maximum(m, tl.load(m_ptr + (i * M + pid_m) * K + k, mask=kmask, other=float("-inf")))
+    m_safe = tl.where(m == float("-inf"), 0.0, m)
+    s = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for i in range(0, splits):
+        stat = (i * M + pid_m) * K + k
+        mi = tl.load(m_ptr + stat, mask=kmask, other=float("-inf"))
+        s += tl.load(s_ptr + stat, mask=kmask, other=0.0) * tl.exp(mi - m_safe)
+    inv = 1.0 / s
+    base = pid_m * N * K
+    rows = tl.arange(0, BLOCK_R)
+    n_start = pid_s * rows_per_split
+    n_end = tl.minimum(N, n_start + rows_per_split)
+    n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
+    for n0 in range(n_start, n_full, BLOCK_R):
+        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=0.0).to(tl.float32)
+        y = tl.exp(x - m[None, :]) * inv[None, :]
+        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=kmask[None, :])
+    for n in range(n_full, n_end):
+        offs = base + n * K + k
+        x = tl.load(in_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
+        tl.store(out_ptr + offs, (tl.exp(x - m) * inv).to(out_ptr.dtype.element_ty), mask=kmask)
+
+
 def _sm_count(device: Any) -> int:
     import torch
 
@@ -110,17 +203,34 @@ def _sm_count(device: Any) -> int:
         return 4
 
 
-def tiles(M: int, N: int, K: int, sm_count: int, budget: int = 4096) -> tuple[int, int, int]:
-    """(BLOCK_R, BLOCK_K, num_warps): BLOCK_K as wide as keeps ~2 waves of programs,
-    BLOCK_R so a tile holds ``budget`` elements, both powers of two."""
-    block_k = min(1024, triton.next_power_of_2(K))
-    while block_k > 32 and M * triton.cdiv(K, block_k) < 2 * sm_count:
-        block_k //= 2
+def tiles(M: int, N: int, K: int, sm_count: int, elem: int = 4, kind: str = "reduce") -> tuple[int, int, int, int]:
+    """(BLOCK_R, BLOCK_K, num_warps, splits), fitted on an H200 (benchmarks/tune_fastpath.py).
+
+    A row chunk of 2 KB per program (BLOCK_K = 512 fp32 / 1024 half), narrowed while the
+    grid has less than a wave; when even 128 columns leave SMs idle (one wide row, dim 0)
+    the rows are split into chunks whose partial results a second launch combines in a
+    fixed order (deterministic, no atomics).  Tiles of whole rows: 4K elements for sums,
+    8K (fp32) or 16K (half) for softmax."""
+    block_k = min(1024, 2048 // elem, triton.next_power_of_2(K))
+    splits = 1
+    if M * triton.cdiv(K, 128) < sm_count and N >= 256:
+        block_k = min(block_k, 128 if kind == "reduce" else 1024 // elem)
+        waves = 8 if kind == "reduce" else 4
+        splits = max(1, min(triton.cdiv(waves * sm_count, M * triton.cdiv(K, block_k)), N // 64))
+    else:
+        while block_k > 128 and M * triton.cdiv(K, block_k) < sm_count:
+            block_k //= 2
+    budget = 4096 if kind == "reduce" else (8192 if elem >= 4 else 16384)
     block_r = max(1, min(triton.next_power_of_2(max(N, 1)), budget // block_k, 64))
+    if kind == "reduce" and splits > 1:
+        block_r = min(block_r, 4)
     if block_r > N:  # never a partial row block: N < BLOCK_R rows go through the per-row loop
         block_r = 1 << (max(N, 1).bit_length() - 1)
-    warps = 8 if block_r * block_k >= 4096 else 4
-    return block_r, block_k, warps
+    if kind == "reduce":
+        warps = 8 if splits > 1 or (block_r * block_k >= 4096 and N >= 2 * block_r) else 4
+    else:
+        warps = 4
+    return block_r, block_k, warps, splits
 
 
 def _mnk(shape: tuple[int, ...], d: int) -> tuple[int, int, int]:
@@ -136,10 +246,23 @@ def reduce_dim(x: Any, d: int, keepdim: bool, mean: bool) -> Any:
     shape = list(x.shape)
     shape[d] = 1
     out = torch.empty(shape, dtype=x.dtype, device=x.device)
-    block_r, block_k, warps = tiles(M, N, K, _sm_count(x.device))
+    block_r, block_k, warps, splits = tiles(M, N, K, _sm_count(x.device), x.element_size())
     scale = 1.0 / N if mean else 1.0
-    grid = (M, triton.cdiv(K, block_k))
-    fl_reduce_rows_kernel[grid](out, x, N, K, scale, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
+    if splits == 1:
+        grid = (M, triton.cdiv(K, block_k))
+        fl_reduce_rows_kernel[grid](out, x, N, K, scale, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
+    else:
+        rows_per_split = triton.cdiv(triton.cdiv(N, splits), block_r) * block_r
+        splits = triton.cdiv(N, rows_per_split)
+        part = torch.empty((splits, M, K), dtype=torch.float32, device=x.device)
+        grid = (M, triton.cdiv(K, block_k), splits)
+        fl_reduce_rows_split_kernel[grid](
+            part, x, M, N, K, rows_per_split, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps
+        )
+        r2, k2, w2, _ = tiles(1, splits, M * K, _sm_count(x.device))  # partials are fp32
+        fl_reduce_rows_kernel[(1, triton.cdiv(M * K, k2))](
+            out, part, splits, M * K, scale, BLOCK_R=r2, BLOCK_K=k2, num_warps=w2
+        )
     return out if keepdim else out.squeeze(d)
 
 
@@ -149,9 +272,20 @@ def softmax_dim(x: Any, d: int, out_dtype: Any = None) -> Any:
     x = x.contiguous()
     M, N, K = _mnk(tuple(x.shape), d)
     out = torch.empty_like(x, dtype=out_dtype or x.dtype)
-    block_r, block_k, warps = tiles(M, N, K, _sm_count(x.device), budget=2048)
-    grid = (M, triton.cdiv(K, block_k))
-    fl_softmax_rows_kernel[grid](out, x, N, K, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
+    block_r, block_k, warps, splits = tiles(M, N, K, _sm_count(x.device), x.element_size(), "softmax")
+    if splits == 1:
+        grid = (M, triton.cdiv(K, block_k))
+        fl_softmax_rows_kernel[grid](out, x, N, K, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
+        return out
+    rows_per_split = triton.cdiv(triton.cdiv(N, splits), block_r) * block_r
+    splits = triton.cdiv(N, rows_per_split)
+    stats_m = torch.empty((splits, M, K), dtype=torch.float32, device=x.device)
+    stats_s = torch.empty_like(stats_m)
+    grid = (M, triton.cdiv(K, block_k), splits)
+    fl_softmax_stats_split_kernel[grid](stats_m, stats_s, x, M, N, K, rows_per_split,
+                                        BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)  # fmt: skip
+    fl_softmax_norm_split_kernel[grid](out, x, stats_m, stats_s, M, N, K, rows_per_split, splits,
+                                       BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)  # fmt: skip
     return out
 
 
