@@ -99,6 +99,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="contract sweep size (default: quick when emulated, full on hardware)",
     )
     group.addoption(
+        "--fl-mutant",
+        dest="fl_mutant",
+        metavar="NAME",
+        help="apply a defect mutant (fl-contract mutants --list) to prove the contracts catch it",
+    )
+    group.addoption(
         "--fl-junit-prefix",
         dest="fl_junit_prefix",
         metavar="PREFIX",
@@ -138,6 +144,10 @@ def _settle(config: pytest.Config, namespace: Any) -> Settings:
             interpreter.activate(get_profile(settings.emulation.profile))
             if settings.emulation.defects:
                 defects.enable(*settings.emulation.defects)
+        if namespace.fl_mutant:
+            from .mutants import get
+
+            get(namespace.fl_mutant)
     except FlContractError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SETTINGS] = settings
@@ -284,14 +294,23 @@ def fl_workaround(fl_settings: Settings) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def flag_gems(fl_workaround: Any) -> Any:
-    """flag_gems itself, imported after the emulator and the workaround are in place."""
+def flag_gems(request: pytest.FixtureRequest, fl_workaround: Any) -> Any:
+    """flag_gems itself, imported after the emulator and the workaround are in place
+    (and, under --fl-mutant, with the mutant applied)."""
     from .runtime import import_flag_gems
 
     try:
-        return import_flag_gems()
+        module = import_flag_gems()
     except FlContractError as exc:
         pytest.fail(str(exc), pytrace=False)
+    name = request.config.getoption("fl_mutant")
+    if name:
+        from .mutants import get
+
+        apply = get(name).apply
+        if apply is not None:
+            apply()
+    return module
 
 
 @pytest.fixture

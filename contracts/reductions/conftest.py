@@ -13,6 +13,7 @@ from optable import (
     REAL_CASE,
     Case,
     Op,
+    cases_for,
     half_cases,
     known_defects,
     sweep,
@@ -21,26 +22,33 @@ from optable import (
 from pytest_fl_contract.plugin import settings_of
 
 
-def _combo(case: Case, dtype: str):
-    """A (case, dtype) parameter; dtypes the platform lacks skip through the registry."""
+def _combo(op: Op, case: Case, dtype: str):
+    """An (op, case, dtype) parameter; dtypes the platform lacks skip through the registry."""
     cap = DTYPE_CAPABILITY.get(dtype)
     marks = [pytest.mark.requires_capability(cap)] if cap else []
-    return pytest.param(case, dtype, id=f"{case.id}-{dtype}", marks=marks)
+    return pytest.param(op, case, dtype, id=f"{op.name}-{case.id}-{dtype}", marks=marks)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     settings = settings_of(metafunc.config)
     quick = settings.sweep == "quick"
     ops = [op for op in OPS if op.in_quick or not quick]
-    if "op" in metafunc.fixturenames:
+    names = metafunc.fixturenames
+    if "op" in names and "case" in names and "dtype" in names:
+        combos = []
+        for op in ops:
+            cases = cases_for(op, settings.sweep)
+            combos += [(op, c, d) for c in cases for d in DTYPES[settings.sweep]]
+            halves = [c for c in half_cases(settings.sweep) if op.quick_cases is None or not quick]
+            combos += [(op, c, d) for c in halves for d in HALF_DTYPES]
+        metafunc.parametrize("op,case,dtype", [_combo(*combo) for combo in combos])
+        return
+    if "op" in names:
         wanted = getattr(metafunc.function, "ops", None)
-        chosen = [op for op in ops if wanted is None or wanted(op)]
+        # ops limited to toy shapes on the interpreter (prod) take part in accuracy only
+        chosen = [op for op in ops if (wanted is None or wanted(op)) and not (quick and op.quick_cases)]
         metafunc.parametrize("op", chosen, ids=[op.name for op in chosen])
-    if "case" in metafunc.fixturenames and "dtype" in metafunc.fixturenames:
-        combos = [(c, d) for c in sweep(settings.sweep) for d in DTYPES[settings.sweep]]
-        combos += [(c, d) for c in half_cases(settings.sweep) for d in HALF_DTYPES]
-        metafunc.parametrize("case,dtype", [_combo(c, d) for c, d in combos])
-    elif "case" in metafunc.fixturenames:
+    if "case" in names:
         cases = sweep(settings.sweep)
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
     for name, cases in (

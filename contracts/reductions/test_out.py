@@ -33,6 +33,16 @@ def test_bool_into_int64_buffer(flag_gems, fl_device, out_op, out_case, keepdim)
 
 @pytest.mark.parametrize("out_case", CASES, ids=lambda c: c.id)
 @pytest.mark.parametrize("out_op", OUT_OPS, ids=lambda op: op.name)
+def test_bool_sums_to_int64_without_out(flag_gems, fl_device, out_op, out_case):
+    """The dtype rule the out= path must keep, checked on the plain entry point too."""
+    x = make_input(out_case, "float32", fl_device) > 0
+    got = out_op.call(x, out_case.dim)
+    assert got.dtype == torch.int64, f"bool sum returned {got.dtype}"
+    assert torch.equal(got.cpu(), x.cpu().sum(out_case.dim))
+
+
+@pytest.mark.parametrize("out_case", CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("out_op", OUT_OPS, ids=lambda op: op.name)
 def test_float_buffer_is_written(flag_gems, fl_device, out_op, out_case):
     op = out_op
     case = out_case

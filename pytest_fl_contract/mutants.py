@@ -1,0 +1,356 @@
+"""A zoo of defect mutants: each a real-world way a reduction goes wrong, applied on the CPU
+lane, against which the contract suite must fail.  mutmut cannot mutate @triton.jit
+kernels, so mutants act through the entry points (wrapping FlagGems' functions in the
+process under test) or through the emulator's interpreter hooks.
+
+``pytest -p fl_contract --fl-mutant NAME`` applies one inside a contract run;
+``fl-contract mutants`` runs every mutant in its own process (in parallel, only the
+contracts of the mutated op, stopping at the first kill) and prints who killed what.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import FlContractError
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    description: str
+    select: str  # pytest -k expression: the contracts relevant to the mutated op
+    apply: Callable[[], None] | None = None  # patches the process under test
+    args: tuple[str, ...] = ()  # extra pytest arguments (emulator defects, workaround)
+
+
+def _entry(module: str, attr: str) -> tuple[Any, Any]:
+    mod = sys.modules[f"flag_gems.ops.{module}"]
+    return mod, getattr(mod, attr)
+
+
+def _wrap(module: str, attr: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace an entry point (module attribute and its registration) with a mutant."""
+    import functools
+
+    import flag_gems
+
+    mod, original = _entry(module, attr)
+    mutant = functools.wraps(original)(make(original))
+    setattr(mod, attr, mutant)
+    flag_gems._FULL_CONFIG = tuple((n, mutant if f is original else f, *r) for n, f, *r in flag_gems._FULL_CONFIG)
+
+
+def _dims(x: Any, dim: Any) -> tuple[int, int, int] | None:
+    """(d, N, K) for a single dim, else None."""
+    import math
+
+    if isinstance(dim, (list, tuple)):
+        if len(dim) != 1:
+            return None
+        dim = dim[0]
+    if type(dim) is not int:
+        return None
+    d = dim % x.ndim
+    return d, x.shape[d], math.prod(x.shape[d + 1 :])
+
+
+def _last_k_tile_dropped() -> None:
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            info = _dims(inp, dim)
+            if info and info[2] > 32 and out.is_floating_point():
+                d, _, K = info
+                tail = K % 32 or 32  # the last column tile is never stored
+                view = out if keepdim else out.unsqueeze(d)
+                flat = view.reshape(*view.shape[: d + 1], K)
+                flat[..., K - tail :] = 0
+            return out
+
+        return sum_dim
+
+    _wrap("sum", "sum_dim", make)
+
+
+def _rows(keep: Callable[[int], tuple[int, int]], extra: bool = False) -> Callable[[], None]:
+    """sum over rows [start, stop) of the reduced dim (plus the tail again when ``extra``)."""
+
+    def apply() -> None:
+        def make(orig):
+            def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+                info = _dims(inp, dim)
+                if info is None or info[1] < 2:
+                    return orig(inp, dim, keepdim, dtype=dtype)
+                d, N, _ = info
+                stop, tail = keep(N)
+                out = orig(inp.narrow(d, 0, stop).contiguous(), dim, keepdim, dtype=dtype)
+                if extra and tail:
+                    out = out + orig(inp.narrow(d, N - tail, tail).contiguous(), dim, keepdim, dtype=dtype)
+                return out
+
+            return sum_dim
+
+        _wrap("sum", "sum_dim", make)
+
+    return apply
+
+
+def _prod_identity_zero() -> None:
+    def make(orig):
+        def prod_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            return orig(inp, dim, keepdim, dtype=dtype) * 0  # accumulator started at 0, not 1
+
+        return prod_dim
+
+    _wrap("prod", "prod_dim", make)
+
+
+def _keepdim_ignored() -> None:
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            return orig(inp, dim, False, dtype=dtype)
+
+        return mean_dim
+
+    _wrap("mean", "mean_dim", make)
+
+
+def _half_accumulation() -> None:
+    import torch
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            info = _dims(inp, dim)
+            if info is None or inp.dtype not in (torch.float16, torch.bfloat16):
+                return orig(inp, dim, keepdim, dtype=dtype)
+            d = info[0]
+            acc = torch.zeros_like(inp.select(d, 0))
+            for i in range(inp.shape[d]):  # every partial sum rounded to the input's precision
+                acc = acc + inp.select(d, i)
+            return acc.unsqueeze(d) if keepdim else acc
+
+        return sum_dim
+
+    _wrap("sum", "sum_dim", make)
+
+
+def _bool_sum_returns_bool() -> None:
+    import torch
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            return out.bool() if inp.dtype == torch.bool and dtype is None else out
+
+        return sum_dim
+
+    _wrap("sum", "sum_dim", make)
+
+
+def _out_not_written() -> None:
+    def make(orig):
+        _, plain = _entry("sum", "sum_dim")
+
+        def sum_dim_out(inp, dim=None, keepdim=False, *, dtype=None, out):
+            return plain(inp, dim, keepdim, dtype=dtype)  # result returned, buffer untouched
+
+        return sum_dim_out
+
+    _wrap("sum", "sum_dim_out", make)
+
+
+def _softmax_without_max() -> None:
+    def make(orig):
+        def softmax(self, dim, half_to_float=False):
+            e = self.float().exp()  # no max subtraction: overflows for inputs above ~88
+            return (e / e.sum(dim, keepdim=True)).to(self.dtype)
+
+        return softmax
+
+    _wrap("softmax", "softmax", make)
+
+
+def _negative_dim_off_by_one() -> None:
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            if isinstance(dim, (list, tuple)):
+                dim = type(dim)(d - 1 if d < 0 and d - 1 >= -inp.ndim else d for d in dim)
+            elif isinstance(dim, int) and dim < 0 and dim - 1 >= -inp.ndim:
+                dim = dim - 1
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return mean_dim
+
+    _wrap("mean", "mean_dim", make)
+
+
+def _second_call_garbage() -> None:
+    seen: set[Any] = set()
+
+    def make(orig):
+        def softmax(self, dim, half_to_float=False):
+            out = orig(self, dim, half_to_float)
+            key = (self.data_ptr(), tuple(self.shape), dim)
+            if key in seen and out.numel():  # the second identical call reads stale memory
+                out.view(-1)[-1] += 1.0e-3
+            seen.add(key)
+            return out
+
+        return softmax
+
+    _wrap("softmax", "softmax", make)
+
+
+def _mean_wrong_count() -> None:
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            info = _dims(inp, dim)
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            return out * info[1] / (info[1] + 1) if info and info[2] > 1 else out  # N+1 on the non-inner path
+
+        return mean_dim
+
+    _wrap("mean", "mean_dim", make)
+
+
+def _routes_inner_dims() -> None:
+    from .workarounds import masked_reductions as mr
+
+    original = mr.route
+
+    def route(shape, dim):
+        d = original(shape, dim)
+        if d is None and isinstance(dim, (int, list, tuple)) and not isinstance(dim, bool):
+            single = dim[0] if isinstance(dim, (list, tuple)) and len(dim) == 1 else dim
+            if type(single) is int and len(shape) and -len(shape) <= single < len(shape):
+                return single % len(shape)  # the transpose is paid on inner dims too
+        return d
+
+    mr.route = route
+
+
+def _argmax_last_index() -> None:
+    def make(orig):
+        def argmax(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            return out if dim is None else (out + 1).clamp(max=inp.shape[dim] - 1)
+
+        return argmax
+
+    _wrap("argmax", "argmax", make)
+
+
+MUTANTS: dict[str, Mutant] = {
+    m.name: m
+    for m in (
+        Mutant("masked_row_load", "Iluvatar: the row half of a 2-D load mask is dropped (emulated compiler defect)",
+               "sum or mean or softmax", args=("--fl-inject", "masked_2d_row_load")),
+        Mutant("last_k_tile_dropped", "the last column tile of a non-inner sum is never stored", "sum", _last_k_tile_dropped),
+        Mutant("last_row_tile_dropped", "the last partial row tile is skipped", "sum",
+               _rows(lambda n: (n - (n % 4 or 4) if n > 4 else n - 1, 0))),
+        Mutant("row_tile_read_twice", "the last partial row tile is accumulated twice", "sum",
+               _rows(lambda n: (n, n % 4 or min(n, 4)), extra=True)),
+        Mutant("prod_identity_zero", "prod starts its accumulator at 0 instead of 1", "prod", _prod_identity_zero),
+        Mutant("keepdim_ignored", "mean drops the reduced dim even with keepdim=True", "mean", _keepdim_ignored),
+        Mutant("half_accumulation", "sum accumulates fp16/bf16 in the input dtype, not fp32", "sum", _half_accumulation),
+        Mutant("bool_sum_returns_bool", "sum of a bool tensor returns bool instead of int64", "sum", _bool_sum_returns_bool),
+        Mutant("out_not_written", "sum(out=) returns a fresh result and leaves the buffer unwritten", "sum",
+               _out_not_written),
+        Mutant("softmax_without_max", "softmax skips the max subtraction and overflows on large inputs", "softmax",
+               _softmax_without_max),
+        Mutant("negative_dim_off_by_one", "negative dims resolve one axis too far left", "mean", _negative_dim_off_by_one),
+        Mutant("second_call_garbage", "a repeated identical call reads stale memory (nondeterminism)", "softmax",
+               _second_call_garbage),
+        Mutant("mean_wrong_count", "non-inner mean divides by N + 1", "mean", _mean_wrong_count),
+        Mutant("routes_inner_dims", "the workaround's routing also moves inner dims", "routing",
+               _routes_inner_dims, args=("--fl-force-workaround",)),
+        Mutant("argmax_off_by_one", "argmax returns the index after the maximum", "argmax", _argmax_last_index),
+    )
+}  # fmt: skip
+
+
+def get(name: str) -> Mutant:
+    if name not in MUTANTS:
+        raise FlContractError(f"unknown mutant {name!r}; known: {', '.join(MUTANTS)}")
+    return MUTANTS[name]
+
+
+# -- running the zoo --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    mutant: str
+    status: str  # killed | survived | error
+    killers: tuple[str, ...]
+    seconds: float
+    detail: str = ""
+
+
+def run_one(mutant: Mutant, contracts: Path, workdir: Path) -> Verdict:
+    """One contract run against one mutant: killed at the first failing contract (-x)."""
+    from junitparser import JUnitXml
+
+    report = workdir / f"{mutant.name}.xml"
+    argv = [sys.executable, "-m", "pytest", str(contracts), "-p", "fl_contract", "--platform", "cpu",
+            "--fl-mutant", mutant.name, *mutant.args, "-k", mutant.select, "-x", "-q", "-p", "no:cacheprovider",
+            "-p", "no:randomly", f"--junitxml={report}", "-o", "addopts="]  # fmt: skip
+    start = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=workdir, timeout=900)
+    seconds = time.monotonic() - start
+    killers: list[str] = []
+    if report.exists():
+        for suite in JUnitXml.fromfile(str(report)):
+            for case in suite:
+                if case.result and type(case.result[0]).__name__ in ("Failure", "Error"):
+                    props = {p.get("name"): p.get("value") for p in case._elem.iter("property")}
+                    killers.append(f"{props.get('fl_contract', case.classname)}:{case.name}")
+    if done.returncode == 1 and killers:
+        return Verdict(mutant.name, "killed", tuple(killers), seconds)
+    if done.returncode == 0:
+        return Verdict(mutant.name, "survived", (), seconds)
+    tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+    return Verdict(mutant.name, "error", (), seconds, f"pytest exit {done.returncode}: {' | '.join(tail)}")
+
+
+def run_zoo(names: list[str], contracts: Path, jobs: int) -> list[Verdict]:
+    mutants = [get(n) for n in names] if names else list(MUTANTS.values())
+    with tempfile.TemporaryDirectory(prefix="fl-mutants-") as tmp:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            return list(pool.map(lambda m: run_one(m, contracts, Path(tmp)), mutants))
+
+
+def table(verdicts: list[Verdict]) -> str:
+    lines = ["| mutant | verdict | killed by | seconds |", "|---|---|---|---:|"]
+    for v in verdicts:
+        by = ", ".join(v.killers) if v.killers else (v.detail or "-")
+        lines.append(f"| {v.mutant} | {v.status} | {by} | {v.seconds:.1f} |")
+    killed = sum(v.status == "killed" for v in verdicts)
+    lines.append(f"\n{killed} of {len(verdicts)} mutants killed")
+    return "\n".join(lines)
+
+
+def main(args: Any) -> int:
+    if args.list:
+        for m in MUTANTS.values():
+            print(f"{m.name:<26} {m.description}")
+        return 0
+    for name in args.only:
+        get(name)
+    contracts = Path(os.environ.get("FL_CONTRACTS_DIR", "contracts/reductions")).resolve()
+    if not contracts.is_dir():
+        raise FlContractError(f"no contract directory at {contracts} (set FL_CONTRACTS_DIR)")
+    start = time.monotonic()
+    verdicts = run_zoo(args.only, contracts, args.jobs or os.cpu_count() or 1)
+    print(table(verdicts))
+    print(f"zoo wall time: {time.monotonic() - start:.1f}s")
+    return 0 if all(v.status == "killed" for v in verdicts) else 1

@@ -1,0 +1,38 @@
+"""Every mutant of the zoo is killed by the contracts (CI runs the whole zoo here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_fl_contract import mutants
+from pytest_fl_contract.cli import main
+from pytest_fl_contract.errors import FlContractError
+
+from .conftest import ROOT
+
+
+def test_zoo_has_at_least_twelve_described_mutants():
+    assert len(mutants.MUTANTS) >= 12
+    assert all(m.description and m.select for m in mutants.MUTANTS.values())
+
+
+def test_unknown_mutant_is_one_line(capsys):
+    assert main(["mutants", "--only", "nosuch"]) == 2
+    assert capsys.readouterr().err.startswith("fl-contract: error: unknown mutant 'nosuch'; known: masked_row_load")
+    with pytest.raises(FlContractError):
+        mutants.get("nosuch")
+
+
+def test_unknown_mutant_option_is_a_usage_error(pytester, run_subprocess):
+    pytester.makepyfile("def test_x(): pass")
+    result = run_subprocess("-p", "fl_contract", "--platform", "cpu", "--fl-mutant", "nosuch")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "unknown mutant 'nosuch'" in result.stderr.str()
+
+
+@pytest.mark.slow
+def test_every_mutant_is_killed():
+    verdicts = mutants.run_zoo([], ROOT / "contracts" / "reductions", jobs=2)
+    survivors = {v.mutant: (v.status, v.detail) for v in verdicts if v.status != "killed"}
+    assert not survivors, mutants.table(verdicts)
+    assert all(v.killers for v in verdicts)
