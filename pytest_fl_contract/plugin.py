@@ -19,6 +19,7 @@ from .settings import Options, Settings, resolve, versions
 SETTINGS = pytest.StashKey[Settings]()
 COUNTERS = pytest.StashKey[dict]()
 COVERED = pytest.StashKey[frozenset]()
+INSTALLED = pytest.StashKey[str]()  # "MODULE from wheel|checkout (path): N entry points"
 
 pytest.register_assert_rewrite("pytest_fl_contract.contracts")
 
@@ -247,17 +248,24 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["fl_contract_counters"] = dict(defects.STATE.counters.as_dict()) if defects.STATE.installed else {}
+        if INSTALLED in session.config.stash:
+            workeroutput["fl_contract_installed"] = session.config.stash[INSTALLED]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     counters = node.config.stash.get(COUNTERS, {})
-    for key, value in getattr(node, "workeroutput", {}).get("fl_contract_counters", {}).items():
+    output = getattr(node, "workeroutput", {})
+    for key, value in output.get("fl_contract_counters", {}).items():
         counters[key] = counters.get(key, 0) + value
+    if "fl_contract_installed" in output:
+        node.config.stash[INSTALLED] = output["fl_contract_installed"]
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     lines = report.summary_lines(terminalreporter.stats, config.stash.get(COUNTERS, {}))
+    if INSTALLED in config.stash:
+        lines.append(f"workaround: {config.stash[INSTALLED]}")
     if lines:
         terminalreporter.section("fl-contract summary")
         for line in lines:
@@ -282,7 +290,7 @@ def fl_device(fl_settings: Settings) -> str:
 
 
 @pytest.fixture(scope="session")
-def fl_workaround(fl_settings: Settings) -> Iterator[Any]:
+def fl_workaround(request: pytest.FixtureRequest, fl_settings: Settings) -> Iterator[Any]:
     """Installs the workaround (when the lane wants it) before any contract dispatches."""
     from .runtime import install_workaround
 
@@ -290,6 +298,10 @@ def fl_workaround(fl_settings: Settings) -> Iterator[Any]:
         info = install_workaround(fl_settings)
     except FlContractError as exc:
         pytest.fail(str(exc), pytrace=False)
+    if info is not None:
+        request.config.stash[INSTALLED] = (
+            f"{info.module} from the {info.origin} ({info.path}): {len(info.entries)} entry points wrapped"
+        )
     yield info
 
 
