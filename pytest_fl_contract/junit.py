@@ -17,37 +17,32 @@ from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 _DEFECT_RE = re.compile(r"known defect (\S+) on")
 
 
-def error_suite(lane: str, step: str, message: str, output_tail: str, seconds: float) -> JUnitXml:
-    """A suite with one error case: how a crash, a timeout or a missing report is kept."""
+def _one_case(lane: str, step: str, seconds: float, result: Error | Failure | None) -> JUnitXml:
     case = TestCase(name=step, classname=f"{lane}.{step}", time=round(seconds, 3))
-    error = Error(message=message, type_="fl-contract.step")
-    error.text = output_tail
-    case.result = [error]
+    if result is not None:
+        case.result = [result]
     suite = TestSuite(f"{lane}/{step}")
     suite.add_testcase(case)
     suite.update_statistics()
     xml = JUnitXml()
     xml.add_testsuite(suite)
     return xml
+
+
+def error_suite(lane: str, step: str, message: str, output_tail: str, seconds: float) -> JUnitXml:
+    """A suite with one error case: how a crash, a timeout or a missing report is kept."""
+    error = Error(message=message, type_="fl-contract.step")
+    error.text = output_tail
+    return _one_case(lane, step, seconds, error)
 
 
 def command_suite(lane: str, step: str, passed: bool, message: str, output_tail: str, seconds: float) -> JUnitXml:
     """A command step (no pytest) as one case: passed, or failed with its output."""
-    if not passed:
-        xml = error_suite(lane, step, message, output_tail, seconds)
-        case = next(iter(next(iter(xml))))
-        failure = Failure(message=message, type_="fl-contract.command")
-        failure.text = output_tail
-        case.result = [failure]
-        next(iter(xml)).update_statistics()
-        return xml
-    case = TestCase(name=step, classname=f"{lane}.{step}", time=round(seconds, 3))
-    suite = TestSuite(f"{lane}/{step}")
-    suite.add_testcase(case)
-    suite.update_statistics()
-    xml = JUnitXml()
-    xml.add_testsuite(suite)
-    return xml
+    if passed:
+        return _one_case(lane, step, seconds, None)
+    failure = Failure(message=message, type_="fl-contract.command")
+    failure.text = output_tail
+    return _one_case(lane, step, seconds, failure)
 
 
 def read(path: Path) -> JUnitXml:

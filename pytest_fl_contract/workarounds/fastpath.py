@@ -46,21 +46,66 @@ def disabled() -> Iterator[None]:
 
 
 @triton.jit
+def _sum_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
+    """fp32 column sums of rows [n_start, n_end): whole BLOCK_R blocks under the column
+    mask alone, then the remaining rows one by one with 1-D masks."""
+    rows = tl.arange(0, BLOCK_R)
+    n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
+    acc = tl.zeros([BLOCK_R, BLOCK_K], dtype=tl.float32)
+    for n0 in range(n_start, n_full, BLOCK_R):
+        ptrs = in_ptr + base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        acc += tl.load(ptrs, mask=kmask[None, :], other=0.0).to(tl.float32)
+    tail = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for n in range(n_full, n_end):
+        tail += tl.load(in_ptr + base + n * K + k, mask=kmask, other=0.0).to(tl.float32)
+    return tl.sum(acc, axis=0) + tail
+
+
+@triton.jit
+def _softmax_stats_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Column max and sum of exp over rows [n_start, n_end), online, same row walk."""
+    rows = tl.arange(0, BLOCK_R)
+    n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
+    m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
+    s = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for n0 in range(n_start, n_full, BLOCK_R):
+        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
+        m = m_new
+    for n in range(n_full, n_end):
+        x = tl.load(in_ptr + base + n * K + k, mask=kmask, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
+        m = m_new
+    return m, s
+
+
+@triton.jit
+def _softmax_write_rows(out_ptr, in_ptr, base, n_start, n_end, k, kmask, K, m, inv,
+                        BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):  # fmt: skip
+    rows = tl.arange(0, BLOCK_R)
+    n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
+    for n0 in range(n_start, n_full, BLOCK_R):
+        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=0.0).to(tl.float32)
+        y = tl.exp(x - m[None, :]) * inv[None, :]
+        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=kmask[None, :])
+    for n in range(n_full, n_end):
+        offs = base + n * K + k
+        x = tl.load(in_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
+        tl.store(out_ptr + offs, (tl.exp(x - m) * inv).to(out_ptr.dtype.element_ty), mask=kmask)
+
+
+@triton.jit
 def fl_reduce_rows_kernel(out_ptr, in_ptr, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m = tl.program_id(0).to(tl.int64)
     k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     kmask = k < K
-    base = in_ptr + pid_m * N * K
-    rows = tl.arange(0, BLOCK_R)
-    acc = tl.zeros([BLOCK_R, BLOCK_K], dtype=tl.float32)
-    n_full = (N // BLOCK_R) * BLOCK_R
-    for n0 in range(0, n_full, BLOCK_R):
-        ptrs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
-        acc += tl.load(ptrs, mask=kmask[None, :], other=0.0).to(tl.float32)
-    tail = tl.zeros([BLOCK_K], dtype=tl.float32)
-    for n in range(n_full, N):
-        tail += tl.load(base + n * K + k, mask=kmask, other=0.0).to(tl.float32)
-    total = (tl.sum(acc, axis=0) + tail) * scale
+    total = _sum_rows(in_ptr, pid_m * N * K, 0, N, k, kmask, K, BLOCK_R, BLOCK_K) * scale
     tl.store(out_ptr + pid_m * K + k, total.to(out_ptr.dtype.element_ty), mask=kmask)
 
 
@@ -74,19 +119,10 @@ def fl_reduce_rows_split_kernel(
     k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     pid_s = tl.program_id(2)
     kmask = k < K
-    base = in_ptr + pid_m * N * K
-    rows = tl.arange(0, BLOCK_R)
     n_start = pid_s * rows_per_split
     n_end = tl.minimum(N, n_start + rows_per_split)
-    n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
-    acc = tl.zeros([BLOCK_R, BLOCK_K], dtype=tl.float32)
-    for n0 in range(n_start, n_full, BLOCK_R):
-        ptrs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
-        acc += tl.load(ptrs, mask=kmask[None, :], other=0.0).to(tl.float32)
-    tail = tl.zeros([BLOCK_K], dtype=tl.float32)
-    for n in range(n_full, n_end):
-        tail += tl.load(base + n * K + k, mask=kmask, other=0.0).to(tl.float32)
-    tl.store(part_ptr + (pid_s * M + pid_m) * K + k, tl.sum(acc, axis=0) + tail, mask=kmask)
+    part = _sum_rows(in_ptr, pid_m * N * K, n_start, n_end, k, kmask, K, BLOCK_R, BLOCK_K)
+    tl.store(part_ptr + (pid_s * M + pid_m) * K + k, part, mask=kmask)
 
 
 @triton.jit
@@ -95,35 +131,8 @@ def fl_softmax_rows_kernel(out_ptr, in_ptr, N, K, BLOCK_R: tl.constexpr, BLOCK_K
     k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     kmask = k < K
     base = pid_m * N * K
-    rows = tl.arange(0, BLOCK_R)
-    n_full = (N // BLOCK_R) * BLOCK_R
-    # pass 1: online max and sum of exp per column
-    m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
-    s = tl.zeros([BLOCK_K], dtype=tl.float32)
-    for n0 in range(0, n_full, BLOCK_R):
-        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
-        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
-        m = m_new
-    for n in range(n_full, N):
-        x = tl.load(in_ptr + base + n * K + k, mask=kmask, other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, x)
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
-        m = m_new
-    inv = 1.0 / s
-    # pass 2: normalise
-    for n0 in range(0, n_full, BLOCK_R):
-        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
-        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=0.0).to(tl.float32)
-        y = tl.exp(x - m[None, :]) * inv[None, :]
-        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=kmask[None, :])
-    for n in range(n_full, N):
-        offs = base + n * K + k
-        x = tl.load(in_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
-        tl.store(out_ptr + offs, (tl.exp(x - m) * inv).to(out_ptr.dtype.element_ty), mask=kmask)
+    m, s = _softmax_stats_rows(in_ptr, base, 0, N, k, kmask, K, BLOCK_R, BLOCK_K)
+    _softmax_write_rows(out_ptr, in_ptr, base, 0, N, k, kmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K)
 
 
 @triton.jit
@@ -135,26 +144,9 @@ def fl_softmax_stats_split_kernel(
     k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     pid_s = tl.program_id(2)
     kmask = k < K
-    base = pid_m * N * K
-    rows = tl.arange(0, BLOCK_R)
     n_start = pid_s * rows_per_split
     n_end = tl.minimum(N, n_start + rows_per_split)
-    n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
-    m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
-    s = tl.zeros([BLOCK_K], dtype=tl.float32)
-    for n0 in range(n_start, n_full, BLOCK_R):
-        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
-        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
-        m = m_new
-    for n in range(n_full, n_end):
-        x = tl.load(in_ptr + base + n * K + k, mask=kmask, other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, x)
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
-        m = m_new
+    m, s = _softmax_stats_rows(in_ptr, pid_m * N * K, n_start, n_end, k, kmask, K, BLOCK_R, BLOCK_K)
     out = (pid_s * M + pid_m) * K + k
     tl.store(m_ptr + out, m, mask=kmask)
     tl.store(s_ptr + out, s, mask=kmask)
@@ -177,21 +169,9 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, M, N, K, rows_pe
         stat = (i * M + pid_m) * K + k
         mi = tl.load(m_ptr + stat, mask=kmask, other=float("-inf"))
         s += tl.load(s_ptr + stat, mask=kmask, other=0.0) * tl.exp(mi - m_safe)
-    inv = 1.0 / s
-    base = pid_m * N * K
-    rows = tl.arange(0, BLOCK_R)
     n_start = pid_s * rows_per_split
     n_end = tl.minimum(N, n_start + rows_per_split)
-    n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
-    for n0 in range(n_start, n_full, BLOCK_R):
-        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
-        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=0.0).to(tl.float32)
-        y = tl.exp(x - m[None, :]) * inv[None, :]
-        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=kmask[None, :])
-    for n in range(n_full, n_end):
-        offs = base + n * K + k
-        x = tl.load(in_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
-        tl.store(out_ptr + offs, (tl.exp(x - m) * inv).to(out_ptr.dtype.element_ty), mask=kmask)
+    _softmax_write_rows(out_ptr, in_ptr, pid_m * N * K, n_start, n_end, k, kmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K)
 
 
 def _sm_count(device: Any) -> int:
