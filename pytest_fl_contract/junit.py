@@ -17,7 +17,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 _DEFECT_RE = re.compile(r"known defect (\S+) on")
 
 
-def _one_case(lane: str, step: str, seconds: float, result: Error | Failure | None) -> JUnitXml:
+def _one_case(lane: str, step: str, seconds: float, result: Error | Failure | Skipped | None) -> JUnitXml:
     case = TestCase(name=step, classname=f"{lane}.{step}", time=round(seconds, 3))
     if result is not None:
         case.result = [result]
@@ -34,6 +34,11 @@ def error_suite(lane: str, step: str, message: str, output_tail: str, seconds: f
     error = Error(message=message, type_="fl-contract.step")
     error.text = output_tail
     return _one_case(lane, step, seconds, error)
+
+
+def skipped_suite(lane: str, step: str, message: str) -> JUnitXml:
+    """A step that never ran: a skipped case that says why, so the report lists every step."""
+    return _one_case(lane, step, 0.0, Skipped(message=message, type_="fl-contract.not-run"))
 
 
 def command_suite(lane: str, step: str, passed: bool, message: str, output_tail: str, seconds: float) -> JUnitXml:

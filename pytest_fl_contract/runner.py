@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, TextIO
 
@@ -135,18 +135,43 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO) -> StepRes
     return StepResult(step, verdict, ok or step.allow_failure, detail, seconds, report)
 
 
+def not_run(lane: Lane, step: Step, reports: Path, reason: str, progress: TextIO) -> StepResult:
+    """A step the lane never started still gets its JUnit case (skipped, with the reason)."""
+    report = reports / lane.name / f"{step.name}.xml"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    junit.skipped_suite(lane.name, step.name, f"not run: {reason}").write(str(report))
+    print(f"[{lane.name}] {step.name}: not run ({reason})", file=progress, flush=True)
+    return StepResult(step, "not run", step.allow_failure, f"not run: {reason}", 0.0, report)
+
+
 def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: bool = False,
              progress: TextIO | None = None, step_runner: Callable[..., StepResult] = run_step) -> tuple[bool, str]:  # fmt: skip
-    """Run the lane; write reports/LANE.xml and return (ok, markdown summary)."""
+    """Run the lane: its setup commands first, then every step (all of them unless
+    --fail-fast), inside the lane's timeout_minutes; write reports/LANE.xml and return
+    (ok, markdown summary)."""
     progress = progress or sys.stdout
     steps = [s for s in lane.steps if only is None or s.name == only]
+    if lane.setup:
+        script = "set -euo pipefail\n" + "\n".join(lane.setup)
+        steps.insert(0, Step("setup", "command", ("bash", "-c", script)))
+    deadline = time.monotonic() + lane.timeout_minutes * 60 if lane.timeout_minutes else None
     results: list[StepResult] = []
+    stop_reason = None
     for step in steps:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if stop_reason is None and remaining is not None and remaining <= 0:
+            stop_reason = f"lane timeout of {lane.timeout_minutes:g} min reached"
+        if stop_reason is not None:
+            results.append(not_run(lane, step, reports, stop_reason, progress))
+            continue
+        if remaining is not None and remaining < step.timeout:
+            step = replace(step, timeout=remaining)
         result = step_runner(lane, step, reports, progress)
         results.append(result)
-        if fail_fast and not result.ok:
-            print(f"[{lane.name}] stopping after {step.name} (--fail-fast)", file=progress, flush=True)
-            break
+        if step.name == "setup" and result.verdict != "passed":
+            stop_reason = "the lane's setup failed"
+        elif fail_fast and not result.ok:
+            stop_reason = f"--fail-fast after {step.name}"
     parts = [junit.read(r.report) for r in results]
     merged = junit.merge(parts, lane.name)
     merged.write(str(reports / f"{lane.name}.xml"))

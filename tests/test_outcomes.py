@@ -16,8 +16,8 @@ SELECT = ["-k", "(test_accuracy and float32) or test_determinism", "-p", "xdist"
 ROW_MASK_OPS = {"sum", "mean", "softmax", "argmax"}  # flag_gems 5.0.2: ops with *_non_inner kernels
 
 
-def failures(pytester, run_subprocess, *lane_args):
-    result = run_subprocess(str(ROOT / "contracts" / "reductions"), "-p", "fl_contract", *lane_args, *SELECT,
+def failures(pytester, run_subprocess, *lane_args, select=SELECT):
+    result = run_subprocess(str(ROOT / "contracts" / "reductions"), "-p", "fl_contract", *lane_args, *select,
                             "--junitxml=lane.xml", "-q", "-p", "no:cacheprovider")  # fmt: skip
     failed = defaultdict(set)  # contract -> ops
     for suite in JUnitXml.fromfile(str(pytester.path / "lane.xml")):
@@ -48,3 +48,36 @@ def test_emulated_iluvatar_with_workaround_passes(pytester, run_subprocess):
     result, failed = failures(pytester, run_subprocess, "--platform", "iluvatar", "--fl-emulate")
     assert result.ret == 0 and failed == {}
     result.stdout.fnmatch_lines(["emulated defect: loads_seen=*"])
+
+
+SEED_WORKAROUND = '''
+"""The seed's torch_fl workaround, as reviewed: it wraps sum, prod, std, logsumexp, softmax
+and log_softmax, and leaves every out= entry point alone."""
+from pytest_fl_contract.workarounds import masked_reductions as mr
+
+COVERS = ("masked_2d_row_load",)
+SEED_LIST = {"sum_dim", "prod_dim", "std", "logsumexp", "softmax", "log_softmax"}
+
+
+def install():
+    mr.TARGETS = tuple(t for t in mr.TARGETS if t.attr in SEED_LIST and not t.out)
+    return mr.install()
+
+
+def uninstall():
+    mr.uninstall()
+'''
+
+
+@pytest.mark.slow
+def test_contracts_show_what_the_seed_workaround_misses(pytester, run_subprocess):
+    """Put the seed's workaround under the contracts (--fl-workaround): on flag_gems 5.0.2
+    mean and argmax stay wrong, and aten's logsumexp (through sum_dim_out) too."""
+    pytester.makepyfile(seed_workaround=SEED_WORKAROUND)
+    result, failed = failures(pytester, run_subprocess, "--platform", "iluvatar", "--fl-emulate",
+                              "--fl-workaround", "seed_workaround", "--fl-source-root", str(pytester.path),
+                              select=["-k", "(test_accuracy and float32) or test_determinism or logsumexp", *SELECT[2:]])  # fmt: skip
+    assert result.ret == 1
+    assert failed["accuracy"] == {"mean", "argmax"}
+    assert failed["determinism"] == {"mean", "argmax"}
+    assert failed["out"] == {"logsumexp"}

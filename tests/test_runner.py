@@ -126,7 +126,9 @@ def test_expected_failure_and_allowed_failure(tmp_path):
 def test_fail_fast_and_only(tmp_path):
     steps = (command("one", "raise SystemExit(1)"), command("two", "pass"))
     ok, _, progress, _, cases = run(tmp_path, lane(*steps), fail_fast=True)
-    assert set(cases) == {"one"} and "--fail-fast" in progress
+    assert not ok and set(cases) == {"one", "two"}  # nothing lost: the step not run is reported
+    assert cases["two"].result[0].message == "not run: --fail-fast after one"
+    assert "[lane-a] two: not run (--fail-fast after one)" in progress
     ok, _, _, _, cases = run(tmp_path, lane(*steps), only="two")
     assert ok and set(cases) == {"two"}
 
@@ -166,3 +168,24 @@ def test_pytest_step_runs_the_plugin_with_lane_platform(tmp_path):
     props = {p.name: p.value for p in suite.properties()}
     assert props["fl_platform"] == "nvidia"
     assert cases["test_platform"].classname.startswith("gpu-lane.")
+
+
+def test_lane_setup_runs_first_and_its_failure_stops_the_lane(tmp_path):
+    marker = tmp_path / "set-up"
+    good = Lane("lane-a", "cpu", (command("check", f"import os; assert os.path.exists({str(marker)!r})"),),
+                setup=(f"touch {marker}",))  # fmt: skip
+    ok, _, progress, _, cases = run(tmp_path, good)
+    assert ok and list(cases) == ["setup", "check"]
+    bad = Lane("lane-a", "cpu", (command("check", "pass"),), setup=("echo broken; exit 7",))
+    ok, md, _, _, cases = run(tmp_path, bad)
+    assert not ok and "broken" in cases["setup"].result[0].text
+    assert cases["check"].result[0].message == "not run: the lane's setup failed"
+
+
+def test_lane_timeout_bounds_the_steps(tmp_path):
+    slow = Lane("lane-a", "cpu", (command("slow", "import time; time.sleep(30)"), command("later", "pass")),
+                timeout_minutes=0.03)  # fmt: skip
+    ok, _, progress, _, cases = run(tmp_path, slow)
+    assert not ok
+    assert cases["slow"].result[0].message.startswith("timed out after 1.")
+    assert cases["later"].result[0].message == "not run: lane timeout of 0.03 min reached"
