@@ -21,8 +21,6 @@ COUNTERS = pytest.StashKey[dict]()
 COVERED = pytest.StashKey[frozenset]()
 INSTALLED = pytest.StashKey[str]()  # "MODULE from wheel|checkout (path): N entry points"
 
-pytest.register_assert_rewrite("pytest_fl_contract.contracts")
-
 
 def settings_of(config: pytest.Config) -> Settings:
     """The lane's settings, for conftests that parametrize from them."""

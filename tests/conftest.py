@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,3 @@ def run_subprocess(pytester: pytest.Pytester):
         return pytester.runpytest_subprocess(*args, timeout=timeout)
 
     return run
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    sys.path.insert(0, str(ROOT / "contracts" / "reductions"))

@@ -13,7 +13,7 @@ REGISTRY = load_registry(entry_points=False)
 
 def settle(**kw):
     kw.setdefault("source_root", Path("/nonexistent"))
-    return resolve(Options(**kw), REGISTRY, environ=kw.pop("environ", {}) if "environ" in kw else {})
+    return resolve(Options(**kw), REGISTRY, environ={})
 
 
 @pytest.mark.parametrize(
