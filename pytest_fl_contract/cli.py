@@ -64,7 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from . import junit
-    from .runner import _sum_counts, publish
+    from .runner import publish
 
     rows = []
     bad = False
@@ -73,7 +73,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             xml = junit.read(Path(name))
         except (ValueError, OSError) as exc:
             raise FlContractError(str(exc)) from None
-        counts = _sum_counts(xml, Path(name).stem)
+        counts = junit.count(xml, Path(name).stem)
         failed = counts.failed + counts.errors
         bad |= failed > 0
         rows.append((counts, "FAIL" if failed else "ok"))

@@ -96,9 +96,10 @@ class StepCounts:
     failures_by_op: Counter = field(default_factory=Counter)  # (op, contract) -> n
 
 
-def count(suite: TestSuite) -> StepCounts:
-    counts = StepCounts(suite.name or "?")
-    for case in suite:
+def count(xml: JUnitXml, name: str) -> StepCounts:
+    """Outcomes of every case of a report (one step, or any JUnit file)."""
+    counts = StepCounts(name)
+    for case in (case for suite in xml for case in suite):
         counts.tests += 1
         counts.seconds += float(case.time or 0)
         results = case.result

@@ -5,6 +5,7 @@ Loading this module imports neither torch nor triton nor flag_gems.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from .platforms import load_registry
 from .settings import Options, Settings, resolve, versions
 
 SETTINGS = pytest.StashKey[Settings]()
-COUNTERS = pytest.StashKey[dict]()
+COUNTERS = pytest.StashKey[Counter]()
 COVERED = pytest.StashKey[frozenset]()
 INSTALLED = pytest.StashKey[str]()  # "MODULE from wheel|checkout (path): N entry points"
 
@@ -165,7 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = _settle(config, config.option)
     if config.option.junitprefix is None:
         config.option.junitprefix = settings.junit_prefix or settings.platform.name
-    config.stash[COUNTERS] = {}
+    config.stash[COUNTERS] = Counter()
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_configure")
@@ -239,23 +240,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     from .emulation import defects
 
-    counters = session.config.stash.get(COUNTERS, {})
-    if defects.STATE.installed:
-        for key, value in defects.STATE.counters.as_dict().items():
-            counters[key] = counters.get(key, 0) + value
+    local = defects.STATE.counters.as_dict() if defects.STATE.installed else {}
+    session.config.stash.get(COUNTERS, Counter()).update(local)
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput["fl_contract_counters"] = dict(defects.STATE.counters.as_dict()) if defects.STATE.installed else {}
+        workeroutput["fl_contract_counters"] = local
         if INSTALLED in session.config.stash:
             workeroutput["fl_contract_installed"] = session.config.stash[INSTALLED]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    counters = node.config.stash.get(COUNTERS, {})
     output = getattr(node, "workeroutput", {})
-    for key, value in output.get("fl_contract_counters", {}).items():
-        counters[key] = counters.get(key, 0) + value
+    node.config.stash.get(COUNTERS, Counter()).update(output.get("fl_contract_counters", {}))
     if "fl_contract_installed" in output:
         node.config.stash[INSTALLED] = output["fl_contract_installed"]
 

@@ -177,25 +177,12 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
     merged.write(str(reports / f"{lane.name}.xml"))
     rows = []
     for result, part in zip(results, parts):
-        counts = _sum_counts(part, result.step.name)
+        counts = junit.count(part, result.step.name)
         verdict = result.verdict if result.step.expect == "pass" else f"{result.verdict} (expected fail)"
         mark = "ok" if result.ok else "FAIL"
         rows.append((counts, f"{mark}: {verdict}, {result.detail}"))
     title = f"fl-contract lane `{lane.name}` (platform {lane.platform}): {'passed' if all(r.ok for r in results) else 'FAILED'}"
     return all(r.ok for r in results), junit.summary_markdown(title, rows)
-
-
-def _sum_counts(xml: junit.JUnitXml, name: str) -> junit.StepCounts:
-    total = junit.StepCounts(name)
-    for suite in xml:
-        c = junit.count(suite)
-        for attr in ("tests", "passed", "failed", "errors", "skipped", "xfailed", "xpassed", "seconds"):
-            setattr(total, attr, getattr(total, attr) + getattr(c, attr))
-        total.skip_reasons.update(c.skip_reasons)
-        total.failures_by_op.update(c.failures_by_op)
-        for defect, seen in c.defects.items():
-            total.defects.setdefault(defect, junit.Counter()).update(seen)
-    return total
 
 
 def publish(markdown: str, out: TextIO | None = None) -> None:

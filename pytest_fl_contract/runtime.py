@@ -21,7 +21,6 @@ class WorkaroundInfo:
     origin: str  # wheel | checkout
     path: str
     entries: dict[str, str] = field(default_factory=dict)
-    covers: tuple[str, ...] = ()
 
 
 def device_of(settings: Settings) -> str:
@@ -74,9 +73,7 @@ def install_workaround(settings: Settings) -> WorkaroundInfo | None:
         ) from None
     if not entries and callable(getattr(module, "installed", None)):
         entries = module.installed()
-    return WorkaroundInfo(
-        settings.workaround, resolved.origin, resolved.path, dict(entries), tuple(getattr(module, "COVERS", ()))
-    )
+    return WorkaroundInfo(settings.workaround, resolved.origin, resolved.path, dict(entries))
 
 
 def poison_device_memory(device: str, fill: float, nbytes: int = 64 * 2**20) -> None:

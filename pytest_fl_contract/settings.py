@@ -100,7 +100,7 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
     module = opts.workaround or DEFAULT_WORKAROUND
     defects_with_workaround = [d.id for d in platform.defects if d.workaround]
     if opts.no_workaround:
-        workaround, why = None, "off (--fl-no-workaround)"
+        workaround, why = None, "--fl-no-workaround"
     elif opts.force_workaround or opts.workaround:
         workaround, why = module, "forced" if opts.force_workaround else "--fl-workaround"
     elif defects_with_workaround:

@@ -50,7 +50,7 @@ def test_iluvatar_lane_strict_markers(pytester, run_subprocess):
     result.stdout.fnmatch_lines([
         "fl-contract *: platform iluvatar (--platform)",
         "fl-contract device: not queried (torch not imported) | torch * | triton * | flag_gems *",
-        "fl-contract layout: wheel (no */csrc) | workaround: off (off (--fl-no-workaround)) | sweep: full | interpreter: no",
+        "fl-contract layout: wheel (no */csrc) | workaround: off (--fl-no-workaround) | sweep: full | interpreter: no",
     ])  # fmt: skip
     result.stdout.fnmatch_lines([
         "*fl-contract summary*",

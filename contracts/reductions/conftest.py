@@ -44,9 +44,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("op,case,dtype", [_combo(*combo) for combo in combos])
         return
     if "op" in names:
-        wanted = getattr(metafunc.function, "ops", None)
         # ops limited to toy shapes on the interpreter (prod) take part in accuracy only
-        chosen = [op for op in ops if (wanted is None or wanted(op)) and not (quick and op.quick_cases)]
+        chosen = [op for op in ops if not (quick and op.quick_cases)]
         metafunc.parametrize("op", chosen, ids=[op.name for op in chosen])
     if "case" in names:
         cases = sweep(settings.sweep)

@@ -262,10 +262,6 @@ class _PostImportPatcher(importlib.abc.MetaPathFinder):
 _applied: dict[str, Any] = {}
 
 
-def applied_profile() -> DeviceProfile | None:
-    return _applied.get("profile")
-
-
 def activate(profile: DeviceProfile) -> None:
     """Prepare this process so that ``import flag_gems`` runs on the interpreter.
 

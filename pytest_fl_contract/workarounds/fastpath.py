@@ -101,10 +101,23 @@ def _softmax_write_rows(out_ptr, in_ptr, base, n_start, n_end, k, kmask, K, m, i
 
 
 @triton.jit
-def fl_reduce_rows_kernel(out_ptr, in_ptr, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid_m = tl.program_id(0).to(tl.int64)
+def _columns(K, BLOCK_K: tl.constexpr):
+    """This program's (m, column offsets, column mask) on FlagGems' (M, cdiv(K, BLOCK_K)) grid."""
     k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
-    kmask = k < K
+    return tl.program_id(0).to(tl.int64), k, k < K
+
+
+@triton.jit
+def _split_rows(N, rows_per_split):
+    """This program's split of the reduced axis: (split index, first row, end row)."""
+    pid_s = tl.program_id(2)
+    n_start = pid_s * rows_per_split
+    return pid_s, n_start, tl.minimum(N, n_start + rows_per_split)
+
+
+@triton.jit
+def fl_reduce_rows_kernel(out_ptr, in_ptr, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m, k, kmask = _columns(K, BLOCK_K)
     total = _sum_rows(in_ptr, pid_m * N * K, 0, N, k, kmask, K, BLOCK_R, BLOCK_K) * scale
     tl.store(out_ptr + pid_m * K + k, total.to(out_ptr.dtype.element_ty), mask=kmask)
 
@@ -115,21 +128,15 @@ def fl_reduce_rows_split_kernel(
 ):
     """Partial sums of ``rows_per_split`` rows each, into part[(split, m, k)] (fp32):
     when M * cdiv(K, BLOCK_K) alone cannot fill the GPU (one wide row, dim 0)."""
-    pid_m = tl.program_id(0).to(tl.int64)
-    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
-    pid_s = tl.program_id(2)
-    kmask = k < K
-    n_start = pid_s * rows_per_split
-    n_end = tl.minimum(N, n_start + rows_per_split)
+    pid_m, k, kmask = _columns(K, BLOCK_K)
+    pid_s, n_start, n_end = _split_rows(N, rows_per_split)
     part = _sum_rows(in_ptr, pid_m * N * K, n_start, n_end, k, kmask, K, BLOCK_R, BLOCK_K)
     tl.store(part_ptr + (pid_s * M + pid_m) * K + k, part, mask=kmask)
 
 
 @triton.jit
 def fl_softmax_rows_kernel(out_ptr, in_ptr, N, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid_m = tl.program_id(0).to(tl.int64)
-    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
-    kmask = k < K
+    pid_m, k, kmask = _columns(K, BLOCK_K)
     base = pid_m * N * K
     m, s = _softmax_stats_rows(in_ptr, base, 0, N, k, kmask, K, BLOCK_R, BLOCK_K)
     _softmax_write_rows(out_ptr, in_ptr, base, 0, N, k, kmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K)
@@ -140,12 +147,8 @@ def fl_softmax_stats_split_kernel(
     m_ptr, s_ptr, in_ptr, M, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr
 ):
     """Per split of rows: the column max and sum of exp, into (split, m, k)."""
-    pid_m = tl.program_id(0).to(tl.int64)
-    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
-    pid_s = tl.program_id(2)
-    kmask = k < K
-    n_start = pid_s * rows_per_split
-    n_end = tl.minimum(N, n_start + rows_per_split)
+    pid_m, k, kmask = _columns(K, BLOCK_K)
+    pid_s, n_start, n_end = _split_rows(N, rows_per_split)
     m, s = _softmax_stats_rows(in_ptr, pid_m * N * K, n_start, n_end, k, kmask, K, BLOCK_R, BLOCK_K)
     out = (pid_s * M + pid_m) * K + k
     tl.store(m_ptr + out, m, mask=kmask)
@@ -156,10 +159,8 @@ def fl_softmax_stats_split_kernel(
 def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, M, N, K, rows_per_split, splits,
                                  BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):  # fmt: skip
     """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
-    pid_m = tl.program_id(0).to(tl.int64)
-    k = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
-    pid_s = tl.program_id(2)
-    kmask = k < K
+    pid_m, k, kmask = _columns(K, BLOCK_K)
+    pid_s, n_start, n_end = _split_rows(N, rows_per_split)
     m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
     for i in range(0, splits):
         m = tl.maximum(m, tl.load(m_ptr + (i * M + pid_m) * K + k, mask=kmask, other=float("-inf")))
@@ -169,8 +170,6 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, M, N, K, rows_pe
         stat = (i * M + pid_m) * K + k
         mi = tl.load(m_ptr + stat, mask=kmask, other=float("-inf"))
         s += tl.load(s_ptr + stat, mask=kmask, other=0.0) * tl.exp(mi - m_safe)
-    n_start = pid_s * rows_per_split
-    n_end = tl.minimum(N, n_start + rows_per_split)
     _softmax_write_rows(out_ptr, in_ptr, pid_m * N * K, n_start, n_end, k, kmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K)
 
 

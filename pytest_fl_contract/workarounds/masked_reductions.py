@@ -157,10 +157,11 @@ def applicable_targets() -> list[Target]:
 
 
 def _is_out_binding(name: str) -> bool:
-    return name.endswith("_out") or name.endswith(".out") or name.endswith("_out)")
+    """An out= binding, by name: a function attribute ``*_out`` or an aten ``*.out`` / ``*_out`` overload."""
+    return name.endswith(("_out", ".out"))
 
 
-# (container, key, original) in the order applied; key is an attr name or a config index
+# (container, attribute name, original) in the order applied
 _journal: list[tuple[Any, Any, Any]] = []
 _installed: dict[str, str] = {}
 
@@ -185,25 +186,21 @@ def install() -> dict[str, str]:
             "was installed; install it before the first dispatch"
         )
     namespaces = [sys.modules[n] for n in ("flag_gems", "flag_gems.ops") if n in sys.modules]
-    replacements: dict[int, tuple[Any, Any, bool]] = {}  # id(original) -> (original, wrapper, out)
+    wrappers: dict[int, dict[bool, Any]] = {}  # id(original) -> {out binding?: its wrapper}
     for target in applicable_targets():
         module = sys.modules[target.module]
         original = getattr(module, target.attr)
         wrapper = make_wrapper(original, target)
         _set_attr(module, target.attr, wrapper)
         _installed[target.qualname] = target.kind + (" out=" if target.out else "")
-        for namespace in namespaces:
-            value = getattr(namespace, target.attr, None)
-            if value is original and _is_out_binding(target.attr) == target.out:
+        for namespace in namespaces:  # re-exports under the same name only: never by identity alone
+            if getattr(namespace, target.attr, None) is original:
                 _set_attr(namespace, target.attr, wrapper)
-        replacements.setdefault(id(original), (original, {}, None))[1][target.out] = wrapper
+        wrappers.setdefault(id(original), {})[target.out] = wrapper
 
     config = list(flag_gems._FULL_CONFIG)
     for i, (aten_name, fn, *rest) in enumerate(config):
-        entry = replacements.get(id(fn))
-        if entry is None:
-            continue
-        wrapper = entry[1].get(_is_out_binding(aten_name))
+        wrapper = wrappers.get(id(fn), {}).get(_is_out_binding(aten_name))
         if wrapper is not None:
             config[i] = (aten_name, wrapper, *rest)
     _set_attr(flag_gems, "_FULL_CONFIG", tuple(config))
