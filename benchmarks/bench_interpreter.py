@@ -9,6 +9,7 @@ one by one in Python), so the grid is printed next to each figure.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import time
@@ -24,20 +25,16 @@ def main() -> int:
     from pytest_fl_contract.emulation.profiles import get_profile
 
     interpreter.activate(get_profile(args.profile))
-    import flag_gems  # noqa: F401 - after activation: kernels become interpreted functions
+    import flag_gems
     import torch
 
+    from pytest_fl_contract import ops
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import masked_reductions as mr
 
-    ops = {
-        "sum": (sys.modules["flag_gems.ops.sum"], "sum_dim", lambda d: [d]),
-        "mean": (sys.modules["flag_gems.ops.mean"], "mean_dim", lambda d: [d]),
-        "softmax": (sys.modules["flag_gems.ops.softmax"], "softmax", lambda d: d),
-        "argmax": (sys.modules["flag_gems.ops.argmax"], "argmax", lambda d: d),
-    }
+    chosen = [op for op in ops.OPS if ops.installed(op) and op.interpreter == "fast"
+              and ops.non_inner_kernels(sys.modules[op.module])]  # fmt: skip
     shapes = [((3, 5, 64), 1), ((13, 64), 0), ((3, 64, 13), -1), ((2, 556, 8), 1), ((16, 4, 64), 1), ((556, 4, 64), 1)]
-    targets = {t.attr: t for t in mr.TARGETS}
 
     def seconds(fn) -> float:
         best = math.inf
@@ -47,32 +44,28 @@ def main() -> int:
             best = min(best, time.perf_counter() - start)
         return best
 
-    print(f"## FlagGems 5.0.2 on the interpreter, profile {args.profile} (best of {args.repeat}, seconds)\n")
+    print(f"## FlagGems {flag_gems.__version__} on the interpreter, profile {args.profile} "
+          f"(best of {args.repeat}, seconds)\n")  # fmt: skip
     print("| op | shape | dim | native | native + defect | fast path | moved axis |")
     print("|---|---|---:|---:|---:|---:|---:|")
     total = 0.0
-    for name, (module, attr, form) in ops.items():
-        original = getattr(module, attr)
-        wrapped = mr.make_wrapper(original, targets[attr])
+    for op in chosen:
+        original = op.fn()
+        wrapped = mr.make_wrapper(original, mr.Target(op, op.entries[0]))
         for shape, dim in shapes:
-            if (
-                name == "argmax"
-                and mr.route(shape, dim) is not None
-                and shape[dim] <= 128
-                and shape[dim] & (shape[dim] - 1)
-            ):
-                continue  # argmax_tile_not_pow2: FlagGems 5.0.2 cannot compile this case
+            if op.known_defects(shape, dim):
+                continue  # a FlagGems defect (argmax_tile_not_pow2): this case cannot compile
             x = torch.randn(shape)
-            arg = form(dim)
-            native = seconds(lambda f=original, x=x, a=arg: f(x, a))
+            native = seconds(functools.partial(op.invoke, original, x, op.dim_arg(dim)))
             defects.enable("masked_2d_row_load")
-            broken = seconds(lambda f=original, x=x, a=arg: f(x, a))
+            broken = seconds(functools.partial(op.invoke, original, x, op.dim_arg(dim)))
             defects.disable()
-            fast = seconds(lambda w=wrapped, x=x, a=arg: w(x, a))
+            fast = seconds(functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)))
             with fastpath.disabled():
-                moved = seconds(lambda w=wrapped, x=x, a=arg: w(x, a))
+                moved = seconds(functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)))
             total += native + broken + fast + moved
-            print(f"| {name} | {shape} | {dim} | {native:.3f} | {broken:.3f} | {fast:.3f} | {moved:.3f} |", flush=True)
+            print(f"| {op.name} | {shape} | {dim} | {native:.3f} | {broken:.3f} | {fast:.3f} | {moved:.3f} |",
+                  flush=True)  # fmt: skip
     print(f"\ntotal {total:.1f}s")
     return 0
 

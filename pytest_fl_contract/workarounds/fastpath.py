@@ -14,6 +14,7 @@ path.  ``FL_CONTRACT_FASTPATH=0`` turns it off (benchmarks, and contracts of tha
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import os
 from collections.abc import Iterator
@@ -23,26 +24,30 @@ import triton
 import triton.language as tl
 
 FLOATS = ("torch.float32", "torch.float16", "torch.bfloat16")
-# The dim forms each entry point accepts (flag_gems 5.0.2): another form must keep
+# A dim form the entry point does not accept (the registry's ``dim_forms``) must keep
 # failing exactly as the original fails, so it never takes the fast path.
-FORMS: dict[str, tuple[type, ...]] = {"sum_dim": (list, tuple), "mean_dim": (int, list, tuple), "softmax": (int,)}
+_FORM_TYPES: dict[str, tuple[type, ...]] = {"list": (list, tuple), "int": (int,)}
 
-
-_switch: dict[str, bool] = {"off": False}
+_off: contextvars.ContextVar[bool] = contextvars.ContextVar("fl_fastpath_off", default=False)
 
 
 def enabled() -> bool:
-    return not _switch["off"] and os.environ.get("FL_CONTRACT_FASTPATH", "1") != "0"
+    return not _off.get() and os.environ.get("FL_CONTRACT_FASTPATH", "1") != "0"
 
 
 @contextlib.contextmanager
 def disabled() -> Iterator[None]:
     """Route through the moved-axis path meanwhile (benchmarks compare the two)."""
-    _switch["off"] = True
+    token = _off.set(True)
     try:
         yield
     finally:
-        _switch["off"] = False
+        _off.reset(token)
+
+
+def accepts(op: Any, dim: Any) -> bool:
+    """The fast path takes ``op`` with this dim form (what its entry point accepts)."""
+    return op.fastpath is not None and any(isinstance(dim, _FORM_TYPES[f]) for f in op.dim_forms)
 
 
 @triton.jit
@@ -277,19 +282,15 @@ def softmax_dim(x: Any, d: int, out_dtype: Any = None) -> Any:
     return out
 
 
-def try_fast(attr: str, bound: dict[str, Any], d: int) -> Any:
-    """The fast path's result for this call, or NotImplemented where it does not apply."""
-    if not enabled() or attr not in FORMS or not isinstance(bound.get("dim"), FORMS[attr]):
+def try_fast(op: Any, x: Any, bound: dict[str, Any], d: int) -> Any:
+    """The fast path's result for this call of ``op``'s entry point, or NotImplemented."""
+    if not enabled() or not accepts(op, bound.get("dim")) or str(x.dtype) not in FLOATS:
         return NotImplemented
-    if attr in ("sum_dim", "mean_dim"):
-        x = bound["inp"]
-        if str(x.dtype) not in FLOATS or bound.get("dtype") not in (None, x.dtype):
+    if op.fastpath in ("sum", "mean"):
+        if bound.get("dtype") not in (None, x.dtype):
             return NotImplemented
-        return reduce_dim(x, d, bool(bound.get("keepdim", False)), mean=attr == "mean_dim")
-    if attr == "softmax":
-        x = bound["self"]
-        if str(x.dtype) not in FLOATS:
-            return NotImplemented
+        return reduce_dim(x, d, bool(bound.get("keepdim", False)), mean=op.fastpath == "mean")
+    if op.fastpath == "softmax":
         import torch
 
         return softmax_dim(x, d, torch.float32 if bound.get("half_to_float") else None)

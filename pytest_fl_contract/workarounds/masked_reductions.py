@@ -17,8 +17,9 @@ Rules, from the seed's review:
   caller's buffer with the caller's keepdim.  Out bindings are chosen by *name*, never
   by identity, so a build that aliases ``sum_dim_out`` to ``sum_dim`` never gets the
   non-out wrapper on its out binding.
-- Targets are whatever the installed FlagGems has: an entry point is wrapped when its
-  module defines a ``*non_inner*`` kernel.
+- Targets are the op registry's entry points (``ops.OPS``) that the installed FlagGems
+  has: one is wrapped when its module defines a ``*non_inner*`` kernel.  Parameters are
+  bound by name, so keyword-only ones (std's keepdim) keep their form.
 
 Protocol (what ``--fl-workaround MODULE`` must provide): ``COVERS`` (defect ids),
 ``install()``, ``uninstall()``, ``installed() -> dict[str, str]`` (entry point -> route).
@@ -37,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .. import ops as registry
+
 # Moving the axis to the back also keeps argmax off its non-inner kernel, whose TILE_N is
 # not a power of two for N <= 128 on flag_gems 5.0.2.
 COVERS = ("masked_2d_row_load", "argmax_tile_not_pow2")
@@ -44,30 +47,33 @@ COVERS = ("masked_2d_row_load", "argmax_tile_not_pow2")
 
 @dataclass(frozen=True)
 class Target:
-    module: str
-    attr: str
-    kind: str  # "reduce": drops the dim; "along": keeps the shape (softmax-like)
-    tensors: tuple[str, ...] = ()  # parameters moved with the axis; default: the first
-    out: bool = False
+    """One entry point of a registry op that the workaround may wrap."""
+
+    op: registry.Op
+    entry: registry.EntryPoint
+
+    @property
+    def module(self) -> str:
+        return self.op.module
+
+    @property
+    def attr(self) -> str:
+        return self.entry.attr
+
+    @property
+    def kind(self) -> str:
+        return self.entry.kind
+
+    @property
+    def out(self) -> str | None:
+        return self.entry.out
 
     @property
     def qualname(self) -> str:
         return f"{self.module}.{self.attr}"
 
 
-TARGETS: tuple[Target, ...] = (
-    Target("flag_gems.ops.sum", "sum_dim", "reduce"),
-    Target("flag_gems.ops.sum", "sum_dim_out", "reduce", out=True),
-    Target("flag_gems.ops.mean", "mean_dim", "reduce"),
-    Target("flag_gems.ops.argmax", "argmax", "reduce"),
-    Target("flag_gems.ops.prod", "prod_dim", "reduce"),
-    Target("flag_gems.ops.std", "std", "reduce"),
-    Target("flag_gems.ops.logsumexp", "logsumexp", "reduce"),
-    Target("flag_gems.ops.softmax", "softmax", "along"),
-    Target("flag_gems.ops.softmax", "softmax_backward", "along", ("grad_output", "output")),
-    Target("flag_gems.ops.log_softmax", "log_softmax", "along"),
-    Target("flag_gems.ops.log_softmax", "log_softmax_backward", "along", ("grad_output", "output")),
-)
+TARGETS: tuple[Target, ...] = tuple(Target(op, entry) for op in registry.OPS for entry in op.entries)
 
 
 def route(shape: Sequence[int], dim: Any) -> int | None:
@@ -94,8 +100,9 @@ def _same_form(dim: Any, new: int) -> Any:
 def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., Any]:
     signature = inspect.signature(original)
     params = list(signature.parameters)
-    moved = target.tensors or (params[0],)
+    moved = target.entry.tensors or (params[0],)
     has_keepdim = "keepdim" in signature.parameters
+    out_param = target.out
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -107,10 +114,10 @@ def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., 
         d = route(tuple(getattr(first, "shape", ())), bound.arguments.get("dim"))
         if d is None:
             return original(*args, **kwargs)
-        if not target.out:
+        if out_param is None and target.attr == target.op.entry and target.op.fastpath:
             from . import fastpath  # imports triton: only once a call is routed
 
-            result = fastpath.try_fast(target.attr, bound.arguments, d)
+            result = fastpath.try_fast(target.op, first, bound.arguments, d)
             if result is not NotImplemented:
                 return result
         last = first.ndim - 1
@@ -120,16 +127,21 @@ def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., 
         bound.arguments["dim"] = _same_form(bound.arguments["dim"], last)
         if has_keepdim:
             bound.arguments["keepdim"] = False
-        if target.kind == "along":
-            return original(*bound.args, **bound.kwargs).movedim(-1, d).contiguous()
-        if not target.out:
+        if out_param is None:
             result = original(*bound.args, **bound.kwargs)
+            if target.kind == "along":
+                return result.movedim(-1, d).contiguous()
             return result.unsqueeze(d) if keepdim else result
-        out = bound.arguments["out"]
-        scratch = out.new_empty(0)  # the caller's dtype and device: the original's dtype rule holds
-        bound.arguments["out"] = scratch
+        # out=: the original writes a buffer of the caller's dtype and device (so its dtype
+        # rule holds, bool -> int64), which is then put back into the caller's buffer.
+        out = bound.arguments[out_param]
+        scratch = out.new_empty(0)
+        bound.arguments[out_param] = scratch
         original(*bound.args, **bound.kwargs)
-        result = scratch.unsqueeze(d) if keepdim else scratch
+        if target.kind == "along":
+            result = scratch.movedim(-1, d)
+        else:
+            result = scratch.unsqueeze(d) if keepdim else scratch
         out.resize_(result.shape)
         out.copy_(result)
         return out
@@ -139,19 +151,15 @@ def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., 
     return wrapper
 
 
-def _has_non_inner_kernel(module: Any) -> bool:
-    return any("non_inner" in name for name in vars(module))
-
-
 def applicable_targets() -> list[Target]:
-    """The targets the installed FlagGems has, whose module uses a non-inner kernel."""
+    """The targets the installed FlagGems has, whose module defines a non-inner kernel."""
     found = []
     for target in TARGETS:
         try:
             module = importlib.import_module(target.module)
         except ImportError:
             continue
-        if callable(getattr(module, target.attr, None)) and _has_non_inner_kernel(module):
+        if callable(getattr(module, target.attr, None)) and registry.non_inner_kernels(module):
             found.append(target)
     return found
 
@@ -161,23 +169,37 @@ def _is_out_binding(name: str) -> bool:
     return name.endswith(("_out", ".out"))
 
 
-# (container, attribute name, original) in the order applied
-_journal: list[tuple[Any, Any, Any]] = []
-_installed: dict[str, str] = {}
+class _Patches:
+    """What ``install`` replaced, in order, and the entry points it wrapped.
+
+    Module-level on purpose: flag_gems' module attributes are process-global, so the
+    record of what replaced them is too (the protocol's install/uninstall are functions)."""
+
+    def __init__(self) -> None:
+        self.journal: list[tuple[Any, str, Any]] = []
+        self.entries: dict[str, str] = {}
+
+    def set(self, container: Any, name: str, value: Any) -> None:
+        self.journal.append((container, name, getattr(container, name)))
+        setattr(container, name, value)
+
+    def undo(self) -> None:
+        while self.journal:
+            container, name, original = self.journal.pop()
+            setattr(container, name, original)
+        self.entries.clear()
+
+
+_PATCHES = _Patches()
 
 
 def installed() -> dict[str, str]:
-    return dict(_installed)
-
-
-def _set_attr(container: Any, name: str, value: Any) -> None:
-    _journal.append((container, name, getattr(container, name)))
-    setattr(container, name, value)
+    return dict(_PATCHES.entries)
 
 
 def install() -> dict[str, str]:
     """Wrap every applicable entry point, its re-exports and its registration entries."""
-    if _installed:
+    if _PATCHES.entries:
         return installed()
     flag_gems = importlib.import_module("flag_gems")
     if getattr(flag_gems, "current_work_registrar", None) is not None:
@@ -191,30 +213,27 @@ def install() -> dict[str, str]:
         module = sys.modules[target.module]
         original = getattr(module, target.attr)
         wrapper = make_wrapper(original, target)
-        _set_attr(module, target.attr, wrapper)
-        _installed[target.qualname] = target.kind + (" out=" if target.out else "")
+        _PATCHES.set(module, target.attr, wrapper)
+        _PATCHES.entries[target.qualname] = target.kind + (" out=" if target.out else "")
         for namespace in namespaces:  # re-exports under the same name only: never by identity alone
             if getattr(namespace, target.attr, None) is original:
-                _set_attr(namespace, target.attr, wrapper)
-        wrappers.setdefault(id(original), {})[target.out] = wrapper
+                _PATCHES.set(namespace, target.attr, wrapper)
+        wrappers.setdefault(id(original), {})[target.out is not None] = wrapper
 
     config = list(flag_gems._FULL_CONFIG)
     for i, (aten_name, fn, *rest) in enumerate(config):
         wrapper = wrappers.get(id(fn), {}).get(_is_out_binding(aten_name))
         if wrapper is not None:
             config[i] = (aten_name, wrapper, *rest)
-    _set_attr(flag_gems, "_FULL_CONFIG", tuple(config))
+    _PATCHES.set(flag_gems, "_FULL_CONFIG", tuple(config))
     if hasattr(flag_gems, "FULL_CONFIG_BY_FUNC"):
         by_func: dict[str, list[Any]] = {}
         for item in config:
             by_func.setdefault(item[1].__name__, []).append(item)
-        _set_attr(flag_gems, "FULL_CONFIG_BY_FUNC", by_func)
+        _PATCHES.set(flag_gems, "FULL_CONFIG_BY_FUNC", by_func)
     return installed()
 
 
 def uninstall() -> None:
     """Put back exactly the objects that were there before ``install``."""
-    while _journal:
-        container, name, original = _journal.pop()
-        setattr(container, name, original)
-    _installed.clear()
+    _PATCHES.undo()

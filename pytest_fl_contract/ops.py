@@ -1,0 +1,211 @@
+"""The one op registry: every FlagGems reduction the project knows, as data.
+
+A row says where the op lives in FlagGems (module, entry points, out= and backward
+bindings), how its entry point is called (dim form, keepdim, keyword-only parameters),
+how torch computes it (the float64 reference and the dispatch call), whether the
+workaround's fast path takes it, what it costs on the interpreter, and which contract
+properties do not apply to it and why.  The contracts, the workaround's targets, the
+fast path, the benchmarks, the mutants and the project's tests all read this table:
+adding an op is adding a row.
+
+Nothing here imports torch: callables receive tensors and call their methods.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+KINDS = ("reduce", "along", "index")  # drops the dim | keeps the shape | returns int64 indices
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """One FlagGems function the workaround may wrap."""
+
+    attr: str
+    kind: str
+    out: str | None = None  # name of the out= parameter of an out binding
+    tensors: tuple[str, ...] = ()  # parameters moved with the axis; default: the first
+
+
+@dataclass(frozen=True)
+class OpDefect:
+    """A defect of FlagGems itself (a registry defect id) that some calls of an op run into."""
+
+    id: str
+    applies: Callable[[tuple[int, ...], int], bool]  # (shape, dim) -> True when the call hits it
+
+
+def _argmax_tile_not_pow2(shape: tuple[int, ...], dim: int) -> bool:
+    """argmax_heur_tile_n_non_inner returns TILE_N = N for N <= 128 (flag_gems 5.0.2 and
+    5.4.0.dev0), and tl.arange needs a power of two: a non-inner argmax over such an N
+    cannot compile."""
+    d = dim % len(shape)
+    n, k = shape[d], math.prod(shape[d + 1 :])
+    return k > 1 and n <= 128 and n & (n - 1) != 0
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    module: str  # flag_gems module holding the entry points and their kernels
+    entry: str  # the entry point contracts call
+    kind: str
+    dim_forms: tuple[str, ...]  # forms the entry point accepts, the one torch dispatch passes first
+    torch_fn: Callable[[Any, Any, bool], Any]  # (x, dim, keepdim) -> torch's result; float64 = the reference
+    gems_names: tuple[str, ...]  # function names for flag_gems.use_gems(include=...)
+    entries: tuple[EntryPoint, ...] = ()  # everything the workaround may wrap (the entry point first)
+    out_entry: str | None = None  # the out= binding contracts call
+    keepdim: str = "positional"  # "positional" | "keyword" (std) | "none" (softmax-like)
+    dtype_arg: bool = False  # takes dtype= (sum, mean, prod)
+    accepts_none: bool = False  # dim=None reduces everything
+    fastpath: str | None = None  # "sum" | "mean" | "softmax": the workaround's own kernel takes it
+    interpreter: str = "fast"  # "fast" | "toy": tl.reduce with a combine_fn runs per element there
+    real_case: bool = False  # the seed's Qwen-VL case is this op
+    exempt: Mapping[str, str] = field(default_factory=dict)  # contract property -> why it does not apply
+    defects: tuple[OpDefect, ...] = ()  # FlagGems defects some calls of this op run into
+
+    def fn(self, attr: str | None = None) -> Callable[..., Any]:
+        """The entry point as installed now (a workaround's wrapper, when one is)."""
+        return getattr(sys.modules[self.module], attr or self.entry)
+
+    @property
+    def dim_form(self) -> str:
+        return self.dim_forms[0]
+
+    def dim_arg(self, d: Any, form: str | None = None) -> Any:
+        if d is None or isinstance(d, (list, tuple)):
+            return d
+        return [d] if (form or self.dim_form) == "list" else d
+
+    def invoke(self, fn: Callable[..., Any], x: Any, dim: Any, keepdim: bool = False, **kwargs: Any) -> Any:
+        """Call ``fn`` (this op's entry point, wrapped or not) with this op's conventions."""
+        if self.keepdim == "none":
+            return fn(x, dim, **kwargs)
+        if self.keepdim == "keyword":
+            return fn(x, dim, keepdim=keepdim, **kwargs)
+        return fn(x, dim, keepdim, **kwargs)
+
+    def call(self, x: Any, d: Any, keepdim: bool = False, form: str | None = None, attr: str | None = None,
+             **kwargs: Any) -> Any:  # fmt: skip
+        """Call the entry point (or ``attr``) as installed now, the way torch dispatch calls it."""
+        return self.invoke(self.fn(attr), x, self.dim_arg(d, form), keepdim, **kwargs)
+
+    def reference(self, x: Any, d: Any, keepdim: bool = False) -> Any:
+        """torch on float64 CPU: what every contract compares against."""
+        return self.torch_fn(x.detach().cpu().double() if x.is_floating_point() else x.detach().cpu(), d, keepdim)
+
+    def exempt_from(self, prop: str) -> str | None:
+        """Why ``prop`` does not apply to this op, or None."""
+        return self.exempt.get(prop)
+
+    def known_defects(self, shape: tuple[int, ...], dim: int) -> tuple[str, ...]:
+        """The FlagGems defects a call over ``dim`` of ``shape`` runs into."""
+        return tuple(d.id for d in self.defects if d.applies(shape, dim))
+
+    @property
+    def targets(self) -> tuple[tuple[str, EntryPoint], ...]:
+        return tuple((self.module, e) for e in self.entries)
+
+
+def _softmax(x: Any, d: Any, k: bool) -> Any:
+    return x.softmax(d)
+
+
+def _log_softmax(x: Any, d: Any, k: bool) -> Any:
+    return x.log_softmax(d)
+
+
+def _std(x: Any, d: Any, k: bool) -> Any:
+    return x.std(d, keepdim=k) if d is not None else x.std()
+
+
+def _argmax(x: Any, d: Any, k: bool) -> Any:
+    return x.argmax(d, keepdim=k)
+
+
+def _argmin(x: Any, d: Any, k: bool) -> Any:
+    return x.argmin(d, keepdim=k)
+
+
+def _sum(x: Any, d: Any, k: bool) -> Any:
+    return x.sum(d, keepdim=k) if d is not None else x.sum()
+
+
+def _mean(x: Any, d: Any, k: bool) -> Any:
+    return x.mean(d, keepdim=k) if d is not None else x.mean()
+
+
+def _prod(x: Any, d: Any, k: bool) -> Any:
+    return x.prod(d, keepdim=k)
+
+
+def _logsumexp(x: Any, d: Any, k: bool) -> Any:
+    return x.logsumexp(d, keepdim=k)
+
+
+_NO_KEEPDIM = "the op keeps the input's shape: no keepdim"
+
+OPS: tuple[Op, ...] = (
+    Op("sum", "flag_gems.ops.sum", "sum_dim", "reduce", ("list",), _sum, ("sum_dim", "sum_dim_out"),
+       entries=(EntryPoint("sum_dim", "reduce"), EntryPoint("sum_dim_out", "reduce", out="out")),
+       out_entry="sum_dim_out", dtype_arg=True, accepts_none=True, fastpath="sum", real_case=True),
+    Op("mean", "flag_gems.ops.mean", "mean_dim", "reduce", ("list", "int"), _mean, ("mean_dim",),
+       entries=(EntryPoint("mean_dim", "reduce"),), dtype_arg=True, accepts_none=True, fastpath="mean"),
+    Op("softmax", "flag_gems.ops.softmax", "softmax", "along", ("int",), _softmax, ("softmax",),
+       entries=(EntryPoint("softmax", "along"), EntryPoint("softmax_out", "along", out="out"),
+                EntryPoint("softmax_backward", "along", tensors=("grad_output", "output")),
+                EntryPoint("softmax_backward_out", "along", out="grad_input", tensors=("grad_output", "output"))),
+       keepdim="none", fastpath="softmax", exempt={"keepdim": _NO_KEEPDIM}),
+    Op("log_softmax", "flag_gems.ops.log_softmax", "log_softmax", "along", ("int",), _log_softmax, ("log_softmax",),
+       entries=(EntryPoint("log_softmax", "along"), EntryPoint("log_softmax_out", "along", out="out"),
+                EntryPoint("log_softmax_backward", "along", tensors=("grad_output", "output")),
+                EntryPoint("log_softmax_backward_out", "along", out="out", tensors=("grad_output", "output"))),
+       keepdim="none", exempt={"keepdim": _NO_KEEPDIM}),
+    Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _argmax, ("argmax",),
+       entries=(EntryPoint("argmax", "index"),), accepts_none=True, exempt={"large_inputs": "an index: large values change nothing it can show"},
+       defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2),)),
+    Op("prod", "flag_gems.ops.prod", "prod_dim", "reduce", ("int",), _prod, ("prod_dim",),
+       entries=(EntryPoint("prod_dim", "reduce"),), dtype_arg=True, interpreter="toy",
+       exempt={"large_inputs": "a product of large inputs overflows by definition"}),
+    Op("std", "flag_gems.ops.std", "std", "reduce", ("list", "int"), _std, ("std",),
+       entries=(EntryPoint("std", "reduce"),), keepdim="keyword", accepts_none=True),
+    Op("logsumexp", "flag_gems.ops.logsumexp", "logsumexp", "reduce", ("list", "int"), _logsumexp, ("logsumexp",),
+       entries=(EntryPoint("logsumexp", "reduce"),)),
+)  # fmt: skip
+
+OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
+
+
+def get(name: str) -> Op:
+    try:
+        return OPS_BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r}; known: {', '.join(OPS_BY_NAME)}") from None
+
+
+def installed(op: Op) -> bool:
+    """The running FlagGems has this op's module and entry point (5.0.2 has no logsumexp op)."""
+    module = sys.modules.get(op.module)
+    if module is None:
+        try:
+            __import__(op.module)
+        except ImportError:
+            return False
+        module = sys.modules.get(op.module)
+    return callable(getattr(module, op.entry, None))
+
+
+def non_inner_kernels(module: Any) -> tuple[str, ...]:
+    """The ``*non_inner*`` kernels a FlagGems module defines: the 2-D (rows, columns) tiles
+    that a dropped row condition breaks.  What makes an op's dim non-inner is K > 1."""
+    return tuple(name for name in vars(module) if "non_inner" in name)
+
+
+def modules() -> tuple[str, ...]:
+    """Every FlagGems module the registry names, and the namespaces that re-export them."""
+    return ("flag_gems", "flag_gems.ops", *dict.fromkeys(op.module for op in OPS))
