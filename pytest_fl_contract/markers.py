@@ -1,7 +1,10 @@
 """Platform-aware markers: specs, validation and pure evaluation.
 
 Like ``_pytest/skipping.py``: the functions here take marks and a context and return a
-small frozen decision; the hooks in ``plugin.py`` only apply it.  No pytest globals.
+small frozen decision; the lane session only applies it.  ``validate`` turns the marks of
+an item into normalised ``Spec`` objects (canonical platform names, checked arguments),
+and evaluation only ever sees those, so what was validated is what gets applied.
+No pytest globals.
 """
 
 from __future__ import annotations
@@ -30,6 +33,15 @@ class Mark(Protocol):
 
 
 @dataclass(frozen=True)
+class Spec:
+    """One of our marks, validated: platform names canonical, arguments checked."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class Skip:
     reason: str
 
@@ -53,7 +65,7 @@ class MarkerError(ValueError):
     """Wrong marker arguments: reported as a collection error."""
 
 
-def _names(mark: Mark, registry: Registry) -> list[str]:
+def _platform_names(mark: Mark, registry: Registry) -> tuple[str, ...]:
     if not mark.args:
         raise MarkerError(f"@{mark.name} needs at least one platform name")
     out = []
@@ -62,60 +74,76 @@ def _names(mark: Mark, registry: Registry) -> list[str]:
         if canonical is None:
             raise MarkerError(f"@{mark.name}: unknown platform {name!r}; known: {', '.join(registry.names)}")
         out.append(canonical)
-    return out
+    return tuple(dict.fromkeys(out))
 
 
-def validate(marks: Iterable[Mark], registry: Registry) -> None:
-    """Raise MarkerError for the first mark of ours with wrong arguments."""
+def _no_kwargs(mark: Mark, allowed: set[str] = set()) -> None:  # noqa: B006 - read only
+    extra = sorted(set(mark.kwargs) - allowed)
+    if extra:
+        raise MarkerError(f"@{mark.name}: unexpected keyword {extra[0]!r}")
+
+
+def validate(marks: Iterable[Mark], registry: Registry) -> tuple[Spec, ...]:
+    """Our marks of an item as Specs, in order; MarkerError for the first wrong one."""
+    specs: list[Spec] = []
     for mark in marks:
+        if mark.name not in MARKERS:
+            continue
         if mark.name in ("platforms", "skip_platforms"):
-            _names(mark, registry)
-            allowed = {"reason"} if mark.name == "skip_platforms" else set()
-            if set(mark.kwargs) - allowed:
-                raise MarkerError(f"@{mark.name}: unexpected keyword {sorted(set(mark.kwargs) - allowed)[0]!r}")
-            if mark.name == "skip_platforms" and not str(mark.kwargs.get("reason", "")).strip():
+            names = _platform_names(mark, registry)
+            if mark.name == "platforms":
+                _no_kwargs(mark)
+                specs.append(Spec("platforms", names))
+                continue
+            _no_kwargs(mark, {"reason"})
+            reason = mark.kwargs.get("reason")
+            if not isinstance(reason, str) or not reason.strip():
                 raise MarkerError("@skip_platforms needs reason=... saying why the platforms are skipped")
+            specs.append(Spec("skip_platforms", names, reason.strip()))
         elif mark.name == "known_defect":
-            if len(mark.args) != 1 or mark.kwargs:
-                raise MarkerError("@known_defect takes exactly one defect id")
+            if len(mark.args) != 1 or mark.kwargs or not isinstance(mark.args[0], str):
+                raise MarkerError("@known_defect takes exactly one defect id (a string)")
             if mark.args[0] not in registry.defect_ids:
                 known = ", ".join(sorted(registry.defect_ids)) or "none"
                 raise MarkerError(f"@known_defect: unknown defect {mark.args[0]!r}; known: {known}")
+            specs.append(Spec("known_defect", (mark.args[0],)))
         elif mark.name == "requires_capability":
-            if not mark.args or any(c not in CAPABILITIES for c in mark.args):
+            if not mark.args or any(not isinstance(c, str) or c not in CAPABILITIES for c in mark.args):
                 raise MarkerError(f"@requires_capability takes capability names from: {', '.join(CAPABILITIES)}")
-        elif mark.name in ("requires_csrc", "requires_device_cast") and (mark.args or mark.kwargs):
-            raise MarkerError(f"@{mark.name} takes no arguments")
+            _no_kwargs(mark)
+            specs.append(Spec("requires_capability", tuple(mark.args)))
+        else:  # requires_csrc, requires_device_cast
+            if mark.args or mark.kwargs:
+                raise MarkerError(f"@{mark.name} takes no arguments")
+            specs.append(Spec(mark.name))
+    return tuple(specs)
 
 
-def evaluate_skip(marks: Iterable[Mark], ctx: Context) -> Skip | None:
+def evaluate_skip(specs: Iterable[Spec], ctx: Context) -> Skip | None:
     """The first reason this item does not apply on ``ctx.platform``, or None."""
     p = ctx.platform
-    for mark in marks:
-        if mark.name == "requires_csrc" and ctx.layout != "checkout":
+    for spec in specs:
+        if spec.name == "requires_csrc" and ctx.layout != "checkout":
             return Skip(f"wheel-only layout: {ctx.source_root / 'csrc'} does not exist")
-        if mark.name == "requires_device_cast" and not p.has("device_cast"):
+        if spec.name == "requires_device_cast" and not p.has("device_cast"):
             return Skip(f"{p.name} has no on-device dtype cast (registry: device_cast = false)")
-        if mark.name == "requires_capability":
-            missing = [c for c in mark.args if not p.has(c)]
+        if spec.name == "requires_capability":
+            missing = [c for c in spec.args if not p.has(c)]
             if missing:
                 return Skip(f"{p.name} lacks {', '.join(missing)} (registry)")
-        if mark.name == "platforms":
-            wanted = [n for n in mark.args]
-            if p.name not in wanted and not (set(wanted) & set(p.aliases)):
-                return Skip(f"runs only on {', '.join(wanted)}; this is {p.name}")
-        if mark.name == "skip_platforms":
-            if p.name in mark.args or set(mark.args) & set(p.aliases):
-                return Skip(f"skipped on {p.name}: {mark.kwargs['reason']}")
+        if spec.name == "platforms" and p.name not in spec.args:
+            return Skip(f"runs only on {', '.join(spec.args)}; this is {p.name}")
+        if spec.name == "skip_platforms" and p.name in spec.args:
+            return Skip(f"skipped on {p.name}: {spec.reason}")
     return None
 
 
-def evaluate_xfail(marks: Iterable[Mark], ctx: Context) -> Xfail | None:
+def evaluate_xfail(specs: Iterable[Spec], ctx: Context) -> Xfail | None:
     """A strict xfail for a defect this platform lists and no active workaround covers."""
-    for mark in marks:
-        if mark.name != "known_defect":
+    for spec in specs:
+        if spec.name != "known_defect":
             continue
-        defect = ctx.platform.defect(mark.args[0])
+        defect = ctx.platform.defect(spec.args[0])
         if defect is not None and defect.id not in ctx.covered:
             return Xfail(f"known defect {defect.id} on {ctx.platform.name}: {defect.description}", defect.id)
     return None

@@ -1,31 +1,37 @@
-"""pytest plugin ``fl_contract``: hooks and fixtures only; the logic lives beside it.
+"""pytest plugin ``fl_contract``: options, the lane session's creation, and fixtures.
 
-Loading this module imports neither torch nor triton nor flag_gems.
+Like pytest-xdist's ``plugin.py`` this module only wires: the lane's state and its hooks
+live in ``session.LaneSession``.  Loading it imports neither torch nor triton nor flag_gems.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from . import markers, report
+from . import hooks, markers
 from .errors import FlContractError
 from .platforms import load_registry
-from .settings import Options, Settings, resolve, versions
+from .session import SESSION, LaneSession, WorkaroundInfo
+from .settings import Options, Settings, resolve
 
-SETTINGS = pytest.StashKey[Settings]()
-COUNTERS = pytest.StashKey[Counter]()
-COVERED = pytest.StashKey[frozenset]()
-INSTALLED = pytest.StashKey[str]()  # "MODULE from wheel|checkout (path): N entry points"
+# The contracts' helper modules (tolerances, checks) hold asserts that must be rewritten.
+pytest.register_assert_rewrite("pytest_fl_contract.contracts")
+
+
+def session_of(config: pytest.Config) -> LaneSession:
+    return config.stash[SESSION]
 
 
 def settings_of(config: pytest.Config) -> Settings:
     """The lane's settings, for conftests that parametrize from them."""
-    return config.stash[SETTINGS]
+    return config.stash[SESSION].settings
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hooks)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -90,19 +96,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="wheel-only workspace or source checkout (default: auto, by csrc/)",
     )
     group.addoption(
-        "--fl-source-root", dest="fl_source_root", metavar="DIR", help="source checkout root (default: rootdir)"
+        "--fl-source-root", dest="fl_source_root", metavar="DIR", help="source checkout root, where csrc/ would be (default: the directory pytest runs in)"
     )
     group.addoption(
         "--fl-sweep",
         dest="fl_sweep",
         choices=["quick", "full"],
         help="contract sweep size (default: quick when emulated, full on hardware)",
-    )
-    group.addoption(
-        "--fl-mutant",
-        dest="fl_mutant",
-        metavar="NAME",
-        help="apply a defect mutant (fl-contract mutants --list) to prove the contracts catch it",
     )
     group.addoption(
         "--fl-junit-prefix",
@@ -114,7 +114,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _options(config: pytest.Config, namespace: Any) -> Options:
-    root = namespace.fl_source_root or str(config.rootpath)
+    root = namespace.fl_source_root or str(config.invocation_params.dir)
     return Options(
         platform=namespace.fl_platform,
         ini_platform=config.getini("fl_platform") or None,
@@ -131,42 +131,33 @@ def _options(config: pytest.Config, namespace: Any) -> Options:
     )
 
 
-def _settle(config: pytest.Config, namespace: Any) -> Settings:
-    """Resolve once and, when asked, bring up the emulator before anything imports triton."""
-    if SETTINGS in config.stash:
-        return config.stash[SETTINGS]
-    try:
-        settings = resolve(_options(config, namespace), load_registry(namespace.fl_platforms_files))
-        if settings.emulation is not None:
-            from .emulation import defects, interpreter
-            from .emulation.profiles import get_profile
-
-            interpreter.activate(get_profile(settings.emulation.profile))
-            if settings.emulation.defects:
-                defects.enable(*settings.emulation.defects)
-        if namespace.fl_mutant:
-            from .mutants import get
-
-            get(namespace.fl_mutant)
-    except FlContractError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    config.stash[SETTINGS] = settings
-    return settings
+def _session(config: pytest.Config, namespace: Any) -> LaneSession:
+    """Resolve once and bring the session up before anything imports triton."""
+    if SESSION not in config.stash:
+        try:
+            settings = resolve(_options(config, namespace), load_registry(namespace.fl_platforms_files))
+            session = LaneSession(config, settings)
+            config.stash[SESSION] = session
+            session.start()
+        except FlContractError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    return config.stash[SESSION]
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    _settle(early_config, early_config.known_args_namespace)
+    _session(early_config, early_config.known_args_namespace)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     for line in markers.MARKERS.values():
         config.addinivalue_line("markers", line)
-    settings = _settle(config, config.option)
+    session = _session(config, config.option)
+    if not config.pluginmanager.is_registered(session):
+        config.pluginmanager.register(session, "fl_contract_session")
     if config.option.junitprefix is None:
-        config.option.junitprefix = settings.junit_prefix or settings.platform.name
-    config.stash[COUNTERS] = Counter()
+        config.option.junitprefix = session.settings.junit_prefix or session.settings.platform.name
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_configure")
@@ -176,95 +167,8 @@ def pytest_configure_junit_properties(config: pytest.Config) -> None:
 
     xml = config.stash.get(xml_key, None)
     if xml is not None:
-        for name, value in report.properties(config.stash[SETTINGS], versions()):
+        for name, value in session_of(config).properties():
             xml.add_global_property(name, value)
-
-
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    from .runtime import device_name
-
-    settings = config.stash[SETTINGS]
-    return report.header_lines(settings, versions(), device_name(settings))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[Any]:
-    """Wrong marker arguments fail the collection of their module, with one clear line."""
-    rep = yield
-    if rep.passed and SETTINGS in collector.config.stash:
-        registry = collector.config.stash[SETTINGS].registry
-        for node in rep.result:
-            if isinstance(node, pytest.Item):
-                try:
-                    markers.validate(node.iter_markers(), registry)
-                except markers.MarkerError as exc:
-                    rep.outcome, rep.longrepr, rep.result = "failed", f"{node.nodeid}: {exc}", []
-                    break
-    return rep
-
-
-def _covered(config: pytest.Config) -> frozenset[str]:
-    """Defects the lane's workaround covers: its module's COVERS, read once, lazily."""
-    if COVERED not in config.stash:
-        settings = config.stash[SETTINGS]
-        covered: frozenset[str] = frozenset()
-        if settings.workaround is not None:
-            from .layout import resolve_module
-
-            try:
-                module = resolve_module(settings.workaround, settings.layout.source_root).module
-            except FlContractError as exc:
-                pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
-            default = [d.id for d in settings.platform.defects if d.workaround]
-            covered = frozenset(getattr(module, "COVERS", default)) & {d.id for d in settings.platform.defects}
-        config.stash[COVERED] = covered
-    return config.stash[COVERED]
-
-
-def _context(item: pytest.Item) -> markers.Context:
-    settings = item.config.stash[SETTINGS]
-    return markers.Context(settings.platform, settings.layout.kind, settings.layout.source_root, _covered(item.config))
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    ctx = _context(item)
-    skip = markers.evaluate_skip(item.iter_markers(), ctx)
-    if skip is not None:
-        pytest.skip(skip.reason)
-    xfail = markers.evaluate_xfail(item.iter_markers(), ctx)
-    if xfail is not None:
-        item.add_marker(pytest.mark.xfail(reason=xfail.reason, strict=xfail.strict))
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    from .emulation import defects
-
-    local = defects.STATE.counters.as_dict() if defects.STATE.installed else {}
-    session.config.stash.get(COUNTERS, Counter()).update(local)
-    workeroutput = getattr(session.config, "workeroutput", None)
-    if workeroutput is not None:
-        workeroutput["fl_contract_counters"] = local
-        if INSTALLED in session.config.stash:
-            workeroutput["fl_contract_installed"] = session.config.stash[INSTALLED]
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: Any) -> None:
-    output = getattr(node, "workeroutput", {})
-    node.config.stash.get(COUNTERS, Counter()).update(output.get("fl_contract_counters", {}))
-    if "fl_contract_installed" in output:
-        node.config.stash[INSTALLED] = output["fl_contract_installed"]
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    lines = report.summary_lines(terminalreporter.stats, config.stash.get(COUNTERS, {}))
-    if INSTALLED in config.stash:
-        lines.append(f"workaround: {config.stash[INSTALLED]}")
-    if lines:
-        terminalreporter.section("fl-contract summary")
-        for line in lines:
-            terminalreporter.write_line(line)
 
 
 # -- fixtures -------------------------------------------------------------------------
@@ -273,7 +177,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 @pytest.fixture(scope="session")
 def fl_settings(request: pytest.FixtureRequest) -> Settings:
     """The lane's resolved settings: platform, layout, emulation, workaround, sweep."""
-    return request.config.stash[SETTINGS]
+    return settings_of(request.config)
 
 
 @pytest.fixture(scope="session")
@@ -285,39 +189,19 @@ def fl_device(fl_settings: Settings) -> str:
 
 
 @pytest.fixture(scope="session")
-def fl_workaround(request: pytest.FixtureRequest, fl_settings: Settings) -> Iterator[Any]:
-    """Installs the workaround (when the lane wants it) before any contract dispatches."""
-    from .runtime import install_workaround
-
+def flag_gems(request: pytest.FixtureRequest) -> Any:
+    """flag_gems itself, imported after the emulator, with the lane's workaround installed
+    (the session installs it whenever flag_gems is first imported, by anyone)."""
     try:
-        info = install_workaround(fl_settings)
+        return session_of(request.config).import_flag_gems()
     except FlContractError as exc:
         pytest.fail(str(exc), pytrace=False)
-    if info is not None:
-        request.config.stash[INSTALLED] = (
-            f"{info.module} from the {info.origin} ({info.path}): {len(info.entries)} entry points wrapped"
-        )
-    yield info
 
 
 @pytest.fixture(scope="session")
-def flag_gems(request: pytest.FixtureRequest, fl_workaround: Any) -> Any:
-    """flag_gems itself, imported after the emulator and the workaround are in place
-    (and, under --fl-mutant, with the mutant applied)."""
-    from .runtime import import_flag_gems
-
-    try:
-        module = import_flag_gems()
-    except FlContractError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    name = request.config.getoption("fl_mutant")
-    if name:
-        from .mutants import get
-
-        apply = get(name).apply
-        if apply is not None:
-            apply()
-    return module
+def fl_workaround(request: pytest.FixtureRequest, flag_gems: Any) -> WorkaroundInfo | None:
+    """What the lane's workaround wrapped (None where the lane runs without one)."""
+    return session_of(request.config).workaround
 
 
 @pytest.fixture

@@ -1,15 +1,10 @@
-"""Report header, terminal summary and JUnit properties as pure functions of their inputs."""
+"""Report header and JUnit suite properties of a lane, as pure functions of its settings."""
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from .settings import Settings
-
-KNOWN_DEFECT_PREFIX = "known defect "
 
 
 def properties(settings: Settings, versions: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -46,42 +41,3 @@ def header_lines(settings: Settings, versions: Mapping[str, str], device: str) -
         f"workaround: {settings.workaround or 'off'} ({settings.workaround_why}) | sweep: {settings.sweep} | "
         f"interpreter: {'TRITON_INTERPRET=1' if settings.emulation else 'no'}",
     ]
-
-
-def _skip_reason(report: Any) -> str:
-    longrepr = report.longrepr
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        reason = str(longrepr[2])
-    else:
-        reason = str(longrepr)
-    return reason.removeprefix("Skipped: ")
-
-
-_DEFECT_RE = re.compile(r"known defect (\S+) on")
-
-
-def summary_lines(stats: Mapping[str, Iterable[Any]], counters: Mapping[str, int] | None) -> list[str]:
-    """Skips grouped by reason and known defects xfailed/xpassed: a skip is never a pass."""
-    lines: list[str] = []
-    skips = Counter(_skip_reason(r) for r in stats.get("skipped", ()))
-    if skips:
-        lines.append(f"skipped ({sum(skips.values())}), by reason:")
-        lines += [f"  {n:5d}  {reason}" for reason, n in skips.most_common()]
-    defects: dict[str, Counter[str]] = {}
-    for report in stats.get("xfailed", ()):
-        match = _DEFECT_RE.search(getattr(report, "wasxfail", "") or "")
-        if match:
-            defects.setdefault(match.group(1), Counter())["xfailed"] += 1
-    for report in stats.get("failed", ()):
-        text = str(getattr(report, "longrepr", ""))
-        match = _DEFECT_RE.search(text) if text.startswith("[XPASS(strict)]") else None
-        if match:
-            defects.setdefault(match.group(1), Counter())["xpassed"] += 1
-    for defect, seen in sorted(defects.items()):
-        note = " - the defect no longer shows: fixed compiler?" if seen["xpassed"] else ""
-        lines.append(
-            f"known defect {defect}: {seen['xfailed']} xfailed (still present), {seen['xpassed']} xpassed{note}"
-        )
-    if counters and any(counters.values()):
-        lines.append("emulated defect: " + ", ".join(f"{k}={v}" for k, v in counters.items()))
-    return lines

@@ -1,26 +1,15 @@
-"""What a contract needs at run time: flag_gems, the workaround, the device, a poisoner,
-a kernel-launch spy.  Imported lazily by the plugin's fixtures: torch is imported here,
-never at plugin load."""
+"""What a contract needs at run time: flag_gems, the device, a poisoner, a kernel-launch
+spy.  Imported lazily by the plugin's fixtures: torch is imported here, never at plugin load."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import FlContractError
-from .layout import resolve_module
 from .settings import Settings
-
-
-@dataclass(frozen=True)
-class WorkaroundInfo:
-    module: str
-    origin: str  # wheel | checkout
-    path: str
-    entries: dict[str, str] = field(default_factory=dict)
 
 
 def device_of(settings: Settings) -> str:
@@ -52,28 +41,6 @@ def import_flag_gems() -> Any:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise FlContractError(f"cannot import flag_gems: {type(exc).__name__}: {first}") from None
     return flag_gems
-
-
-def install_workaround(settings: Settings) -> WorkaroundInfo | None:
-    if settings.workaround is None:
-        return None
-    import_flag_gems()
-    resolved = resolve_module(settings.workaround, settings.layout.source_root)
-    module = resolved.module
-    missing = [name for name in ("install", "uninstall") if not callable(getattr(module, name, None))]
-    if missing:
-        raise FlContractError(
-            f"workaround {settings.workaround} lacks {', '.join(missing)}() (see the protocol in the README)"
-        )
-    try:
-        entries = module.install() or {}
-    except Exception as exc:
-        raise FlContractError(
-            f"workaround {settings.workaround}: install() failed: {type(exc).__name__}: {exc}"
-        ) from None
-    if not entries and callable(getattr(module, "installed", None)):
-        entries = module.installed()
-    return WorkaroundInfo(settings.workaround, resolved.origin, resolved.path, dict(entries))
 
 
 def poison_device_memory(device: str, fill: float, nbytes: int = 64 * 2**20) -> None:

@@ -57,7 +57,7 @@ def test_iluvatar_lane_strict_markers(pytester, run_subprocess):
         "skipped (5), by reason:",
         "*1  iluvatar has no on-device dtype cast (registry: device_cast = false)",
         "*1  wheel-only layout: */csrc does not exist",
-        "*1  runs only on cuda; this is iluvatar",
+        "*1  runs only on nvidia; this is iluvatar",
         "*1  skipped on iluvatar: no fp64 accumulate",
         "*1  iluvatar lacks fp64 (registry)",
         "known defect masked_2d_row_load: 1 xfailed (still present), 1 xpassed - the defect no longer shows: fixed compiler?",

@@ -58,6 +58,8 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+# Process-global on purpose: the hooks sit on Triton's interpreter classes, which every
+# launch in the process shares; the lane session reads the counters from here.
 STATE = _State()
 
 

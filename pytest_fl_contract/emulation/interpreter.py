@@ -8,8 +8,6 @@ patching blindly.  Nothing here imports torch, triton or flag_gems at module imp
 from __future__ import annotations
 
 import ast
-import importlib.abc
-import importlib.machinery
 import os
 import sys
 from importlib import metadata
@@ -17,6 +15,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
 
 from ..errors import FlContractError
+from ..imports import after_import
 from .profiles import DeviceProfile
 
 TESTED: dict[str, tuple[str, ...]] = {
@@ -234,31 +233,10 @@ def _deterministic_bench(self: Any, *args: Any, config: Any, **meta: Any) -> lis
     return [float(self.configs.index(config))] * 3
 
 
-class _PostImportPatcher(importlib.abc.MetaPathFinder):
-    """Run a patch right after a module executes, before anything imports names from it."""
-
-    def __init__(self, patches: dict[str, Callable[[ModuleType], None]]) -> None:
-        self.patches = patches
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        patch = self.patches.get(fullname)
-        if patch is None:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return None
-        exec_module = spec.loader.exec_module
-
-        def exec_and_patch(module: ModuleType) -> None:
-            exec_module(module)
-            patch(module)
-
-        spec.loader.exec_module = exec_and_patch  # type: ignore[method-assign]
-        return spec
-
-
 # -- activation ----------------------------------------------------------------------
 
+# Process-global on purpose: TRITON_INTERPRET, the torch.cuda stand-in and the interpreter's
+# classes are per process, so what was applied to them is too.
 _applied: dict[str, Any] = {}
 
 
@@ -311,15 +289,11 @@ def activate(profile: DeviceProfile) -> None:
     interpreter.InterpretedFunction.cache_key = property(_interpreted_cache_key)
     interpreter.InterpretedFunction.__globals__ = property(lambda self: self.fn.__globals__)
 
-    sys.meta_path.insert(
-        0,
-        _PostImportPatcher(
-            {
-                "flag_gems.runtime": _patch_runtime,
-                "flag_gems.utils.libentry": _patch_libentry,
-                "flag_gems.utils.pointwise_dynamic": _patch_pointwise_dynamic,
-                "flag_gems.utils.limits": _patch_limits,
-            }
-        ),
-    )
+    for module, patch in (
+        ("flag_gems.runtime", _patch_runtime),
+        ("flag_gems.utils.libentry", _patch_libentry),
+        ("flag_gems.utils.pointwise_dynamic", _patch_pointwise_dynamic),
+        ("flag_gems.utils.limits", _patch_limits),
+    ):
+        after_import(module, patch)  # right after each module runs, before anything imports from it
     _applied["profile"] = profile

@@ -1,0 +1,255 @@
+"""The lane session: one object per pytest process that owns the lane's state.
+
+Modelled on pytest-xdist's ``DSession``: created before the first conftest is imported
+(so the emulator is up before anything imports triton), registered as a plugin in
+``pytest_configure``, and the only holder of what a run decides: resolved settings, the
+emulator, the workaround (installed the moment ``flag_gems`` is imported, whoever imports
+it, and uninstalled at the end), the defects it covers, each item's validated marks and
+known-defect decision, and the summary of outcomes.  ``plugin.py`` only wires it.
+
+Process-global state that stays outside it, because the thing it records is global:
+the emulator's interpreter hooks and device shim (``emulation.interpreter``,
+``emulation.defects``: Triton's interpreter classes and ``torch.cuda`` are per process)
+and the workaround's record of patched FlagGems attributes (``masked_reductions``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from . import markers, report
+from .errors import FlContractError
+from .imports import after_import
+from .outcomes import PROPERTY, CaseRecord, CaseTag, Summary, record_of
+from .settings import Settings, versions
+
+SESSION = pytest.StashKey["LaneSession"]()
+TAG = pytest.StashKey[CaseTag]()
+SPECS = pytest.StashKey[tuple]()  # tuple[markers.Spec, ...]
+DECISION = pytest.StashKey[markers.Xfail]()
+
+PROTOCOL = ("install", "uninstall")
+
+
+@dataclass(frozen=True)
+class WorkaroundInfo:
+    module: str
+    origin: str  # wheel | checkout
+    path: str
+    entries: dict[str, str] = field(default_factory=dict)
+
+    def line(self) -> str:
+        return f"{self.module} from the {self.origin} ({self.path}): {len(self.entries)} entry points wrapped"
+
+
+def tag_case(item: pytest.Item, op: str | None, contract: str | None) -> None:
+    """Say what a contract case checks: the per-op summary and the JUnit summary read it.
+    Under ``junit_family=xunit1`` (where per-case properties are valid) it is also written
+    on the case."""
+    item.stash[TAG] = CaseTag(op, contract)
+    if item.config.getini("junit_family") == "xunit1":
+        item.user_properties += [("fl_op", op or ""), ("fl_contract", contract or "")]
+
+
+def covers_of(module: ModuleType, settings: Settings) -> frozenset[str]:
+    """The platform's defects a workaround module covers (its ``COVERS``, or by default the
+    platform's defects that name a workaround).  A malformed COVERS is bad input."""
+    listed = [d.id for d in settings.platform.defects]
+    covers = getattr(module, "COVERS", None)
+    if covers is None:
+        covers = [d.id for d in settings.platform.defects if d.workaround]
+    if isinstance(covers, str) or not isinstance(covers, Iterable) or not all(isinstance(c, str) for c in covers):
+        raise FlContractError(
+            f"workaround {module.__name__}: COVERS must be a list of defect ids (strings), got {covers!r}"[:300]
+        )
+    return frozenset(covers) & set(listed)
+
+
+class LaneSession:
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.summary = Summary()
+        self.covered: frozenset[str] = frozenset()
+        self.workaround: WorkaroundInfo | None = None
+        self.flag_gems: ModuleType | None = None
+        self._module: ModuleType | None = None
+        self._origin: tuple[str, str] = ("", "")
+        self._started = False
+        self._withdraw: Any = None
+        self._worker_workaround: str | None = None
+
+    # -- bring-up -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Emulator first (before anything imports triton), then the workaround module is
+        resolved and checked, and armed to install when flag_gems is imported."""
+        if self._started:
+            return
+        self._started = True
+        settings = self.settings
+        if settings.emulation is not None:
+            from .emulation import defects, interpreter
+            from .emulation.profiles import get_profile
+
+            interpreter.activate(get_profile(settings.emulation.profile))
+            if settings.emulation.defects:
+                defects.enable(*settings.emulation.defects)
+        if settings.workaround is not None:
+            from .layout import resolve_module
+
+            resolved = resolve_module(settings.workaround, settings.layout.source_root)
+            missing = [name for name in PROTOCOL if not callable(getattr(resolved.module, name, None))]
+            if missing:
+                raise FlContractError(
+                    f"workaround {settings.workaround} lacks {', '.join(m + '()' for m in missing)} "
+                    "(see the protocol in the README)"
+                )
+            self.covered = covers_of(resolved.module, settings)
+            self._module, self._origin = resolved.module, (resolved.origin, resolved.path)
+        self._withdraw = after_import("flag_gems", self._flag_gems_imported)
+
+    def _flag_gems_imported(self, module: ModuleType) -> None:
+        """Install the workaround before anything can dispatch, then let plugins patch."""
+        self.flag_gems = module
+        if self._module is not None and self.workaround is None:
+            try:
+                entries = self._module.install() or {}
+                if not entries and callable(getattr(self._module, "installed", None)):
+                    entries = self._module.installed()
+                entries = dict(entries)
+            except Exception as exc:
+                first = (str(exc).strip().splitlines() or [""])[0]
+                pytest.exit(
+                    f"workaround {self.settings.workaround}: install() failed: {type(exc).__name__}: {first}",
+                    returncode=pytest.ExitCode.USAGE_ERROR,
+                )
+            self.workaround = WorkaroundInfo(self.settings.workaround or "", *self._origin, entries)  # type: ignore[arg-type]
+        self.config.hook.pytest_fl_contract_flag_gems.call_historic(kwargs={"flag_gems": module, "session": self})
+
+    def import_flag_gems(self) -> ModuleType:
+        """flag_gems, imported after the emulator and with the workaround in place."""
+        if self.flag_gems is None:
+            from .runtime import import_flag_gems
+
+            import_flag_gems()
+        assert self.flag_gems is not None
+        return self.flag_gems
+
+    # -- hooks ----------------------------------------------------------------------------
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        from .runtime import device_name
+
+        lines = report.header_lines(self.settings, versions(), device_name(self.settings))
+        if self.workaround is not None:
+            lines.append(f"fl-contract workaround installed: {self.workaround.line()}")
+        return lines
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Iterator[Any]:
+        """Wrong marker arguments fail the collection of their module, with one clear line."""
+        rep = yield
+        if rep.passed:
+            for node in rep.result:
+                if isinstance(node, pytest.Item):
+                    try:
+                        markers.validate(node.iter_markers(), self.settings.registry)
+                    except markers.MarkerError as exc:
+                        rep.outcome, rep.longrepr, rep.result = "failed", f"{node.nodeid}: {exc}", []
+                        break
+        return rep
+
+    def context(self) -> markers.Context:
+        s = self.settings
+        return markers.Context(s.platform, s.layout.kind, s.layout.source_root, self.covered)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        try:  # validated again: conftests may add marks after collection (known_defect per case)
+            specs = item.stash[SPECS] = markers.validate(item.iter_markers(), self.settings.registry)
+        except markers.MarkerError as exc:
+            pytest.fail(f"{item.nodeid}: {exc}", pytrace=False)
+        ctx = self.context()
+        skip = markers.evaluate_skip(specs, ctx)
+        if skip is not None:
+            pytest.skip(skip.reason)
+        xfail = markers.evaluate_xfail(specs, ctx)
+        if xfail is not None:
+            item.stash[DECISION] = xfail
+            item.add_marker(pytest.mark.xfail(reason=xfail.reason, strict=xfail.strict))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Iterator[Any]:
+        """Attach what the case checks and its known-defect decision to the report, as data
+        that travels with it (xdist serialises report attributes)."""
+        rep = yield
+        tag = item.stash.get(TAG, None)
+        decision = item.stash.get(DECISION, None)
+        if tag is not None or decision is not None:
+            case: dict[str, Any] = {"op": tag.op if tag else None, "contract": tag.contract if tag else None}
+            if decision is not None:
+                case["defect"] = decision.defect
+                case["xpass"] = rep.when == "call" and rep.failed and call.excinfo is None
+            rep.fl_case = case
+        return rep
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = record_of(report)
+        if record is not None:
+            self.add(record)
+
+    def add(self, record: CaseRecord) -> None:
+        self.summary.add(record)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Before junitxml writes its file: the summary becomes one suite property."""
+        from .emulation import defects
+
+        local = defects.STATE.counters.as_dict() if defects.STATE.installed else {}
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput["fl_contract_counters"] = local
+            if self.workaround is not None:
+                workeroutput["fl_contract_workaround"] = self.workaround.line()
+            return
+        self.summary.counters.update(local)
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is not None:
+            xml.add_global_property(PROPERTY, self.summary.to_json())
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", {})
+        self.summary.counters.update(output.get("fl_contract_counters", {}))
+        if "fl_contract_workaround" in output:
+            self._worker_workaround = output["fl_contract_workaround"]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        lines = self.summary.terminal_lines()
+        installed = self.workaround.line() if self.workaround else self._worker_workaround
+        if installed:
+            lines.append(f"workaround: {installed}")
+        if lines:
+            terminalreporter.section("fl-contract summary")
+            for line in lines:
+                terminalreporter.write_line(line)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._withdraw is not None:
+            self._withdraw()
+        if self.workaround is not None and self._module is not None:
+            self._module.uninstall()
+            self.workaround = None
+
+    def properties(self) -> list[tuple[str, str]]:
+        """JUnit suite properties of the lane (written when junitxml starts its report)."""
+        return report.properties(self.settings, versions())
