@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from pytest_fl_contract.cli import main
 from pytest_fl_contract.errors import FlContractError
-from pytest_fl_contract.manifest import load, parse
+from pytest_fl_contract.lanes.manifest import load, parse
 from pytest_fl_contract.platforms import load_registry
 
 ROOT = Path(__file__).resolve().parent.parent

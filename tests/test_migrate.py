@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from pytest_fl_contract.cli import main
-from pytest_fl_contract.manifest import parse
+from pytest_fl_contract.lanes.manifest import parse
 from pytest_fl_contract.platforms import load_registry
 
 ILUVATAR = textwrap.dedent("""

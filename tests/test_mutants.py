@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fl_contract import mutants
 from pytest_fl_contract.cli import main
 from pytest_fl_contract.errors import FlContractError
+from pytest_fl_contract.testing import mutants
 
 from .conftest import ROOT
 
@@ -25,9 +25,19 @@ def test_unknown_mutant_is_one_line(capsys):
 
 def test_unknown_mutant_option_is_a_usage_error(pytester, run_subprocess):
     pytester.makepyfile("def test_x(): pass")
-    result = run_subprocess("-p", "fl_contract", "--platform", "cpu", "--fl-mutant", "nosuch")
+    result = run_subprocess("-p", "fl_contract", "-p", mutants.PLUGIN, "--platform", "cpu", "--fl-mutant", "nosuch")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "unknown mutant 'nosuch'" in result.stderr.str()
+
+
+def test_vendor_lanes_never_see_the_zoo(pytester, run_subprocess):
+    """The zoo is opt-in: the plugin alone has no mutant option, in --help or on the line."""
+    result = run_subprocess("-p", "fl_contract", "--help")
+    assert result.ret == 0 and "--fl-platforms-file" in result.stdout.str()
+    assert "mutant" not in result.stdout.str()
+    pytester.makepyfile("def test_x(): pass")
+    result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-mutant", "masked_row_load")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
 @pytest.mark.slow

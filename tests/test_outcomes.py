@@ -10,6 +10,8 @@ from collections import defaultdict
 import pytest
 from junitparser import JUnitXml
 
+from pytest_fl_contract.lanes.junit import count
+
 from .conftest import ROOT
 
 SELECT = ["-k", "(test_accuracy and float32) or test_determinism", "-p", "xdist", "-n", "2"]
@@ -17,14 +19,14 @@ ROW_MASK_OPS = {"sum", "mean", "softmax", "argmax"}  # flag_gems 5.0.2: ops with
 
 
 def failures(pytester, run_subprocess, *lane_args, select=SELECT):
+    """Run the contracts; the failing ops per contract, as the lane's JUnit summary says."""
     result = run_subprocess(str(ROOT / "contracts" / "reductions"), "-p", "fl_contract", *lane_args, *select,
                             "--junitxml=lane.xml", "-q", "-p", "no:cacheprovider")  # fmt: skip
+    summary = count(JUnitXml.fromfile(str(pytester.path / "lane.xml")), "lane").summary
     failed = defaultdict(set)  # contract -> ops
-    for suite in JUnitXml.fromfile(str(pytester.path / "lane.xml")):
-        for case in suite:
-            if case.result and case.result[0].__class__.__name__ in ("Failure", "Error"):
-                props = {p.get("name"): p.get("value") for p in case._elem.iter("property")}
-                failed[props.get("fl_contract")].add(props.get("fl_op"))
+    for op, contracts in summary.failures.items():
+        for contract in contracts:
+            failed[contract].add(op)
     return result, dict(failed)
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from junitparser import Error, Failure, JUnitXml
 
 from pytest_fl_contract.cli import main
-from pytest_fl_contract.manifest import Lane, Step
-from pytest_fl_contract.runner import run_lane
+from pytest_fl_contract.lanes.manifest import Lane, Step
+from pytest_fl_contract.lanes.runner import run_lane
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +96,7 @@ def test_no_tests_is_an_error_not_a_pass(tmp_path):
 
 
 def test_step_that_writes_no_xml_and_one_that_writes_garbage(tmp_path, monkeypatch):
-    from pytest_fl_contract import runner
+    from pytest_fl_contract.lanes import runner
 
     def fake_argv(the_lane, step, report):
         write = "" if step.name == "noxml" else f"open({str(report)!r}, 'w').write('<testsuite><oops')"

@@ -1,20 +1,20 @@
 """JUnit reports of a lane: synthesize cases for steps that left none, merge, summarise.
 
 Merging uses junitparser; every step's suite is renamed ``LANE/STEP`` so a lane file has
-no duplicate suites, and statistics are recomputed after the merge.
+no duplicate suites, and statistics are recomputed after the merge.  Per-op failures,
+known defects and skip reasons come from the ``fl_summary`` suite property the plugin
+writes (``outcomes.Summary``); a step run without the plugin is summarised from its cases.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-_DEFECT_RE = re.compile(r"known defect (\S+) on")
+from ..outcomes import PROPERTY, Summary
 
 
 def _one_case(lane: str, step: str, seconds: float, result: Error | Failure | Skipped | None) -> JUnitXml:
@@ -89,55 +89,51 @@ class StepCounts:
     errors: int = 0
     skipped: int = 0
     xfailed: int = 0
-    xpassed: int = 0
     seconds: float = 0.0
-    skip_reasons: Counter = field(default_factory=Counter)
-    defects: dict = field(default_factory=dict)  # defect -> Counter(xfailed=, xpassed=)
-    failures_by_op: Counter = field(default_factory=Counter)  # (op, contract) -> n
+    summary: Summary = field(default_factory=Summary)
+
+    @property
+    def xpassed(self) -> int:
+        """Strict xpasses of known defects (the plugin's summary says which failures they are)."""
+        return self.summary.outcomes["xpassed"]
 
 
 def count(xml: JUnitXml, name: str) -> StepCounts:
-    """Outcomes of every case of a report (one step, or any JUnit file)."""
+    """Outcomes of every case of a report (one step, or any JUnit file), and its summary:
+    the plugin's ``fl_summary`` property where present, else one made from the cases."""
     counts = StepCounts(name)
+    written: list[Summary] = []
+    for suite in xml:
+        for prop in suite.properties():
+            if prop.name == PROPERTY:
+                written.append(Summary.from_json(prop.value or ""))
+    from_cases = Summary()
     for case in (case for suite in xml for case in suite):
         counts.tests += 1
         counts.seconds += float(case.time or 0)
         results = case.result
-        props = _case_properties(case)
         if not results:
             counts.passed += 1
             continue
         result = results[0]
-        message = result.message or ""
         if isinstance(result, Skipped):
             if (result.type or "").endswith("xfail"):
                 counts.xfailed += 1
-                match = _DEFECT_RE.search(message)
-                if match:
-                    counts.defects.setdefault(match.group(1), Counter())["xfailed"] += 1
+                from_cases.outcomes["xfailed"] += 1
             else:
                 counts.skipped += 1
-                counts.skip_reasons[message.removeprefix("Skipped: ") or "(no reason)"] += 1
+                from_cases.skips[(result.message or "").removeprefix("Skipped: ") or "(no reason)"] += 1
         elif isinstance(result, Failure):
             counts.failed += 1
-            if message.startswith("[XPASS(strict)]"):
-                counts.xpassed += 1
-                match = _DEFECT_RE.search(message)
-                if match:
-                    counts.defects.setdefault(match.group(1), Counter())["xpassed"] += 1
-            if "fl_op" in props:
-                counts.failures_by_op[(props["fl_op"], props.get("fl_contract", "?"))] += 1
         elif isinstance(result, Error):
             counts.errors += 1
-            if "fl_op" in props:
-                counts.failures_by_op[(props["fl_op"], props.get("fl_contract", "?"))] += 1
+    if written:
+        counts.summary = written[0]
+        for extra in written[1:]:
+            counts.summary.merge(extra)
+    else:
+        counts.summary = from_cases
     return counts
-
-
-def _case_properties(case: TestCase) -> dict[str, str]:
-    """pytest writes user_properties (fl_op, fl_contract) under each testcase."""
-    node = case._elem.find("properties")  # noqa: SLF001 - junitparser exposes no case properties
-    return {} if node is None else {p.get("name"): p.get("value") for p in node.iter("property")}
 
 
 def summary_markdown(title: str, rows: list[tuple[StepCounts, str]]) -> str:
@@ -148,18 +144,5 @@ def summary_markdown(title: str, rows: list[tuple[StepCounts, str]]) -> str:
         out.append(f"| {c.name} | {verdict} | {c.passed} | {c.failed - c.xpassed} | {c.errors} | {c.skipped} | "
                    f"{c.xfailed} | {c.xpassed} | {c.seconds:.1f} |")  # fmt: skip
     for c, _ in rows:
-        if c.failures_by_op:
-            by_op: dict[str, Counter] = {}
-            for (op, contract), n in c.failures_by_op.items():
-                by_op.setdefault(op, Counter())[contract] += n
-            out += ["", f"**{c.name}: failing contracts by op**", ""]
-            for op, contracts in sorted(by_op.items()):
-                detail = ", ".join(f"{k} {v}" for k, v in sorted(contracts.items()))
-                out.append(f"- `{op}`: {sum(contracts.values())} ({detail})")
-        if c.skip_reasons:
-            out += ["", f"**{c.name}: skipped by reason**", ""]
-            out += [f"- {n} x {reason}" for reason, n in c.skip_reasons.most_common()]
-        for defect, seen in sorted(c.defects.items()):
-            note = " - no longer shows: fixed?" if seen["xpassed"] else ""
-            out.append(f"- known defect `{defect}`: {seen['xfailed']} xfailed, {seen['xpassed']} xpassed{note}")
+        out += c.summary.markdown(c.name)
     return "\n".join(out) + "\n"

@@ -13,15 +13,16 @@ from typing import Any
 
 import yaml
 
-from .errors import FlContractError
-from .platforms import Registry
+from ..errors import FlContractError
+from ..platforms import Registry
 
 NAME_RE = re.compile(r"^[a-z0-9_-]+$")
 MAX_TIMEOUT = 24 * 3600
 TOP_KEYS = {"version", "defaults", "shared_steps", "lanes"}
 LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup",
              "timeout_minutes", "pytest_args", "steps"}  # fmt: skip
-STEP_KEYS = {"name", "use", "pytest", "command", "shell", "env", "timeout", "allow_failure", "expect", "description"}
+STEP_KEYS = {"name", "use", "contracts", "pytest", "command", "shell", "env", "timeout", "allow_failure", "expect",
+             "description"}  # fmt: skip
 DEFAULT_KEYS = {"timeout"}
 
 
@@ -30,6 +31,7 @@ class Step:
     name: str
     kind: str  # "pytest" | "command"
     args: tuple[str, ...] | str  # pytest args, argv, or a shell string
+    suites: tuple[str, ...] = ()  # packaged contract suites the pytest step runs (``contracts:``)
     shell: bool = False
     env: dict[str, str] = field(default_factory=dict)
     timeout: float = 1800.0
@@ -146,10 +148,24 @@ def _parse_step(
                 name,
             )
         merged = {**shared[raw["use"]], **{k: v for k, v in raw.items() if k != "use"}}
+    suites = merged.get("contracts", ())
+    if isinstance(suites, str):
+        suites = [suites]
+    if "contracts" in merged:
+        from ..suites import SUITES
+
+        if not _str_list(suites) or not suites or any(s not in SUITES for s in suites):
+            raise err(_line(raw, "contracts"), f"contracts names packaged suites: {', '.join(SUITES)}", lane, name)
+        if "command" in merged:
+            raise err(_line(raw, "contracts"), "contracts runs pytest: it cannot go with 'command'", lane, name)
+        merged.setdefault("pytest", [])
     kinds = [k for k in ("pytest", "command") if k in merged]
     if len(kinds) != 1:
         raise err(
-            _line(raw, "name") or line, "a step needs exactly one of 'pytest' or 'command' (or 'use')", lane, name
+            _line(raw, "name") or line,
+            "a step needs exactly one of 'pytest', 'contracts' or 'command' (or 'use')",
+            lane,
+            name,
         )
     kind = kinds[0]
     value = merged[kind]
@@ -187,7 +203,7 @@ def _parse_step(
     expect = merged.get("expect", "pass")
     if expect not in ("pass", "fail"):
         raise err(_line(raw, "expect"), f"expect must be 'pass' or 'fail', got {expect!r}", lane, name)
-    return Step(name, kind, value if isinstance(value, str) else tuple(value), shell,
+    return Step(name, kind, value if isinstance(value, str) else tuple(value), tuple(suites), shell,
                 {k: str(v) for k, v in env.items()}, float(timeout), allow, expect)  # fmt: skip
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from .errors import FlContractError
-from .platforms import Registry
+from ..errors import FlContractError
+from ..platforms import Registry
 
 MAPPED = {
     "display_name": "display_name",
@@ -26,7 +26,7 @@ MAPPED = {
     "timeout_minutes": "timeout_minutes",
 }
 UNMAPPED_KNOWN = ("container_volumes", "container_options", "wheel_artifact_name", "integration_wheel_source")
-CONTRACT_STEP = {"pytest": ["contracts/reductions", "-p", "xdist", "-n", "auto"], "timeout": 1800}
+CONTRACT_STEP = {"contracts": "reductions", "pytest": ["-p", "xdist", "-n", "auto"], "timeout": 1800}
 
 
 def _name(text: str) -> str:

@@ -46,8 +46,13 @@ def describe_exit(code: int) -> str:
 def step_argv(lane: Lane, step: Step, report: Path) -> list[str] | str:
     if step.kind == "command":
         return step.args if isinstance(step.args, str) else list(step.args)
-    return [sys.executable, "-m", "pytest", "-p", "fl_contract", "--platform", lane.platform,
-            "--fl-junit-prefix", lane.name, f"--junitxml={report}", *lane.pytest_args, *step.args]  # fmt: skip
+    lane_args = ["--platform", lane.platform, "--fl-junit-prefix", lane.name, f"--junitxml={report}",
+                 *lane.pytest_args, *step.args]  # fmt: skip
+    if step.suites:
+        from ..suites import pytest_argv
+
+        return pytest_argv(step.suites, lane_args)
+    return [sys.executable, "-m", "pytest", "-p", "fl_contract", *lane_args]
 
 
 def _run(

@@ -3,9 +3,11 @@ lane, against which the contract suite must fail.  mutmut cannot mutate @triton.
 kernels, so mutants act through the entry points (wrapping FlagGems' functions in the
 process under test) or through the emulator's interpreter hooks.
 
-``pytest -p fl_contract --fl-mutant NAME`` applies one inside a contract run;
-``fl-contract mutants`` runs every mutant in its own process (in parallel, only the
-contracts of the mutated op, stopping at the first kill) and prints who killed what.
+An opt-in pytest plugin, so a vendor lane never sees it:
+``pytest -p fl_contract -p pytest_fl_contract.testing.mutants --fl-mutant NAME`` applies
+one inside a contract run (right after flag_gems is imported and the workaround
+installed); ``fl-contract mutants`` runs every mutant in its own process (in parallel,
+only the contracts of the mutated op, stopping at the first kill) and prints who killed what.
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import FlContractError
+import pytest
+
+from .. import ops
+from ..errors import FlContractError
+
+PLUGIN = "pytest_fl_contract.testing.mutants"
 
 
 @dataclass(frozen=True)
@@ -32,18 +39,20 @@ class Mutant:
     args: tuple[str, ...] = ()  # extra pytest arguments (emulator defects, workaround)
 
 
-def _entry(module: str, attr: str) -> tuple[Any, Any]:
-    mod = sys.modules[f"flag_gems.ops.{module}"]
-    return mod, getattr(mod, attr)
+def _entry(op: str, attr: str | None = None) -> tuple[Any, Any]:
+    row = ops.get(op)
+    mod = sys.modules[row.module]
+    return mod, getattr(mod, attr or row.entry)
 
 
-def _wrap(module: str, attr: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    """Replace an entry point (module attribute and its registration) with a mutant."""
+def _wrap(op: str, attr: str | None, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace an op's entry point (module attribute and its registration) with a mutant."""
     import functools
 
     import flag_gems
 
-    mod, original = _entry(module, attr)
+    mod, original = _entry(op, attr)
+    attr = attr or ops.get(op).entry
     mutant = functools.wraps(original)(make(original))
     setattr(mod, attr, mutant)
     flag_gems._FULL_CONFIG = tuple((n, mutant if f is original else f, *r) for n, f, *r in flag_gems._FULL_CONFIG)
@@ -78,7 +87,7 @@ def _last_k_tile_dropped() -> None:
 
         return sum_dim
 
-    _wrap("sum", "sum_dim", make)
+    _wrap("sum", None, make)
 
 
 def _rows(keep: Callable[[int], tuple[int, int]], extra: bool = False) -> Callable[[], None]:
@@ -99,7 +108,7 @@ def _rows(keep: Callable[[int], tuple[int, int]], extra: bool = False) -> Callab
 
             return sum_dim
 
-        _wrap("sum", "sum_dim", make)
+        _wrap("sum", None, make)
 
     return apply
 
@@ -111,7 +120,7 @@ def _prod_identity_zero() -> None:
 
         return prod_dim
 
-    _wrap("prod", "prod_dim", make)
+    _wrap("prod", None, make)
 
 
 def _keepdim_ignored() -> None:
@@ -121,7 +130,7 @@ def _keepdim_ignored() -> None:
 
         return mean_dim
 
-    _wrap("mean", "mean_dim", make)
+    _wrap("mean", None, make)
 
 
 def _half_accumulation() -> None:
@@ -140,7 +149,7 @@ def _half_accumulation() -> None:
 
         return sum_dim
 
-    _wrap("sum", "sum_dim", make)
+    _wrap("sum", None, make)
 
 
 def _bool_sum_returns_bool() -> None:
@@ -153,19 +162,19 @@ def _bool_sum_returns_bool() -> None:
 
         return sum_dim
 
-    _wrap("sum", "sum_dim", make)
+    _wrap("sum", None, make)
 
 
 def _out_not_written() -> None:
     def make(orig):
-        _, plain = _entry("sum", "sum_dim")
+        _, plain = _entry("sum")
 
         def sum_dim_out(inp, dim=None, keepdim=False, *, dtype=None, out):
             return plain(inp, dim, keepdim, dtype=dtype)  # result returned, buffer untouched
 
         return sum_dim_out
 
-    _wrap("sum", "sum_dim_out", make)
+    _wrap("sum", ops.get("sum").out_entry, make)
 
 
 def _softmax_without_max() -> None:
@@ -176,7 +185,7 @@ def _softmax_without_max() -> None:
 
         return softmax
 
-    _wrap("softmax", "softmax", make)
+    _wrap("softmax", None, make)
 
 
 def _negative_dim_off_by_one() -> None:
@@ -190,7 +199,7 @@ def _negative_dim_off_by_one() -> None:
 
         return mean_dim
 
-    _wrap("mean", "mean_dim", make)
+    _wrap("mean", None, make)
 
 
 def _second_call_garbage() -> None:
@@ -207,7 +216,7 @@ def _second_call_garbage() -> None:
 
         return softmax
 
-    _wrap("softmax", "softmax", make)
+    _wrap("softmax", None, make)
 
 
 def _mean_wrong_count() -> None:
@@ -219,11 +228,11 @@ def _mean_wrong_count() -> None:
 
         return mean_dim
 
-    _wrap("mean", "mean_dim", make)
+    _wrap("mean", None, make)
 
 
 def _routes_inner_dims() -> None:
-    from .workarounds import masked_reductions as mr
+    from ..workarounds import masked_reductions as mr
 
     original = mr.route
 
@@ -246,7 +255,7 @@ def _argmax_last_index() -> None:
 
         return argmax
 
-    _wrap("argmax", "argmax", make)
+    _wrap("argmax", None, make)
 
 
 MUTANTS: dict[str, Mutant] = {
@@ -284,6 +293,32 @@ def get(name: str) -> Mutant:
     return MUTANTS[name]
 
 
+# -- the opt-in pytest plugin -----------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("fl_contract").addoption(
+        "--fl-mutant", dest="fl_mutant", metavar="NAME",
+        help="apply a defect mutant (fl-contract mutants --list) to prove the contracts catch it",
+    )  # fmt: skip
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    name = config.getoption("fl_mutant")
+    if name:
+        try:
+            get(name)
+        except FlContractError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_fl_contract_flag_gems(flag_gems: Any, session: Any) -> None:
+    """Right after flag_gems is imported and the lane's workaround installed."""
+    name = session.config.getoption("fl_mutant", None)
+    if name and get(name).apply is not None:
+        get(name).apply()
+
+
 # -- running the zoo --------------------------------------------------------------------------
 
 
@@ -301,7 +336,7 @@ def run_one(mutant: Mutant, contracts: Path, workdir: Path) -> Verdict:
     from junitparser import JUnitXml
 
     report = workdir / f"{mutant.name}.xml"
-    argv = [sys.executable, "-m", "pytest", str(contracts), "-p", "fl_contract", "--platform", "cpu",
+    argv = [sys.executable, "-m", "pytest", str(contracts), "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",
             "--fl-mutant", mutant.name, *mutant.args, "-k", mutant.select, "-x", "-q", "-p", "no:cacheprovider",
             "-p", "no:randomly", f"--junitxml={report}", "-o", "addopts="]  # fmt: skip
     start = time.monotonic()
@@ -312,8 +347,7 @@ def run_one(mutant: Mutant, contracts: Path, workdir: Path) -> Verdict:
         for suite in JUnitXml.fromfile(str(report)):
             for case in suite:
                 if case.result and type(case.result[0]).__name__ in ("Failure", "Error"):
-                    props = {p.get("name"): p.get("value") for p in case._elem.iter("property")}
-                    killers.append(f"{props.get('fl_contract', case.classname)}:{case.name}")
+                    killers.append(f"{case.classname.rsplit('.', 1)[-1].removeprefix('test_')}:{case.name}")
     if done.returncode == 1 and killers:
         return Verdict(mutant.name, "killed", tuple(killers), seconds)
     if done.returncode == 0:
@@ -346,7 +380,9 @@ def main(args: Any) -> int:
         return 0
     for name in args.only:
         get(name)
-    contracts = Path(os.environ.get("FL_CONTRACTS_DIR", "contracts/reductions")).resolve()
+    from ..suites import paths
+
+    contracts = Path(os.environ.get("FL_CONTRACTS_DIR") or paths(["reductions"])[0]).resolve()
     if not contracts.is_dir():
         raise FlContractError(f"no contract directory at {contracts} (set FL_CONTRACTS_DIR)")
     start = time.monotonic()
