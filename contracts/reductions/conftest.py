@@ -1,25 +1,25 @@
-"""Parametrization from the op table and the lane's sweep; nothing else lives here."""
+"""Parametrization from the op registry and the lane's sweep, and each case's tag."""
 
 from __future__ import annotations
 
 import pytest
-from optable import (
+from pytest_fl_contract.contracts.reductions.sweeps import (
     DTYPE_CAPABILITY,
     DTYPES,
     HALF_DTYPES,
     KEEPDIM_CASES,
-    OPS,
     PARTIAL_TILE_CASES,
     REAL_CASE,
     Case,
-    Op,
     cases_for,
     half_cases,
-    known_defects,
+    ops_for,
     sweep,
 )
 
+from pytest_fl_contract.ops import Op
 from pytest_fl_contract.plugin import settings_of
+from pytest_fl_contract.session import tag_case
 
 
 def _combo(op: Op, case: Case, dtype: str):
@@ -32,20 +32,19 @@ def _combo(op: Op, case: Case, dtype: str):
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     settings = settings_of(metafunc.config)
     quick = settings.sweep == "quick"
-    ops = [op for op in OPS if op.in_quick or not quick]
+    ops = ops_for(settings.sweep)
     names = metafunc.fixturenames
     if "op" in names and "case" in names and "dtype" in names:
         combos = []
         for op in ops:
-            cases = cases_for(op, settings.sweep)
-            combos += [(op, c, d) for c in cases for d in DTYPES[settings.sweep]]
-            halves = [c for c in half_cases(settings.sweep) if op.quick_cases is None or not quick]
-            combos += [(op, c, d) for c in halves for d in HALF_DTYPES]
+            combos += [(op, c, d) for c in cases_for(op, settings.sweep) for d in DTYPES[settings.sweep]]
+            if not (quick and op.interpreter == "toy"):
+                combos += [(op, c, d) for c in half_cases(settings.sweep) for d in HALF_DTYPES]
         metafunc.parametrize("op,case,dtype", [_combo(*combo) for combo in combos])
         return
     if "op" in names:
         # ops limited to toy shapes on the interpreter (prod) take part in accuracy only
-        chosen = [op for op in ops if not (quick and op.quick_cases)]
+        chosen = [op for op in ops if not (quick and op.interpreter == "toy")]
         metafunc.parametrize("op", chosen, ids=[op.name for op in chosen])
     if "case" in names:
         cases = sweep(settings.sweep)
@@ -59,25 +58,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(name, cases, ids=[c.id for c in cases])
 
 
-@pytest.fixture(autouse=True)
-def _record_contract(request: pytest.FixtureRequest) -> None:
-    """Tag each case with its op and contract, for the per-op summary and JUnit."""
-    params = request.node.callspec.params if hasattr(request.node, "callspec") else {}
-    op = next((v for v in params.values() if isinstance(v, Op)), None)
-    name = op.name if op is not None else getattr(request.module, "FL_OP", None)
-    request.node.user_properties.append(("fl_contract", request.module.__name__.removeprefix("test_")))
-    if name is not None:
-        request.node.user_properties.append(("fl_op", name))
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Cases that run into a FlagGems defect carry its known_defect mark (a strict xfail
-    only on lanes whose registry lists it and no active workaround covers it)."""
+    """Tag each case with its op and contract (the per-op summary reads them), and mark the
+    cases that run into a FlagGems defect with it (a strict xfail only on lanes whose
+    registry lists it and no active workaround covers it)."""
     for item in items:
-        params = getattr(item, "callspec", None)
-        params = params.params if params else {}
-        op = params.get("op")
+        module = getattr(item, "module", None)
+        if module is None or not module.__name__.rsplit(".", 1)[-1].startswith("test_"):
+            continue
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        op = next((v for v in params.values() if isinstance(v, Op)), None)
+        tag_case(item, op.name if op else None, module.__name__.rsplit(".", 1)[-1].removeprefix("test_"))
         for value in params.values():
             if op is not None and isinstance(value, Case):
-                for defect in known_defects(op, value):
+                for defect in op.known_defects(value.shape, value.dim):
                     item.add_marker(pytest.mark.known_defect(defect))

@@ -1,8 +1,9 @@
-"""The one table of reduction ops that drives every contract module, and the sweeps.
+"""Sweeps, inputs and checks shared by the reduction contracts.
 
-Each row says how to call FlagGems' entry point (dim form, keepdim, out=), how to call
-it through torch dispatch, and the float64 CPU reference.  Entry points are looked up
-at call time, so whatever the lane installed (a workaround) is what gets called.
+The ops themselves come from the one op registry (``pytest_fl_contract.ops``): how to
+call each entry point, its torch call and float64 reference, its exemptions.  Entry
+points are looked up at call time, so whatever the lane installed (a workaround) is what
+gets called.
 """
 
 from __future__ import annotations
@@ -12,60 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-# -- ops --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Op:
-    name: str
-    module: str  # flag_gems module holding the entry point and its kernels
-    entry: str
-    kind: str  # "reduce" (drops dim) | "along" (keeps shape) | "index" (argmax)
-    dim_form: str  # "list" | "int": the form the entry point accepts
-    reference: Callable[[Any, int, bool], Any]  # float64 CPU reference
-    torch_call: Callable[[Any, int, bool], Any]  # the same op through torch dispatch
-    gems_names: tuple[str, ...]  # function names for flag_gems.use_gems(include=...)
-    keepdim: bool = True
-    out_entry: str | None = None
-    in_quick: bool = True  # part of the interpreter's quick sweep
-    quick_cases: tuple[str, ...] | None = None  # case ids for the quick sweep, when not the sweep's own
-
-    def fn(self, attr: str | None = None) -> Callable[..., Any]:
-        return getattr(sys.modules[self.module], attr or self.entry)
-
-    def dim_arg(self, d: int, form: str | None = None) -> Any:
-        return [d] if (form or self.dim_form) == "list" else d
-
-    def call(self, x: Any, d: int, keepdim: bool = False, form: str | None = None) -> Any:
-        dim = self.dim_arg(d, form)
-        if self.kind == "along":
-            return self.fn()(x, dim)
-        return self.fn()(x, dim, keepdim)
-
-
-def _softmax_ref(x: Any, d: int, keepdim: bool) -> Any:
-    return x.softmax(d)
-
-
-OPS: tuple[Op, ...] = (
-    Op("sum", "flag_gems.ops.sum", "sum_dim", "reduce", "list",
-       lambda x, d, k: x.sum(d, keepdim=k), lambda x, d, k: x.sum(d, keepdim=k),
-       ("sum_dim", "sum_dim_out"), out_entry="sum_dim_out"),
-    Op("mean", "flag_gems.ops.mean", "mean_dim", "reduce", "list",
-       lambda x, d, k: x.mean(d, keepdim=k), lambda x, d, k: x.mean(d, keepdim=k), ("mean_dim",)),
-    Op("softmax", "flag_gems.ops.softmax", "softmax", "along", "int",
-       _softmax_ref, lambda x, d, k: x.softmax(d), ("softmax",), keepdim=False),
-    Op("log_softmax", "flag_gems.ops.log_softmax", "log_softmax", "along", "int",
-       lambda x, d, k: x.log_softmax(d), lambda x, d, k: x.log_softmax(d), ("log_softmax",), keepdim=False,
-       in_quick=False),  # 5.0.2's kernel keeps M as tile rows: unaffected, and slow on the interpreter
-    Op("argmax", "flag_gems.ops.argmax", "argmax", "index", "int",
-       lambda x, d, k: x.argmax(d, keepdim=k), lambda x, d, k: x.argmax(d, keepdim=k), ("argmax",)),
-    # prod's tl.reduce combine runs element by element on the interpreter: toy shapes there
-    Op("prod", "flag_gems.ops.prod", "prod_dim", "reduce", "int",
-       lambda x, d, k: x.prod(d, keepdim=k), lambda x, d, k: x.prod(d, keepdim=k), ("prod_dim",),
-       quick_cases=("3x5x4-d1", "5x4-d0", "3x4x5-d-1")),
-)  # fmt: skip
-OPS_BY_NAME = {op.name: op for op in OPS}
+from pytest_fl_contract.ops import OPS, Op, installed, non_inner_kernels
 
 # -- sweeps -----------------------------------------------------------------------------
 
@@ -122,16 +70,22 @@ KEEPDIM_CASES = [Case((3, 5, 64), 1), Case((13, 64), 0), Case((3, 64, 5), -1)]
 FORM_CASES = {"non-inner": Case((3, 4, 64), 1), "inner": Case((3, 64, 4), 2)}  # N a power of two: argmax compiles
 
 
-def known_defects(op: Op, case: Case) -> tuple[str, ...]:
-    """Defects of the installed FlagGems a case runs into (the registry says on which lanes).
+def ops_for(sweep_name: str) -> list[Op]:
+    """The ops a sweep covers.  full: every op the installed FlagGems has.  quick (the
+    interpreter): those whose kernels have a non-inner path (the masked-row defect's
+    reach), and the ``toy`` ones (tl.reduce with a combine_fn) on toy shapes only.
+    When flag_gems cannot even be imported, every op: each case then fails saying why."""
+    try:
+        import flag_gems  # noqa: F401 - the lane session installs the workaround on import
+    except Exception:
+        return list(OPS)
+    chosen = [op for op in OPS if installed(op)]
+    if sweep_name == "quick":
+        chosen = [op for op in chosen if op.interpreter == "toy" or non_inner_kernels(sys.modules[op.module])]
+    return chosen
 
-    flag_gems 5.0.2's argmax_heur_tile_n_non_inner returns TILE_N = N for N <= 128, and
-    tl.arange needs a power of two: a non-inner argmax over such an N cannot compile.
-    """
-    n = case.n
-    if op.name == "argmax" and case.non_inner and n <= 128 and n & (n - 1):
-        return ("argmax_tile_not_pow2",)
-    return ()
+
+TOY_CASES = (Case((3, 5, 4), 1), Case((5, 4), 0), Case((3, 4, 5), -1))
 
 
 DTYPES = {"quick": ("float32",), "full": ("float32",)}
@@ -170,15 +124,9 @@ def make_input(case: Case, dtype: str, device: str, seed: int = 0) -> Any:
     return x.to(getattr(torch, dtype)).to(device)
 
 
-def case_from_id(text: str) -> Case:
-    """ "3x5x4-d1" -> Case((3, 5, 4), 1): how the op table names its own small cases."""
-    shape, dim = text.rsplit("-d", 1)
-    return Case(tuple(int(s) for s in shape.split("x")), int(dim))
-
-
 def cases_for(op: Op, sweep_name: str) -> list[Case]:
-    if sweep_name == "quick" and op.quick_cases:
-        return [case_from_id(c) for c in op.quick_cases]
+    if sweep_name == "quick" and op.interpreter == "toy":
+        return list(TOY_CASES)
     return sweep(sweep_name)
 
 

@@ -3,7 +3,7 @@ changes between them.  The allocator is poisoned (allocate, fill, free) before e
 so an out-of-bounds read - the seed's "same input, different results" - shows."""
 
 import torch
-from optable import make_input
+from pytest_fl_contract.contracts.reductions.sweeps import make_input
 
 FILLS = (float("nan"), 1.0e30, -7.0)
 

@@ -3,7 +3,7 @@ rejects the other the same way whether or not the dim is routed: a wrapper that 
 the form changes behaviour only on non-inner dims, and this catches it."""
 
 import pytest
-from optable import FORM_CASES, make_input, outcome
+from pytest_fl_contract.contracts.reductions.sweeps import FORM_CASES, make_input, outcome
 
 
 def _outcome(op, form, case, device):

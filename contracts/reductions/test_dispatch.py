@@ -2,7 +2,7 @@
 points with aten, and torch.sum / mean / softmax / ... must reach the same contract."""
 
 import pytest
-from optable import Case, check, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import Case, check, make_input
 
 # use_gems() overrides aten kernels on purpose; torch warns about it once per process.
 pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operators:UserWarning")
@@ -15,5 +15,5 @@ def test_torch_dispatch(flag_gems, fl_device, op, dispatch_case):
     case = dispatch_case
     x = make_input(case, "float32", fl_device)
     with flag_gems.use_gems(include=list(op.gems_names)):
-        got = op.torch_call(x, case.dim, False)
+        got = op.torch_fn(x, case.dim, False)
     check(op, got, x, case.dim)

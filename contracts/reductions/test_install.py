@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
+from pytest_fl_contract import ops
 from pytest_fl_contract.layout import resolve_module
 from pytest_fl_contract.settings import DEFAULT_WORKAROUND
 
-NAMESPACES = ("flag_gems", "flag_gems.ops", "flag_gems.ops.sum", "flag_gems.ops.mean",
-              "flag_gems.ops.softmax", "flag_gems.ops.argmax", "flag_gems.ops.log_softmax",
-              "flag_gems.ops.prod", "flag_gems.ops.std")  # fmt: skip
+NAMESPACES = ops.modules()
+OUT_OPS = [op for op in ops.OPS if op.out_entry]
 
 
 def snapshot(flag_gems):
@@ -60,16 +60,19 @@ def test_wrappers_keep_names(flag_gems, workaround):
     assert after == before, "flag_gems excludes ops by function __name__: wrappers must keep it"
 
 
-def test_aliased_out_binding_is_not_rewired(flag_gems, workaround, monkeypatch):
-    ops_sum = sys.modules["flag_gems.ops.sum"]
-    monkeypatch.setattr(ops_sum, "sum_dim_out", ops_sum.sum_dim)  # a build that aliases them
-    config = tuple(
-        (n, ops_sum.sum_dim, *rest) if n == "sum.IntList_out" else (n, f, *rest)
-        for n, f, *rest in flag_gems._FULL_CONFIG
-    )
+@pytest.mark.parametrize("out_op", OUT_OPS, ids=lambda op: op.name)
+def test_aliased_out_binding_is_not_rewired(flag_gems, workaround, monkeypatch, out_op):
+    module = sys.modules[out_op.module]
+    plain, out = out_op.fn(), out_op.fn(out_op.out_entry)
+    bindings = {n: f for n, f, *_ in flag_gems._FULL_CONFIG}
+    out_names = [n for n, f in bindings.items() if f is out]
+    plain_names = [n for n, f in bindings.items() if f is plain]
+    monkeypatch.setattr(module, out_op.out_entry, plain)  # a build that aliases them
+    config = tuple((n, plain if n in out_names else f, *rest) for n, f, *rest in flag_gems._FULL_CONFIG)
     monkeypatch.setattr(flag_gems, "_FULL_CONFIG", config)
     workaround.install()
-    assert ops_sum.sum_dim_out is not ops_sum.sum_dim, "the out binding got the non-out wrapper"
+    assert out_op.fn(out_op.out_entry) is not out_op.fn(), "the out binding got the non-out wrapper"
     entries = {n: f for n, f, *_ in flag_gems._FULL_CONFIG}
-    assert entries["sum.IntList_out"] is not entries["sum.dim_IntList"]
+    for out_name in out_names:
+        assert all(entries[out_name] is not entries[p] for p in plain_names), f"{out_name} got the non-out wrapper"
     workaround.uninstall()

@@ -3,12 +3,12 @@ keepdim=False result, bit for bit, on routed (non-inner) and forwarded dims alik
 
 import pytest
 import torch
-from optable import check, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import check, make_input
 
 
 def test_keepdim(flag_gems, fl_device, op, keepdim_case):
-    if not op.keepdim:
-        pytest.skip(f"{op.name} has no keepdim")
+    if op.exempt_from("keepdim"):
+        pytest.skip(f"{op.name}: {op.exempt_from('keepdim')}")
     case = keepdim_case
     x = make_input(case, "float32", fl_device)
     kept, dropped = op.call(x, case.dim, True), op.call(x, case.dim, False)

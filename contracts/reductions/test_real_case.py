@@ -5,14 +5,18 @@ Stated tolerance: float32 against float64 with the accuracy contract's bound for
 (rtol 4.8e-7, atol ~ 1.6e-6); on the BI-V150 it was off by 4.68.  Six repeats, with the
 allocator poisoned between them, must be bit-identical (the seed saw four results)."""
 
+import pytest
 import torch
-from optable import OPS_BY_NAME, check, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import check, make_input
 
-FL_OP = "sum"  # for the per-op summary
+from pytest_fl_contract.ops import OPS
+
+REAL_OPS = [op for op in OPS if op.real_case]
 
 
-def test_qwen_vl_position_embedding(flag_gems, fl_device, fl_poison, real_case):
-    op = OPS_BY_NAME["sum"]
+@pytest.mark.parametrize("real_op", REAL_OPS, ids=lambda op: op.name)
+def test_qwen_vl_position_embedding(flag_gems, fl_device, fl_poison, real_op, real_case):
+    op = real_op
     x = make_input(real_case, "float32", fl_device, seed=3) * 3.14 / 4
     runs = []
     for repeat in range(6):

@@ -6,7 +6,7 @@ The kernels actually launched are recorded (LaunchSpy), on a GPU or the interpre
 
 import pytest
 import torch
-from optable import Case, make_input, outcome
+from pytest_fl_contract.contracts.reductions.sweeps import Case, make_input, outcome
 
 from pytest_fl_contract.runtime import spy_launches
 
@@ -16,7 +16,7 @@ FORWARDED = [Case((3, 64, 5), 2), Case((5, 64), 1)]  # inner dims: forwarded unc
 def _launches(op, fn, x, dim):
     """Kernels launched by one call, and its outcome (result or exception type)."""
     with spy_launches([op.module, "pytest_fl_contract.workarounds.fastpath"]) as spy:
-        result = outcome(lambda: fn(x, dim) if op.kind == "along" else fn(x, dim, False))
+        result = outcome(lambda: op.invoke(fn, x, dim))
     return spy.launched, result
 
 

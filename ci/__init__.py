@@ -1,0 +1,1 @@
+"""The lane manifest (``manifest.yaml``), shipped in the wheel as ``pytest_fl_contract.ci``."""

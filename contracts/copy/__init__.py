@@ -1,0 +1,1 @@
+"""Cast contracts: the seed's copy tests, scoped by the platform registry."""
