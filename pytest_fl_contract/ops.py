@@ -112,69 +112,46 @@ class Op:
         return tuple((self.module, e) for e in self.entries)
 
 
-def _softmax(x: Any, d: Any, k: bool) -> Any:
-    return x.softmax(d)
+def _torch(method: str, takes_keepdim: bool = True) -> Callable[[Any, Any, bool], Any]:
+    """torch's own op as ``(x, dim, keepdim) -> result``; dim None reduces everything."""
 
+    def call(x: Any, d: Any, k: bool) -> Any:
+        fn = getattr(x, method)
+        if not takes_keepdim:
+            return fn(d)
+        return fn() if d is None else fn(d, keepdim=k)
 
-def _log_softmax(x: Any, d: Any, k: bool) -> Any:
-    return x.log_softmax(d)
-
-
-def _std(x: Any, d: Any, k: bool) -> Any:
-    return x.std(d, keepdim=k) if d is not None else x.std()
-
-
-def _argmax(x: Any, d: Any, k: bool) -> Any:
-    return x.argmax(d, keepdim=k)
-
-
-def _argmin(x: Any, d: Any, k: bool) -> Any:
-    return x.argmin(d, keepdim=k)
-
-
-def _sum(x: Any, d: Any, k: bool) -> Any:
-    return x.sum(d, keepdim=k) if d is not None else x.sum()
-
-
-def _mean(x: Any, d: Any, k: bool) -> Any:
-    return x.mean(d, keepdim=k) if d is not None else x.mean()
-
-
-def _prod(x: Any, d: Any, k: bool) -> Any:
-    return x.prod(d, keepdim=k)
-
-
-def _logsumexp(x: Any, d: Any, k: bool) -> Any:
-    return x.logsumexp(d, keepdim=k)
+    call.__name__ = f"torch_{method}"
+    return call
 
 
 _NO_KEEPDIM = "the op keeps the input's shape: no keepdim"
 
 OPS: tuple[Op, ...] = (
-    Op("sum", "flag_gems.ops.sum", "sum_dim", "reduce", ("list",), _sum, ("sum_dim", "sum_dim_out"),
+    Op("sum", "flag_gems.ops.sum", "sum_dim", "reduce", ("list",), _torch("sum"), ("sum_dim", "sum_dim_out"),
        entries=(EntryPoint("sum_dim", "reduce"), EntryPoint("sum_dim_out", "reduce", out="out")),
        out_entry="sum_dim_out", dtype_arg=True, accepts_none=True, fastpath="sum", real_case=True),
-    Op("mean", "flag_gems.ops.mean", "mean_dim", "reduce", ("list", "int"), _mean, ("mean_dim",),
+    Op("mean", "flag_gems.ops.mean", "mean_dim", "reduce", ("list", "int"), _torch("mean"), ("mean_dim",),
        entries=(EntryPoint("mean_dim", "reduce"),), dtype_arg=True, accepts_none=True, fastpath="mean"),
-    Op("softmax", "flag_gems.ops.softmax", "softmax", "along", ("int",), _softmax, ("softmax",),
+    Op("softmax", "flag_gems.ops.softmax", "softmax", "along", ("int",), _torch("softmax", takes_keepdim=False), ("softmax",),
        entries=(EntryPoint("softmax", "along"), EntryPoint("softmax_out", "along", out="out"),
                 EntryPoint("softmax_backward", "along", tensors=("grad_output", "output")),
                 EntryPoint("softmax_backward_out", "along", out="grad_input", tensors=("grad_output", "output"))),
        keepdim="none", fastpath="softmax", exempt={"keepdim": _NO_KEEPDIM}),
-    Op("log_softmax", "flag_gems.ops.log_softmax", "log_softmax", "along", ("int",), _log_softmax, ("log_softmax",),
+    Op("log_softmax", "flag_gems.ops.log_softmax", "log_softmax", "along", ("int",), _torch("log_softmax", takes_keepdim=False), ("log_softmax",),
        entries=(EntryPoint("log_softmax", "along"), EntryPoint("log_softmax_out", "along", out="out"),
                 EntryPoint("log_softmax_backward", "along", tensors=("grad_output", "output")),
                 EntryPoint("log_softmax_backward_out", "along", out="out", tensors=("grad_output", "output"))),
        keepdim="none", exempt={"keepdim": _NO_KEEPDIM}),
-    Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _argmax, ("argmax",),
+    Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _torch("argmax"), ("argmax",),
        entries=(EntryPoint("argmax", "index"),), accepts_none=True, exempt={"large_inputs": "an index: large values change nothing it can show"},
        defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2),)),
-    Op("prod", "flag_gems.ops.prod", "prod_dim", "reduce", ("int",), _prod, ("prod_dim",),
+    Op("prod", "flag_gems.ops.prod", "prod_dim", "reduce", ("int",), _torch("prod"), ("prod_dim",),
        entries=(EntryPoint("prod_dim", "reduce"),), dtype_arg=True, interpreter="toy",
        exempt={"large_inputs": "a product of large inputs overflows by definition"}),
-    Op("std", "flag_gems.ops.std", "std", "reduce", ("list", "int"), _std, ("std",),
+    Op("std", "flag_gems.ops.std", "std", "reduce", ("list", "int"), _torch("std"), ("std",),
        entries=(EntryPoint("std", "reduce"),), keepdim="keyword", accepts_none=True),
-    Op("logsumexp", "flag_gems.ops.logsumexp", "logsumexp", "reduce", ("list", "int"), _logsumexp, ("logsumexp",),
+    Op("logsumexp", "flag_gems.ops.logsumexp", "logsumexp", "reduce", ("list", "int"), _torch("logsumexp"), ("logsumexp",),
        entries=(EntryPoint("logsumexp", "reduce"),)),
 )  # fmt: skip
 
