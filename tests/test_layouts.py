@@ -18,8 +18,12 @@ from junitparser import JUnitXml
 
 from .conftest import ROOT
 
-# The CPU machine has no Iluvatar card: the README's commands run emulated, on a selection.
-EMULATE = ["--fl-emulate", "-k", "sum and (accuracy or determinism) and float32", "-n", "2"]
+# The CPU machine has no Iluvatar card: the README's commands run emulated, on a selection,
+# in one process (-n 0 after the README's -n auto: these runs are mostly start-up).
+EMULATE = ["--fl-emulate", "-k", "sum and (accuracy or determinism) and float32", "-n", "0"]
+
+# Every test here shares one wheel and one checkout run: xdist keeps them on one worker.
+pytestmark = pytest.mark.xdist_group("wheel")
 BIN = Path(sys.executable).parent
 
 
@@ -80,8 +84,8 @@ def checkout_verdicts(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("which", [0, 1], ids=["pytest-pyargs", "fl-contract-contracts"])
-@pytest.mark.parametrize("workaround", ["with", "without"])
+@pytest.mark.parametrize("which, workaround", [(0, "with"), (1, "without")],
+                         ids=["pytest-pyargs-with-workaround", "fl-contract-contracts-without"])  # fmt: skip
 def test_readme_commands_from_an_empty_directory(tmp_path, wheel_site, checkout_verdicts, which, workaround):
     command = readme_commands()[which]
     extra = EMULATE + (["--fl-no-workaround"] if workaround == "without" else [])
