@@ -6,6 +6,7 @@ live in ``session.LaneSession``.  Loading it imports neither torch nor triton no
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -205,8 +206,13 @@ def fl_workaround(request: pytest.FixtureRequest, flag_gems: Any) -> WorkaroundI
 
 
 @pytest.fixture
-def fl_poison(fl_device: str) -> Any:
-    """``fl_poison(fill)``: allocate, fill and free device memory so stale reads change."""
+def fl_poison(fl_device: str) -> Iterator[Any]:
+    """``fl_poison(fill)``: allocate, fill and free device memory so stale reads change.
+    Under the emulator its heap goes back to the default pattern afterwards, so what one
+    test poisoned never decides another test's outcome."""
     from .runtime import poison_device_memory
 
-    return lambda fill: poison_device_memory(fl_device, fill)
+    yield lambda fill: poison_device_memory(fl_device, fill)
+    from .emulation import defects
+
+    defects.poison(None)

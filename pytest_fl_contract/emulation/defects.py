@@ -87,8 +87,12 @@ def drop_row_condition(mask: Any) -> Any | None:
     return np.broadcast_to(cols[None, :], mask.shape).copy()
 
 
-def _garbage(addresses: Any, np_dtype: Any) -> Any:
-    """Emulated heap contents at ``addresses``: deterministic, never read from memory."""
+def _garbage(addresses: Any, np_dtype: Any, bfloat16: bool = False) -> Any:
+    """Emulated heap contents at ``addresses``: deterministic, never read from memory.
+
+    The interpreter stores bfloat16 as uint16 bit patterns: garbage for it is made as
+    float32 and truncated to its upper half, so a row read past the end adds the same
+    magnitude as in fp32 (as integers the values were denormals, and hid the defect)."""
     import numpy as np
 
     if STATE.heap_fill is not None:
@@ -96,6 +100,8 @@ def _garbage(addresses: Any, np_dtype: Any) -> Any:
     else:
         # A fixed pseudo-random pattern in [1024, 5119]: large enough to be seen in a sum.
         values = 1024.0 + ((addresses.astype(np.uint64) * np.uint64(2654435761)) % np.uint64(4096))
+    if bfloat16:
+        return (values.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
     if np.issubdtype(np_dtype, np.floating):
         return values.astype(np_dtype)
     if np_dtype == np.bool_:
@@ -139,7 +145,7 @@ def install() -> None:
         handle = original_load(self, ptrs, readable, other, cache_modifier, eviction_policy, is_volatile)
         outside = extra & ~inside
         if outside.any():
-            handle.data[outside] = _garbage(ptrs.data[outside], dtype_np)
+            handle.data[outside] = _garbage(ptrs.data[outside], dtype_np, dtype_tt == ti.tl.bfloat16)
         counters = STATE.counters
         counters.faulted_loads += 1
         counters.extra_lanes += int(extra.sum())
