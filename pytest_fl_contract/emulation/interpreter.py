@@ -20,7 +20,7 @@ from .profiles import DeviceProfile
 
 TESTED: dict[str, tuple[str, ...]] = {
     "triton": ("3.7.1",),
-    "flag_gems": ("5.0.2",),
+    "flag_gems": ("5.0.2", "5.4.0.dev0"),
 }
 
 
@@ -161,7 +161,8 @@ def _patch_libentry(module: ModuleType) -> None:
 
     def libtuner(configs, key, prune_configs_by=None, reset_to_zero=None,
                  restore_value=None, pre_hook=None, post_hook=None, warmup=25, rep=100,
-                 use_cuda_graph=False, do_bench=None, strategy="default", policy="default"):  # fmt: skip  # noqa: E501
+                 use_cuda_graph=False, do_bench=None, strategy="default", policy="default",
+                 **flagtune: Any):  # fmt: skip  # 5.4's flagtune_* (its tuning database): nothing to tune here
         return triton.autotune(
             configs=configs, key=key, prune_configs_by=prune_configs_by,
             reset_to_zero=reset_to_zero, restore_value=restore_value,
@@ -210,8 +211,50 @@ def _patch_limits(module: ModuleType) -> None:
 
 def _patch_runtime(module: ModuleType) -> None:
     """The emulated device is the CPU: ops register under the CPU dispatch key, so
-    ``torch.sum(cpu_tensor)`` inside ``use_gems()`` reaches FlagGems' kernels."""
+    ``torch.sum(cpu_tensor)`` inside ``use_gems()`` reaches FlagGems' kernels, and the
+    device name is "cpu", so ``flag_gems.device`` (what FlagGems-style suites allocate on)
+    is where the emulated kernels run.  The vendor (heuristics, tiles) stays the platform's."""
     module.device.dispatch_key = "CPU"
+    module.device.name = "cpu"
+
+
+def _alias_vendor_libdevice(vendor: str) -> None:
+    """FlagGems 5.4 takes an Iluvatar lane's math library from ``triton.language.extra.corex``
+    (CoreX's Triton) when triton >= 3.6; the emulated compiler is upstream Triton, whose
+    interpreter runs the CUDA libdevice's functions on the host: the same names serve."""
+    if vendor != "iluvatar":
+        return
+    import importlib
+
+    try:
+        importlib.import_module("triton.language.extra.corex.libdevice")
+    except ImportError:
+        cuda = importlib.import_module("triton.language.extra.cuda")
+        libdevice = importlib.import_module("triton.language.extra.cuda.libdevice")
+        sys.modules["triton.language.extra.corex"] = cuda
+        sys.modules["triton.language.extra.corex.libdevice"] = libdevice
+
+
+def _stub_missing_modules(dist_version: str) -> None:
+    """flag_gems 5.4.0.dev0 (built from its tag) imports ``flag_gems.fused.DSA.bin_topk``
+    that its wheel does not ship (the directory has no package marker), so ``import
+    flag_gems`` fails on any machine.  Where the installed files lack it, a stub stands in
+    that raises when called: the reductions under contract never use it."""
+    if dist_version != "5.4.0.dev0":
+        return
+    files = metadata.files("flag_gems") or []
+    if any(str(f).replace("\\", "/") == "flag_gems/fused/DSA/bin_topk.py" for f in files):
+        return
+
+    def bucket_sort_topk(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("flag_gems 5.4.0.dev0's wheel lacks fused/DSA (stubbed by the CPU emulator)")
+
+    package = ModuleType("flag_gems.fused.DSA")
+    package.__path__ = []  # type: ignore[attr-defined]
+    module = ModuleType("flag_gems.fused.DSA.bin_topk")
+    module.bucket_sort_topk = bucket_sort_topk  # type: ignore[attr-defined]
+    sys.modules.setdefault(package.__name__, package)
+    sys.modules.setdefault(module.__name__, module)
 
 
 def _interpreted_src(self: Any) -> str:
@@ -231,6 +274,19 @@ def _interpreted_cache_key(self: Any) -> str:
 def _deterministic_bench(self: Any, *args: Any, config: Any, **meta: Any) -> list[float]:
     """No driver, nothing to time: the first config (after pruning) always wins."""
     return [float(self.configs.index(config))] * 3
+
+
+def _lang_visible(patch_lang: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The interpreter patches ``triton.language`` through a jitted function's globals and
+    asserts it is there; a kernel that uses no ``tl`` name (FlagGems' ``_copy_kernel``:
+    ``return src``) compiles fine but fails that assert.  Make the module visible."""
+    import triton.language as tl
+
+    def patched(fn: Any) -> Any:
+        fn.__globals__.setdefault("__fl_triton_language__", tl)
+        return patch_lang(fn)
+
+    return patched
 
 
 # -- activation ----------------------------------------------------------------------
@@ -254,7 +310,7 @@ def activate(profile: DeviceProfile) -> None:
                 f"cannot switch to {profile.name!r} in the same process"
             )
         return
-    check_versions()
+    found = check_versions()
     if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
         raise FlContractError(
             "triton was imported before the CPU emulator set TRITON_INTERPRET=1, so its "
@@ -288,7 +344,10 @@ def activate(profile: DeviceProfile) -> None:
     interpreter.InterpretedFunction.src = property(_interpreted_src)
     interpreter.InterpretedFunction.cache_key = property(_interpreted_cache_key)
     interpreter.InterpretedFunction.__globals__ = property(lambda self: self.fn.__globals__)
+    interpreter._patch_lang = _lang_visible(interpreter._patch_lang)
 
+    _stub_missing_modules(found["flag_gems"])
+    _alias_vendor_libdevice(profile.vendor)
     for module, patch in (
         ("flag_gems.runtime", _patch_runtime),
         ("flag_gems.utils.libentry", _patch_libentry),

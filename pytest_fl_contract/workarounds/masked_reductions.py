@@ -220,17 +220,16 @@ def install() -> dict[str, str]:
                 _PATCHES.set(namespace, target.attr, wrapper)
         wrappers.setdefault(id(original), {})[target.out is not None] = wrapper
 
-    config = list(flag_gems._FULL_CONFIG)
-    for i, (aten_name, fn, *rest) in enumerate(config):
-        wrapper = wrappers.get(id(fn), {}).get(_is_out_binding(aten_name))
-        if wrapper is not None:
-            config[i] = (aten_name, wrapper, *rest)
-    _PATCHES.set(flag_gems, "_FULL_CONFIG", tuple(config))
-    if hasattr(flag_gems, "FULL_CONFIG_BY_FUNC"):
-        by_func: dict[str, list[Any]] = {}
-        for item in config:
-            by_func.setdefault(item[1].__name__, []).append(item)
-        _PATCHES.set(flag_gems, "FULL_CONFIG_BY_FUNC", by_func)
+    def rewired(item: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not item or len(item) < 2:
+            return item
+        wrapper = wrappers.get(id(item[1]), {}).get(_is_out_binding(str(item[0])))
+        return item if wrapper is None else (item[0], wrapper, *item[2:])
+
+    _PATCHES.set(flag_gems, "_FULL_CONFIG", tuple(rewired(item) for item in flag_gems._FULL_CONFIG))
+    by_func = getattr(flag_gems, "FULL_CONFIG_BY_FUNC", None)
+    if isinstance(by_func, dict):  # same keys (5.4 adds aliases such as softmax -> softmax_out), rewired items
+        _PATCHES.set(flag_gems, "FULL_CONFIG_BY_FUNC", {k: [rewired(i) for i in v] for k, v in by_func.items()})
     return installed()
 
 
