@@ -245,7 +245,7 @@ def load_registry(extra_files: list[str] | tuple[str, ...] = (), *, entry_points
                 if callable(value):
                     value = value()
             except Exception as exc:  # a vendor's broken plugin is bad input, not our crash
-                raise FlContractError(f"platforms {label}: failed to load: {exc}") from None
+                raise FlContractError(f"platforms {label}: failed to load: {' '.join(str(exc).split())}") from None
             if isinstance(value, (str, os.PathLike)):
                 raw = merge(raw, load_path(value))
             else:

@@ -276,3 +276,25 @@ def test_any_bytes_are_a_manifest_or_one_clear_line(tmp_path_factory, data):
     except FlContractError as exc:
         message = str(exc)
         assert message.startswith(str(path)) and "\n" not in message and len(message) < 1000, message
+
+
+@pytest.mark.parametrize(
+    "loaded, message",
+    [
+        (lambda: (_ for _ in ()).throw(ImportError("line one\nline two")), "failed to load: line one line two"),
+        (lambda: 42, "expected a mapping, got int"),
+        ("latin-1", "not UTF-8 text (byte 0xe9"),
+    ],
+    ids=["raises-multiline", "returns-an-int", "returns-a-latin-1-file"],
+)
+def test_a_broken_platforms_entry_point_is_one_line(tmp_path, monkeypatch, loaded, message):
+    from pytest_fl_contract import platforms
+
+    if loaded == "latin-1":
+        bad = tmp_path / "vendor.yaml"
+        bad.write_bytes("platforms:\n  x\xe9: {device_type: cpu}\n".encode("latin-1"))
+        loaded = lambda: str(bad)  # noqa: E731
+    monkeypatch.setattr(platforms, "_entry_point_sources", lambda: [("entry point vendor (x:y)", loaded)])
+    with pytest.raises(FlContractError) as caught:
+        platforms.load_registry()
+    assert "\n" not in str(caught.value) and message in str(caught.value)

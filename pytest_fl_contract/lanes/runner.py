@@ -8,10 +8,11 @@ whose failure is not allowed got its expected verdict.
 Every step runs in its own session (process group) with a token in its environment.
 When it ends - it exits, it times out, or the runner gets SIGTERM/SIGINT - its group and
 every process carrying its token are killed, so no process of a step outlives it (one
-that starts its own session and drops its environment too is beyond anyone's reach).  Its output is read as bytes through a selector (no non-blocking read
-that can return None), written whole to ``STEP.log`` and kept for the JUnit case capped
-in bytes (head and tail).  The merged ``LANE.xml`` is built from the results in memory,
-never by reading back files a later step could have overwritten.
+that starts its own session and drops its environment too is beyond anyone's reach).
+Its output is read as bytes through a selector (no non-blocking read that can return
+None), written whole to ``STEP.log`` and kept for the JUnit case capped in bytes (head
+and tail).  The merged ``LANE.xml`` is built from the results in memory, never by
+reading back files a later step could have overwritten.
 """
 
 from __future__ import annotations
@@ -338,8 +339,8 @@ def execute(
     keep = OutputCap(cap)
     token = uuid.uuid4().hex
     try:
-        proc = subprocess.Popen(argv, shell=shell, env={**env, STEP_TOKEN: token}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(argv, shell=shell, env={**env, STEP_TOKEN: token}, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     except (OSError, ValueError) as exc:
         return Execution(None, "not started", junit.xml_safe(f"cannot start: {exc}"), time.monotonic() - start)
     assert proc.stdout is not None
