@@ -1,12 +1,15 @@
 """``fl-contract``: the lane runner's commands (``lanes/``), platform detection, and the
 opt-in mutant zoo (``testing/``).
 
-Bad input is one line on stderr and a non-zero exit, never a traceback.
+Bad input is one line on stderr and a non-zero exit, never a traceback; a reader that
+goes away (``fl-contract mutants --list | head -1``) ends us quietly with 141, as SIGPIPE
+would.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import __version__
@@ -62,6 +65,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(text: str) -> str:
+    """A message as one printable line: newlines and other controls written as escapes."""
+    flat = " ".join(str(text).splitlines()) if "\n" in str(text) else str(text)
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in flat)
+
+
+def _quiet_stdout() -> None:
+    """stdout's reader is gone: point it at /dev/null so the final flush cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -75,15 +94,20 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "fn", None):
             names = ", ".join(sorted(parser._subparsers._group_actions[0].choices))  # type: ignore[union-attr]
             raise FlContractError(f"missing command; one of: {names}")
-        return args.fn(args)
+        code = args.fn(args)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not at exit
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
     except FlContractError as exc:
-        print(f"fl-contract: error: {exc}", file=sys.stderr)
+        print(f"fl-contract: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fl-contract: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug of ours: still one line, never a traceback
-        print(f"fl-contract: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"fl-contract: internal error: {type(exc).__name__}: {one_line(str(exc))}", file=sys.stderr)
         return 3
 
 

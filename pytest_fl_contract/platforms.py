@@ -13,11 +13,11 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata, resources
-from pathlib import Path
 from typing import Any, Callable
 
 import yaml
 
+from . import safeyaml
 from .errors import FlContractError
 
 CAPABILITIES = ("device_cast", "fp64", "bf16", "int64")
@@ -90,7 +90,7 @@ class Registry:
 
 
 def _fail(source: str, key: str, problem: str) -> FlContractError:
-    return FlContractError(f"platforms file {source}: {key}: {problem}")
+    return FlContractError(f"platforms file {safeyaml.shown(source)}: {key}: {problem}")
 
 
 def _check_mapping(value: Any, source: str, key: str) -> dict[str, Any]:
@@ -111,11 +111,13 @@ def _validate_entry(name: str, entry: Any, source: str) -> dict[str, Any]:
     for key in entry:
         if key not in _PLATFORM_KEYS:
             raise _fail(source, f"{where}.{key}", f"unknown key (known: {', '.join(sorted(_PLATFORM_KEYS))})")
-    if "aliases" in entry:
-        _check_str_list(entry["aliases"], source, f"{where}.aliases")
+    if "aliases" in entry and not all(a.strip() for a in _check_str_list(entry["aliases"], source, f"{where}.aliases")):
+        raise _fail(source, f"{where}.aliases", "an alias cannot be empty")
     for key in ("vendor", "device_type", "description"):
         if key in entry and entry[key] is not None and not isinstance(entry[key], str):
             raise _fail(source, f"{where}.{key}", "expected a string")
+    if "device_type" in entry and not (isinstance(entry["device_type"], str) and entry["device_type"].strip()):
+        raise _fail(source, f"{where}.device_type", "expected a device name (cuda, cpu, npu, ...), not empty or null")
     caps = _check_mapping(entry.get("capabilities", {}), source, f"{where}.capabilities")
     for cap, value in caps.items():
         if cap not in CAPABILITIES:
@@ -157,21 +159,25 @@ def parse_document(data: Any, source: str) -> dict[str, dict[str, Any]]:
 
 
 def _load_yaml(text: str, source: str) -> Any:
+    """Bounded like a manifest (``safeyaml``): an alias bomb is one line, not gigabytes."""
     try:
-        return yaml.safe_load(text)
+        return safeyaml.load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "(parse)"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise _fail(source, where, f"not valid YAML: {problem}") from None
+        problem, line = safeyaml.yaml_problem(exc)
+        raise _fail(source, f"line {line}" if line else "(parse)", f"not valid YAML: {problem}") from None
+    except safeyaml.YamlInputError as exc:
+        raise _fail(source, f"line {exc.line}" if exc.line else "(parse)", exc.problem) from None
 
 
 def load_path(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    source = str(path)
+    """One registry file: size-capped, UTF-8 only (binary or Latin-1 is one line naming it)."""
+    source = os.fspath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = safeyaml.read_text(path)
     except OSError as exc:
-        raise FlContractError(f"platforms file {source}: cannot read: {exc.strerror}") from None
+        raise FlContractError(f"platforms file {safeyaml.shown(source)}: cannot read: {exc.strerror}") from None
+    except safeyaml.YamlInputError as exc:
+        raise FlContractError(f"platforms file {safeyaml.shown(source)}: {exc.problem}") from None
     return parse_document(_load_yaml(text, source), source)
 
 
@@ -239,7 +245,7 @@ def load_registry(extra_files: list[str] | tuple[str, ...] = (), *, entry_points
                 if callable(value):
                     value = value()
             except Exception as exc:  # a vendor's broken plugin is bad input, not our crash
-                raise FlContractError(f"platforms {label}: failed to load: {exc}") from None
+                raise FlContractError(f"platforms {label}: failed to load: {' '.join(str(exc).split())}") from None
             if isinstance(value, (str, os.PathLike)):
                 raw = merge(raw, load_path(value))
             else:

@@ -52,8 +52,11 @@ class Options:
 
 
 def choose_platform_name(opts: Options, environ: Mapping[str, str]) -> tuple[str, str]:
-    """Command line wins, then FL_PLATFORM, then the ini; default auto."""
-    if opts.platform:
+    """Command line wins, then FL_PLATFORM, then the ini; default auto.  ``--platform ""``
+    is a mistake (an unset CI variable), not a request for auto-detection: it is refused."""
+    if opts.platform is not None:
+        if not opts.platform.strip():
+            raise FlContractError("--platform is empty: give a platform name or 'auto'")
         return opts.platform, "--platform"
     if environ.get("FL_PLATFORM"):
         return environ["FL_PLATFORM"], "FL_PLATFORM"
@@ -95,6 +98,8 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
             injected.append(defect)
         emulation = Emulation(profile, tuple(dict.fromkeys(injected)))
 
+    if opts.workaround is not None and not opts.workaround.strip():
+        raise FlContractError("--fl-workaround is empty: give a module name (or --fl-no-workaround)")
     if opts.no_workaround and (opts.force_workaround or opts.workaround):
         raise FlContractError("--fl-no-workaround contradicts --fl-workaround / --fl-force-workaround")
     module = opts.workaround or DEFAULT_WORKAROUND

@@ -29,10 +29,10 @@ def lane(*steps: Step, name: str = "lane-a") -> Lane:
 
 def run(tmp_path: Path, the_lane: Lane, **kw):
     progress = io.StringIO()
-    ok, markdown = run_lane(the_lane, tmp_path / "reports", progress=progress, **kw)
+    run = run_lane(the_lane, tmp_path / "reports", progress=progress, **kw)
     merged = JUnitXml.fromfile(str(tmp_path / "reports" / f"{the_lane.name}.xml"))
     cases = {case.name: case for suite in merged for case in suite}
-    return ok, markdown, progress.getvalue(), merged, cases
+    return run.ok, run.markdown, progress.getvalue(), merged, cases
 
 
 def test_pass_fail_and_all_steps_run_after_a_failure(tmp_path):
@@ -56,7 +56,7 @@ def test_segfault_is_an_error_case_named_by_signal(tmp_path):
     """)))  # fmt: skip
     assert not ok
     error = cases["crash"].result[0]
-    assert isinstance(error, Failure) and error.message == "crashed: -11 SIGSEGV" and "about to crash" in error.text
+    assert isinstance(error, Error) and error.message == "crashed: -11 SIGSEGV" and "about to crash" in error.text
     assert "crashed: -11 SIGSEGV" in progress
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import FlContractError
+from ..safeyaml import shown
 
 DEFAULT_MANIFEST = "ci/manifest.yaml"
 
@@ -60,37 +61,76 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from .runner import publish, run_lane
+def output_cap(text: str) -> int:
+    """``--output-cap BYTES`` (also 64k, 2M): the bytes of a step's output its case keeps."""
+    from .manifest import MAX_OUTPUT_CAP, MIN_OUTPUT_CAP
 
+    units = {"k": 1024, "m": 1024 * 1024}
+    raw = text.strip().lower()
+    try:
+        value = int(raw[:-1]) * units[raw[-1]] if raw and raw[-1] in units else int(raw)
+    except ValueError:
+        raise FlContractError(f"--output-cap {text!r}: expected a number of bytes (e.g. 65536, 64k, 2m)") from None
+    if not MIN_OUTPUT_CAP <= value <= MAX_OUTPUT_CAP:
+        raise FlContractError(f"--output-cap {text!r}: must be between {MIN_OUTPUT_CAP} and {MAX_OUTPUT_CAP} bytes")
+    return value
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .runner import publish, run_lane, signal_name
+
+    reports = Path(args.reports)
+    if reports.exists() and not reports.is_dir():
+        raise FlContractError(f"--reports {shown(reports)}: not a directory")
+    cap = output_cap(args.output_cap) if args.output_cap is not None else None
     loaded = manifest(args, print)
     lane = loaded.lanes.get(args.lane)
     if lane is None:
-        raise FlContractError(f"unknown lane {args.lane!r}; lanes in {loaded.path}: {', '.join(loaded.lanes)}")
+        raise FlContractError(f"unknown lane {args.lane!r}; lanes in {shown(loaded.path)}: {', '.join(loaded.lanes)}")
     if args.step and args.step not in {s.name for s in lane.steps}:
         raise FlContractError(
             f"lane {lane.name!r} has no step {args.step!r}; steps: {', '.join(s.name for s in lane.steps)}"
         )
-    ok, markdown = run_lane(lane, Path(args.reports), only=args.step, fail_fast=args.fail_fast)
-    publish(markdown)
-    return 0 if ok else 1
+    run = run_lane(lane, reports, only=args.step, fail_fast=args.fail_fast, output_cap=cap)
+    trouble = publish(run.markdown)
+    for line in (trouble, run.problem):
+        if line:
+            _stderr(line)
+    if run.cancelled:
+        not_started = sum(r.verdict == "not run" for r in run.results)
+        _stderr(f"cancelled by {signal_name(run.cancelled)}: {not_started} step(s) not run; "
+                f"every step is in {shown(run.report)}")  # fmt: skip
+    return run.exit_code
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Summarise JUnit files; a file that cannot be trusted as a verdict (no cases, counts
+    that disagree with its cases, suite-level errors) fails with one line saying why."""
     from . import junit
     from .runner import publish
 
     rows = []
     bad = False
+    complaints = []
     for name in args.files:
+        path = Path(name)
         try:
-            counts = junit.count(junit.read(Path(name)), Path(name).stem)
-        except (ValueError, OSError) as exc:
+            report = junit.read(path)
+        except OSError as exc:
+            raise FlContractError(f"{shown(name)}: cannot read: {exc.strerror}") from None
+        except ValueError as exc:
             raise FlContractError(str(exc)) from None
+        counts = junit.count(report, path.stem)
+        trouble = junit.problems(report) + counts.problems
         failed = counts.failed + counts.errors
-        bad |= failed > 0
-        rows.append((counts, "FAIL" if failed else "ok"))
+        bad |= failed > 0 or bool(trouble)
+        rows.append((counts, "FAIL" if failed or trouble else "ok"))
+        if trouble:
+            more = f" (and {len(trouble) - 1} more)" if len(trouble) > 1 else ""
+            complaints.append(f"{shown(name)}: {trouble[0]}{more}")
     publish(junit.summary_markdown("fl-contract report", rows))
+    for line in complaints:
+        _stderr(line)
     return 1 if bad else 0
 
 
@@ -101,7 +141,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     for notice in notices:
         print(f"fl-contract import: {notice}", file=sys.stderr)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise FlContractError(f"-o {shown(args.output)}: cannot write: {exc.strerror}") from None
     else:
         sys.stdout.write(text)
     return 0
@@ -117,6 +160,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--step", help="run only this step")
     run.add_argument("--reports", default="reports", help="report directory (default reports/)")
     run.add_argument("--fail-fast", action="store_true", help="stop at the first step that does not get its verdict")
+    run.add_argument("--output-cap", metavar="BYTES",
+                     help="bytes of each step's output its JUnit case keeps, head and tail (default: the manifest's "
+                          "defaults.output_cap, else 64k); the step's .log keeps all of it")  # fmt: skip
     run.set_defaults(fn=cmd_run)
     report = sub.add_parser("report", help="summarise existing JUnit files")
     report.add_argument("files", nargs="+")

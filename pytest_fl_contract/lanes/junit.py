@@ -1,83 +1,384 @@
-"""JUnit reports of a lane: synthesize cases for steps that left none, merge, summarise.
+"""JUnit reports of a lane: read any file defensively, write only valid xunit2, summarise.
 
-Merging uses junitparser; every step's suite is renamed ``LANE/STEP`` so a lane file has
-no duplicate suites, and statistics are recomputed after the merge.  Per-op failures,
-known defects and skip reasons come from the ``fl_summary`` suite property the plugin
-writes (``outcomes.Summary``); a step run without the plugin is summarised from its cases.
+Reading turns a file into small frozen records (``Report`` > ``Suite`` > ``Case`` >
+``Result``) and never trusts it: an unreadable time or count is noted as a problem, not
+raised later from deep inside a merge.  Writing builds the XML from those records, so
+every file we write holds what the xunit2 schema pytest validates against
+(``junit-10.xsd``) allows: no ``skipped`` on ``<testsuites>``, properties only on suites,
+times with three decimals, and text from which ANSI escapes are stripped and every
+character XML 1.0 cannot carry (NUL, other C0 controls) is written as a visible ``\\xNN``.
+
+Per-op failures, known defects and skip reasons come from the ``fl_summary`` suite
+property the plugin writes (``outcomes.Summary``); a step run without the plugin is
+summarised from its cases.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import math
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+from typing import Any
 
 from ..outcomes import PROPERTY, Summary
 
+MAX_REPORT_BYTES = 512 * 1024 * 1024  # the GPU lane's 2,456 cases are a few MB
+TEXT_CAP = 64 * 1024  # characters kept of one failure text / system-out read from a step's own XML
+RESULT_KINDS = ("failure", "error", "skipped")
+_COUNT_ATTRS = ("tests", "failures", "errors", "skipped")
 
-def _one_case(lane: str, step: str, seconds: float, result: Error | Failure | Skipped | None) -> JUnitXml:
-    case = TestCase(name=step, classname=f"{lane}.{step}", time=round(seconds, 3))
-    if result is not None:
-        case.result = [result]
-    suite = TestSuite(f"{lane}/{step}")
-    suite.add_testcase(case)
-    suite.update_statistics()
-    xml = JUnitXml()
-    xml.add_testsuite(suite)
-    return xml
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def error_suite(lane: str, step: str, message: str, output_tail: str, seconds: float) -> JUnitXml:
-    """A suite with one error case: how a crash, a timeout or a missing report is kept."""
-    error = Error(message=message, type_="fl-contract.step")
-    error.text = output_tail
-    return _one_case(lane, step, seconds, error)
+def xml_safe(text: str) -> str:
+    """``text`` with ANSI escapes removed and every character XML 1.0 cannot carry written
+    as ``\\xNN`` (``\\uNNNN`` above 0xff): NUL and colour codes never reach the XML."""
+    return _NOT_XML.sub(lambda m: _escape_char(m.group()), _ANSI.sub("", text))
 
 
-def skipped_suite(lane: str, step: str, message: str) -> JUnitXml:
+def _escape_char(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def cap_text(text: str, cap: int) -> str:
+    """Head and tail of ``text`` when it is longer than ``cap`` characters, with the cut said."""
+    if len(text) <= cap:
+        return text
+    head = cap // 2
+    tail = cap - head
+    return f"{text[:head]}\n[... {len(text) - cap} characters cut by fl-contract ...]\n{text[-tail:]}"
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """A message attribute: one line, XML-safe, bounded."""
+    flat = " ".join(xml_safe(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+# -- records --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Result:
+    kind: str  # failure | error | skipped
+    message: str = ""
+    type: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    classname: str = ""
+    time: float = 0.0
+    results: tuple[Result, ...] = ()
+    system_out: str = ""
+    system_err: str = ""
+
+    @property
+    def outcome(self) -> str:
+        """passed, failed, error, skipped or xfailed: the first result decides, as pytest writes one."""
+        result = next((r for r in self.results if r.kind in RESULT_KINDS), None)
+        if result is None:
+            return "passed"
+        if result.kind == "skipped":
+            return "xfailed" if result.type.endswith("xfail") else "skipped"
+        return "failed" if result.kind == "failure" else "error"
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    cases: tuple[Case, ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+    time: float | None = None  # as the file said (pytest: wall time of the session)
+    timestamp: str = ""
+    hostname: str = ""
+    declared: Mapping[str, int] = field(default_factory=dict)  # tests/failures/errors/skipped as read
+    stray: tuple[Result, ...] = ()  # <error>/<failure> directly under <testsuite>: no case, no verdict
+
+
+@dataclass(frozen=True)
+class Report:
+    suites: tuple[Suite, ...] = ()
+    declared: Mapping[str, int] = field(default_factory=dict)  # the root's counts, as read
+    notes: tuple[str, ...] = ()  # what could not be read as it stood (a time of "abc", ...)
+
+    @property
+    def cases(self) -> list[Case]:
+        return [case for suite in self.suites for case in suite.cases]
+
+
+def single_case(lane: str, step: str, seconds: float, result: Result | None) -> Report:
+    case = Case(step, f"{lane}.{step}", seconds, (result,) if result else ())
+    return Report((Suite(f"{lane}/{step}", (case,)),))
+
+
+def error_suite(lane: str, step: str, message: str, output: str, seconds: float) -> Report:
+    """One error case: how a crash, a timeout, a cancel or a missing report is kept."""
+    return single_case(lane, step, seconds, Result("error", message, "fl-contract.step", output))
+
+
+def skipped_suite(lane: str, step: str, message: str) -> Report:
     """A step that never ran: a skipped case that says why, so the report lists every step."""
-    return _one_case(lane, step, 0.0, Skipped(message=message, type_="fl-contract.not-run"))
+    return single_case(lane, step, 0.0, Result("skipped", message, "fl-contract.not-run"))
 
 
-def command_suite(lane: str, step: str, passed: bool, message: str, output_tail: str, seconds: float) -> JUnitXml:
-    """A command step (no pytest) as one case: passed, or failed with its output."""
-    if passed:
-        return _one_case(lane, step, seconds, None)
-    failure = Failure(message=message, type_="fl-contract.command")
-    failure.text = output_tail
-    return _one_case(lane, step, seconds, failure)
+def command_suite(lane: str, step: str, verdict: str, message: str, output: str, seconds: float) -> Report:
+    """A command step (no pytest) as one case: passed, failed (non-zero exit) or error
+    (crash, timeout, cancel: the verdict says error, so the case does too)."""
+    if verdict == "passed":
+        return single_case(lane, step, seconds, None)
+    kind = "error" if verdict == "error" else "failure"
+    return single_case(lane, step, seconds, Result(kind, message, f"fl-contract.{kind}", output))
 
 
-def read(path: Path) -> JUnitXml:
-    """Parse a report; raises ValueError with a one-line reason when it is not one."""
+def rename_suites(report: Report, name: str) -> Report:
+    return replace(report, suites=tuple(replace(suite, name=name) for suite in report.suites))
+
+
+def with_case(report: Report, extra: Report) -> Report:
+    """``report`` plus the cases of ``extra`` (a crash case added to what pytest wrote)."""
+    if not report.suites:
+        return replace(report, suites=extra.suites)
+    last = report.suites[-1]
+    added = replace(last, cases=last.cases + tuple(extra.cases))
+    return replace(report, suites=report.suites[:-1] + (added,))
+
+
+def merge(parts: Iterable[Report]) -> Report:
+    return Report(tuple(suite for part in parts for suite in part.suites))
+
+
+# -- reading --------------------------------------------------------------------------
+
+
+def read(path: Path) -> Report:
+    """Read a report file; raises ValueError (one line) when it is not JUnit XML, OSError
+    when it cannot be read.  Bounded: a file over MAX_REPORT_BYTES is refused unread."""
+    with open(path, "rb") as stream:
+        data = stream.read(MAX_REPORT_BYTES + 1)
+    if len(data) > MAX_REPORT_BYTES:
+        raise ValueError(f"{path.name}: larger than {MAX_REPORT_BYTES} bytes: refused")
+    return parse(data, path.name)
+
+
+def parse(data: bytes, name: str) -> Report:
+    """Parse JUnit XML (``<testsuites>`` or one ``<testsuite>``); ValueError when it is not."""
+    if b"<!ENTITY" in data:
+        raise ValueError(f"malformed JUnit XML {name}: declares entities (refused)")
     try:
-        xml = JUnitXml.fromfile(str(path))
-    except Exception as exc:
-        raise ValueError(
-            f"malformed JUnit XML {path.name}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        ) from None
-    if isinstance(xml, TestSuite):
-        wrapped = JUnitXml()
-        wrapped.add_testsuite(xml)
-        xml = wrapped
-    return xml
+        root = ET.fromstring(data)
+    except ET.ParseError as exc:
+        raise ValueError(f"malformed JUnit XML {name}: ParseError: {one_line(str(exc))}") from None
+    notes: list[str] = []
+    if root.tag == "testsuites":
+        elements = list(root.iter("testsuite"))
+        declared = _counts(root, "the root", notes)
+    elif root.tag == "testsuite":
+        elements = list(root.iter("testsuite"))
+        declared = {}
+    else:
+        raise ValueError(f"malformed JUnit XML {name}: root element <{one_line(root.tag, 40)}>, not <testsuites>")
+    suites = tuple(_suite(element, notes) for element in elements)
+    return Report(suites, declared, tuple(notes))
 
 
-def rename_suites(xml: JUnitXml, name: str) -> JUnitXml:
-    for suite in xml:
-        suite.name = name
-    return xml
+def parse_text(text: str, name: str = "report") -> Report:
+    return parse(text.encode("utf-8"), name)
 
 
-def merge(parts: Iterable[JUnitXml], name: str) -> JUnitXml:
-    merged = JUnitXml(name)
-    for part in parts:
-        for suite in part:
-            merged.add_testsuite(suite)
-    merged.update_statistics()
-    return merged
+def _number(value: str | None, what: str, notes: list[str]) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value.replace(",", ""))
+    except ValueError:
+        notes.append(f"{what}: time {one_line(value, 40)!r} is not a number")
+        return None
+    if not math.isfinite(number) or number < 0:
+        notes.append(f"{what}: time {one_line(value, 40)!r} is not a duration")
+        return None
+    return number
+
+
+def _counts(element: ET.Element, what: str, notes: list[str]) -> dict[str, int]:
+    out = {}
+    for attr in _COUNT_ATTRS:
+        value = element.get(attr)
+        if value is None:
+            continue
+        try:
+            out[attr] = int(value)
+        except ValueError:
+            notes.append(f"{what}: {attr}={one_line(value, 40)!r} is not a count")
+    return out
+
+
+def _result(element: ET.Element) -> Result:
+    return Result(element.tag, element.get("message") or "", element.get("type") or "", element.text or "")
+
+
+def _suite(element: ET.Element, notes: list[str]) -> Suite:
+    name = element.get("name") or ""
+    what = f"suite {one_line(name, 60)!r}"
+    cases = []
+    stray = []
+    properties = []
+    nested = False
+    for child in element:
+        nested |= child.tag == "testsuite"
+        if child.tag == "testcase":
+            cases.append(_case(child, notes))
+        elif child.tag in ("failure", "error"):
+            stray.append(_result(child))
+        elif child.tag == "properties":
+            properties += [(p.get("name") or "", p.get("value") or p.text or "") for p in child.iter("property")]
+    return Suite(
+        name=name,
+        cases=tuple(cases),
+        properties=tuple(properties),
+        time=_number(element.get("time"), what, notes),
+        timestamp=element.get("timestamp") or "",
+        hostname=element.get("hostname") or "",
+        declared={} if nested else _counts(element, what, notes),  # an outer suite counts its inner ones
+        stray=tuple(stray),
+    )
+
+
+def _case(element: ET.Element, notes: list[str]) -> Case:
+    name = element.get("name") or ""
+    results = tuple(_result(child) for child in element if child.tag in RESULT_KINDS)
+    out = "".join(child.text or "" for child in element if child.tag == "system-out")
+    err = "".join(child.text or "" for child in element if child.tag == "system-err")
+    seconds = _number(element.get("time"), f"case {one_line(name, 60)!r}", notes)
+    return Case(name, element.get("classname") or "", seconds or 0.0, results, out, err)
+
+
+# -- checking -------------------------------------------------------------------------
+
+
+def problems(report: Report) -> list[str]:
+    """Why a report cannot be trusted as a verdict, one line each (empty: it can): no test
+    case at all, counts that disagree with the cases, suite-level errors, unreadable values."""
+    found = list(report.notes)
+    cases = report.cases
+    if not cases:
+        found.append("no test cases: a report that ran nothing is not a pass")
+    for suite in report.suites:
+        counted = _tally(suite.cases)
+        for attr, value in suite.declared.items():
+            low, high = counted[attr]
+            if not low <= value <= high:
+                found.append(
+                    f"suite {one_line(suite.name, 60)!r} says {attr}={value} but its cases give {_range(low, high)}"
+                )
+        for stray in suite.stray:
+            found.append(
+                f"suite {one_line(suite.name, 60)!r} has a suite-level <{stray.kind}>: {one_line(stray.message, 120)}"
+            )
+    total = _tally(cases)
+    for attr, value in report.declared.items():
+        low, high = total[attr]
+        if attr != "skipped" and not low <= value <= high:
+            found.append(f"the root says {attr}={value} but the cases give {_range(low, high)}")
+    return found
+
+
+def _range(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}..{high}"
+
+
+def _tally(cases: Iterable[Case]) -> dict[str, tuple[int, int]]:
+    """(lowest, highest) count each attribute may honestly have.  ``tests`` is a range:
+    pytest once counted a test that fails in call and in teardown once, with two cases."""
+    cases = list(cases)
+    outcomes = Counter(case.outcome for case in cases)
+    unique = len({(case.classname, case.name) for case in cases})
+    fixed = {
+        "failures": outcomes["failed"],
+        "errors": outcomes["error"],
+        "skipped": outcomes["skipped"] + outcomes["xfailed"],
+    }
+    return {"tests": (unique, len(cases)), **{k: (v, v) for k, v in fixed.items()}}
+
+
+# -- writing --------------------------------------------------------------------------
+
+
+def _time(seconds: float | None) -> str:
+    return f"{max(seconds or 0.0, 0.0):.3f}"
+
+
+def _text(text: str, cap: int) -> str:
+    return cap_text(xml_safe(text), cap)
+
+
+def _suite_element(suite: Suite, cap: int) -> ET.Element:
+    outcomes = Counter(case.outcome for case in suite.cases)
+    seconds = suite.time if suite.time is not None else sum(case.time for case in suite.cases)
+    attrs = {
+        "name": one_line(suite.name, 200),
+        "tests": str(len(suite.cases)),
+        "failures": str(outcomes["failed"]),
+        "errors": str(outcomes["error"]),
+        "skipped": str(outcomes["skipped"] + outcomes["xfailed"]),
+        "time": _time(seconds),
+    }
+    if suite.timestamp:
+        attrs["timestamp"] = one_line(suite.timestamp, 64)
+    if suite.hostname:
+        attrs["hostname"] = one_line(suite.hostname, 200)
+    element = ET.Element("testsuite", attrs)
+    if suite.properties:
+        props = ET.SubElement(element, "properties")
+        for name, value in suite.properties:
+            ET.SubElement(props, "property", {"name": xml_safe(name), "value": xml_safe(value)})
+    for case in suite.cases:
+        node = ET.SubElement(
+            element,
+            "testcase",
+            {"classname": one_line(case.classname, 500), "name": one_line(case.name, 2000), "time": _time(case.time)},
+        )
+        for result in case.results:
+            child = ET.SubElement(
+                node, result.kind, {"message": one_line(result.message), "type": one_line(result.type)}
+            )
+            if result.text:
+                child.text = _text(result.text, cap)
+        for tag, text in (("system-out", case.system_out), ("system-err", case.system_err)):
+            if text:
+                ET.SubElement(node, tag).text = _text(text, cap)
+    return element
+
+
+def to_bytes(report: Report, name: str | None = None, cap: int = TEXT_CAP) -> bytes:
+    """The report as xunit2 that ``junit-10.xsd`` accepts; ``<testsuites>`` carries name,
+    tests, failures, errors and time, never ``skipped`` (the schema has no such attribute)."""
+    suites = [_suite_element(suite, cap) for suite in report.suites]
+    attrs = {"name": one_line(name, 200)} if name else {}
+    attrs.update(
+        tests=str(sum(int(s.get("tests", "0")) for s in suites)),
+        failures=str(sum(int(s.get("failures", "0")) for s in suites)),
+        errors=str(sum(int(s.get("errors", "0")) for s in suites)),
+        time=_time(sum(float(s.get("time", "0")) for s in suites)),
+    )
+    root = ET.Element("testsuites", attrs)
+    root.extend(suites)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def write(report: Report, path: Path, name: str | None = None, cap: int = TEXT_CAP) -> None:
+    path.write_bytes(to_bytes(report, name, cap))
+
+
+# -- counting and the summary ---------------------------------------------------------
 
 
 @dataclass
@@ -91,6 +392,7 @@ class StepCounts:
     xfailed: int = 0
     seconds: float = 0.0
     summary: Summary = field(default_factory=Summary)
+    problems: list[str] = field(default_factory=list)  # e.g. a malformed fl_summary property
 
     @property
     def xpassed(self) -> int:
@@ -98,34 +400,44 @@ class StepCounts:
         return self.summary.outcomes["xpassed"]
 
 
-def count(xml: JUnitXml, name: str) -> StepCounts:
+def _as_report(xml: Any) -> Report:
+    """A Report, also from a junitparser object (what other callers may hold)."""
+    if isinstance(xml, Report):
+        return xml
+    return parse(xml.tostring() if hasattr(xml, "tostring") else bytes(xml), "report")
+
+
+def count(xml: Report | Any, name: str) -> StepCounts:
     """Outcomes of every case of a report (one step, or any JUnit file), and its summary:
-    the plugin's ``fl_summary`` property where present, else one made from the cases."""
+    the plugin's ``fl_summary`` property where present and readable, else one made from
+    the cases (a malformed property is a problem, not a crash)."""
+    report = _as_report(xml)
     counts = StepCounts(name)
     written: list[Summary] = []
-    for suite in xml:
-        for prop in suite.properties():
-            if prop.name == PROPERTY:
-                written.append(Summary.from_json(prop.value or ""))
+    for suite in report.suites:
+        for prop, value in suite.properties:
+            if prop == PROPERTY:
+                try:
+                    written.append(Summary.from_json(value))
+                except ValueError as exc:
+                    counts.problems.append(f"suite {one_line(suite.name, 60)!r}: {one_line(str(exc), 200)}")
     from_cases = Summary()
-    for case in (case for suite in xml for case in suite):
+    for case in report.cases:
         counts.tests += 1
-        counts.seconds += float(case.time or 0)
-        results = case.result
-        if not results:
+        counts.seconds += case.time
+        outcome = case.outcome
+        if outcome == "passed":
             counts.passed += 1
-            continue
-        result = results[0]
-        if isinstance(result, Skipped):
-            if (result.type or "").endswith("xfail"):
-                counts.xfailed += 1
-                from_cases.outcomes["xfailed"] += 1
-            else:
-                counts.skipped += 1
-                from_cases.skips[(result.message or "").removeprefix("Skipped: ") or "(no reason)"] += 1
-        elif isinstance(result, Failure):
+        elif outcome == "xfailed":
+            counts.xfailed += 1
+            from_cases.outcomes["xfailed"] += 1
+        elif outcome == "skipped":
+            counts.skipped += 1
+            reason = next(r.message for r in case.results if r.kind == "skipped")
+            from_cases.skips[reason.removeprefix("Skipped: ") or "(no reason)"] += 1
+        elif outcome == "failed":
             counts.failed += 1
-        elif isinstance(result, Error):
+        else:
             counts.errors += 1
     if written:
         counts.summary = written[0]
@@ -141,8 +453,14 @@ def summary_markdown(title: str, rows: list[tuple[StepCounts, str]]) -> str:
     out = [f"### {title}", "", "| step | verdict | passed | failed | errors | skipped | xfailed | xpassed | seconds |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for c, verdict in rows:
-        out.append(f"| {c.name} | {verdict} | {c.passed} | {c.failed - c.xpassed} | {c.errors} | {c.skipped} | "
-                   f"{c.xfailed} | {c.xpassed} | {c.seconds:.1f} |")  # fmt: skip
+        out.append(f"| {_cell(c.name)} | {_cell(verdict)} | {c.passed} | {c.failed - c.xpassed} | {c.errors} | "
+                   f"{c.skipped} | {c.xfailed} | {c.xpassed} | {c.seconds:.1f} |")  # fmt: skip
     for c, _ in rows:
         out += c.summary.markdown(c.name)
+        out += [f"- {_cell(c.name)}: {_cell(problem)}" for problem in c.problems]
     return "\n".join(out) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Text that stays inside one Markdown table cell."""
+    return one_line(text, 300).replace("|", "\\|")

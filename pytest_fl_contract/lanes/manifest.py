@@ -1,7 +1,10 @@
 """``ci/manifest.yaml``: lanes x steps, validated with one clear line per problem.
 
 Every error names the file, the line (from the YAML loader), the lane and the step.
-Lane and step names become file names, so they are restricted to ``[a-z0-9_-]+``.
+Lane and step names become file names, so they are restricted to ``[a-z0-9_-]{1,64}``.
+``check`` refuses everything ``run`` could not start (an env name with '=', a NUL in an
+argument, a user step called ``setup`` beside the lane's own setup), and the file is read
+bounded (size, UTF-8, aliases: ``safeyaml``) before any of it is believed.
 """
 
 from __future__ import annotations
@@ -13,17 +16,23 @@ from typing import Any
 
 import yaml
 
+from .. import safeyaml
 from ..errors import FlContractError
 from ..platforms import Registry
 
-NAME_RE = re.compile(r"^[a-z0-9_-]+$")
+NAME_RE = re.compile(r"[a-z0-9_-]{1,64}\Z")  # \Z, not $: "lane\n" is not a name
+NAME_RULE = "[a-z0-9_-]{1,64}"
+ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_TIMEOUT = 24 * 3600
+DEFAULT_OUTPUT_CAP = 64 * 1024  # bytes of a step's output kept in its JUnit case: half head, half tail
+MIN_OUTPUT_CAP, MAX_OUTPUT_CAP = 1024, 256 * 1024 * 1024
+SETUP_STEP = "setup"  # the name the lane's ``setup:`` commands run under
 TOP_KEYS = {"version", "defaults", "shared_steps", "lanes"}
 LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup",
              "timeout_minutes", "pytest_args", "steps"}  # fmt: skip
 STEP_KEYS = {"name", "use", "contracts", "pytest", "command", "shell", "env", "timeout", "allow_failure", "expect",
-             "description"}  # fmt: skip
-DEFAULT_KEYS = {"timeout"}
+             "description", "output_cap"}  # fmt: skip
+DEFAULT_KEYS = {"timeout", "output_cap"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,7 @@ class Step:
     timeout: float = 1800.0
     allow_failure: bool = False
     expect: str = "pass"  # "fail": the step exists to show a defect is caught
+    output_cap: int = DEFAULT_OUTPUT_CAP  # bytes of output its JUnit case keeps (head and tail)
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,12 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
     out.lines = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a {type(key).__name__.strip('_').lower()} cannot be a key", key_node.start_mark
+            ) from None
         if key in out:
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         out[key] = loader.construct_object(value_node, deep=True)
@@ -104,9 +120,15 @@ class _Errors:
     def __call__(
         self, line: int | None, problem: str, lane: str | None = None, step: str | None = None
     ) -> FlContractError:
-        where = f"{self.path}:{line}" if line else self.path
-        scope = "".join([f" lane {lane!r}" if lane else "", f" step {step!r}" if step else ""])
+        where = f"{safeyaml.shown(self.path)}:{line}" if line else safeyaml.shown(self.path)
+        scope = "".join([f" lane {_show(lane)}" if lane else "", f" step {_show(step)}" if step else ""])
         return FlContractError(f"{where}:{scope + ':' if scope else ''} {problem}")
+
+
+def _show(value: Any, limit: int = 40) -> str:
+    """repr, cut to ``limit`` characters: a 5,000-character name still makes a short line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 5] + "...'"
 
 
 def _line(mapping: Any, key: Any) -> int | None:
@@ -123,27 +145,60 @@ def _str_map(value: Any) -> bool:
     )
 
 
+def _has_nul(value: Any) -> bool:
+    """A NUL anywhere in a string, or in a list's or mapping's strings: exec refuses it."""
+    if isinstance(value, str):
+        return "\0" in value
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    return False
+
+
+def _env_problem(env: Any) -> str | None:
+    """Why ``env`` cannot be a process environment, or None."""
+    if not _str_map(env):
+        return "env must map names to strings"
+    for key in env:
+        if not ENV_RE.match(key):
+            return f"env name {_show(key)} must be a variable name ([A-Za-z_][A-Za-z0-9_]*, no '=')"
+    if _has_nul(env):
+        return "env values cannot hold a NUL byte"
+    return None
+
+
+def _output_cap(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and MIN_OUTPUT_CAP <= value <= MAX_OUTPUT_CAP
+
+
 def _timeout(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_TIMEOUT
 
 
 def _parse_step(
-    raw: Any, line: int | None, err: _Errors, lane: str, shared: dict[str, Any], default_timeout: float
+    raw: Any,
+    line: int | None,
+    err: _Errors,
+    lane: str,
+    shared: dict[str, Any],
+    default_timeout: float,
+    default_cap: int = DEFAULT_OUTPUT_CAP,
 ) -> Step:
     if not isinstance(raw, dict):
         raise err(line, "a step must be a mapping", lane)
     name = raw.get("name", raw.get("use"))
     if not isinstance(name, str) or not NAME_RE.match(name):
-        raise err(_line(raw, "name") or line, f"step name {name!r} must match [a-z0-9_-]+", lane)
+        raise err(_line(raw, "name") or line, f"step name {_show(name)} must match {NAME_RULE}", lane)
     for key in raw:
         if key not in STEP_KEYS:
-            raise err(_line(raw, key), f"unknown key {key!r} (known: {', '.join(sorted(STEP_KEYS))})", lane, name)
+            raise err(_line(raw, key), f"unknown key {_show(key)} (known: {', '.join(sorted(STEP_KEYS))})", lane, name)
     merged = dict(raw)
     if "use" in raw:
-        if raw["use"] not in shared:
+        if not isinstance(raw["use"], str) or raw["use"] not in shared:
             raise err(
                 _line(raw, "use"),
-                f"unknown shared step {raw['use']!r} (known: {', '.join(sorted(shared)) or 'none'})",
+                f"unknown shared step {_show(raw['use'])} (known: {', '.join(sorted(shared)) or 'none'})",
                 lane,
                 name,
             )
@@ -186,6 +241,8 @@ def _parse_step(
             )
     if kind == "pytest" and shell:
         raise err(_line(raw, "shell"), "shell applies to command steps only", lane, name)
+    if _has_nul(value):
+        raise err(_line(raw, kind), f"{kind} cannot hold a NUL byte (no process can be started with one)", lane, name)
     timeout = merged.get("timeout", default_timeout)
     if not _timeout(timeout):
         raise err(
@@ -195,46 +252,61 @@ def _parse_step(
             name,
         )
     env = merged.get("env", {})
-    if not _str_map(env):
-        raise err(_line(raw, "env"), "env must map names to strings", lane, name)
+    problem = _env_problem(env)
+    if problem:
+        raise err(_line(raw, "env"), problem, lane, name)
     allow = merged.get("allow_failure", False)
     if not isinstance(allow, bool):
         raise err(_line(raw, "allow_failure"), "allow_failure must be true or false", lane, name)
     expect = merged.get("expect", "pass")
     if expect not in ("pass", "fail"):
-        raise err(_line(raw, "expect"), f"expect must be 'pass' or 'fail', got {expect!r}", lane, name)
+        raise err(_line(raw, "expect"), f"expect must be 'pass' or 'fail', got {_show(expect)}", lane, name)
+    cap = merged.get("output_cap", default_cap)
+    if not _output_cap(cap):
+        raise err(_line(raw, "output_cap"), f"output_cap must be bytes in [{MIN_OUTPUT_CAP}, {MAX_OUTPUT_CAP}]",
+                  lane, name)  # fmt: skip
     return Step(name, kind, value if isinstance(value, str) else tuple(value), tuple(suites), shell,
-                {k: str(v) for k, v in env.items()}, float(timeout), allow, expect)  # fmt: skip
+                {k: str(v) for k, v in env.items()}, float(timeout), allow, expect, cap)  # fmt: skip
 
 
 def parse(text: str, path: str, registry: Registry) -> Manifest:
     err = _Errors(path)
     try:
-        doc = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        doc = safeyaml.load(text, _Loader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise err(mark.line + 1 if mark else None, f"not valid YAML: {problem}") from None
+        problem, line = safeyaml.yaml_problem(exc)
+        raise err(line, f"not valid YAML: {problem}") from None
+    except safeyaml.YamlInputError as exc:
+        raise err(exc.line, exc.problem) from None
     if not isinstance(doc, dict):
         raise err(None, "the manifest must be a mapping with 'lanes'")
     for key in doc:
         if key not in TOP_KEYS:
-            raise err(_line(doc, key), f"unknown top-level key {key!r} (known: {', '.join(sorted(TOP_KEYS))})")
+            raise err(_line(doc, key), f"unknown top-level key {_show(key)} (known: {', '.join(sorted(TOP_KEYS))})")
     if doc.get("version", 1) != 1:
-        raise err(_line(doc, "version"), f"unsupported version {doc.get('version')!r} (supported: 1)")
+        raise err(_line(doc, "version"), f"unsupported version {_show(doc.get('version'))} (supported: 1)")
     defaults = doc.get("defaults", {}) or {}
     if not isinstance(defaults, dict) or set(defaults) - DEFAULT_KEYS:
-        raise err(_line(doc, "defaults"), "defaults may only set: timeout")
+        raise err(_line(doc, "defaults"), f"defaults may only set: {', '.join(sorted(DEFAULT_KEYS))}")
     default_timeout = defaults.get("timeout", 1800)
     if not _timeout(default_timeout):
         raise err(_line(defaults, "timeout"), f"defaults.timeout must be seconds in (0, {MAX_TIMEOUT}]")
+    default_cap = defaults.get("output_cap", DEFAULT_OUTPUT_CAP)
+    if not _output_cap(default_cap):
+        raise err(
+            _line(defaults, "output_cap"), f"defaults.output_cap must be bytes in [{MIN_OUTPUT_CAP}, {MAX_OUTPUT_CAP}]"
+        )
     shared = doc.get("shared_steps", {}) or {}
     if not isinstance(shared, dict):
         raise err(_line(doc, "shared_steps"), "shared_steps must map names to steps")
     for name, raw in shared.items():
-        if "use" in (raw or {}):
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise err(_line(shared, name), f"shared step name {_show(name)} must match {NAME_RULE}")
+        if not isinstance(raw, dict):
+            raise err(_line(shared, name), f"shared step {name!r} must be a mapping")
+        if "use" in raw:
             raise err(_line(shared, name), f"shared step {name!r} cannot 'use' another")
-        _parse_step({"name": name, **(raw or {})}, _line(shared, name), err, "(shared_steps)", {}, default_timeout)
+        _parse_step({"name": name, **raw}, _line(shared, name), err, "(shared_steps)", {}, default_timeout, default_cap)
     lanes_raw = doc.get("lanes")
     if not isinstance(lanes_raw, dict) or not lanes_raw:
         raise err(_line(doc, "lanes"), "'lanes' must be a non-empty mapping of lane names to lanes")
@@ -242,24 +314,30 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
     for lane_name, raw in lanes_raw.items():
         line = _line(lanes_raw, lane_name)
         if not isinstance(lane_name, str) or not NAME_RE.match(lane_name):
-            raise err(line, f"lane name {lane_name!r} must match [a-z0-9_-]+")
+            raise err(line, f"lane name {_show(lane_name)} must match {NAME_RULE}")
         if not isinstance(raw, dict):
             raise err(line, "a lane must be a mapping", lane_name)
         for key in raw:
             if key not in LANE_KEYS:
-                raise err(_line(raw, key), f"unknown key {key!r} (known: {', '.join(sorted(LANE_KEYS))})", lane_name)
+                raise err(
+                    _line(raw, key), f"unknown key {_show(key)} (known: {', '.join(sorted(LANE_KEYS))})", lane_name
+                )
         platform = raw.get("platform")
         if not isinstance(platform, str) or registry.canonical(platform) is None:
             raise err(
                 _line(raw, "platform") or line,
-                f"unknown platform {platform!r}; known: {', '.join(registry.names)}",
+                f"unknown platform {_show(platform)}; known: {', '.join(registry.names)}",
                 lane_name,
             )
         for key in ("runner_labels", "pytest_args", "setup"):
             if key in raw and not _str_list(raw[key]):
                 raise err(_line(raw, key), f"{key} must be a list of strings", lane_name)
-        if "env" in raw and not _str_map(raw["env"]):
-            raise err(_line(raw, "env"), "env must map names to strings", lane_name)
+        for key in ("pytest_args", "setup"):
+            if _has_nul(raw.get(key)):
+                raise err(_line(raw, key), f"{key} cannot hold a NUL byte", lane_name)
+        problem = _env_problem(raw["env"]) if "env" in raw else None
+        if problem:
+            raise err(_line(raw, "env"), problem, lane_name)
         if "timeout_minutes" in raw and not _timeout(raw["timeout_minutes"]):
             raise err(_line(raw, "timeout_minutes"), "timeout_minutes must be a positive number", lane_name)
         steps_raw = raw.get("steps")
@@ -268,9 +346,12 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
         steps: list[Step] = []
         for i, step_raw in enumerate(steps_raw):
             step_line = steps_raw.lines[i] if hasattr(steps_raw, "lines") else None
-            step = _parse_step(step_raw, step_line, err, lane_name, shared, default_timeout)
+            step = _parse_step(step_raw, step_line, err, lane_name, shared, default_timeout, default_cap)
             if any(s.name == step.name for s in steps):
                 raise err(step_line, "duplicate step name", lane_name, step.name)
+            if step.name == SETUP_STEP and raw.get("setup"):
+                raise err(step_line, "the name 'setup' is the lane's setup: commands' own; rename the step",
+                          lane_name, step.name)  # fmt: skip
             steps.append(step)
         lanes[lane_name] = Lane(
             name=lane_name,
@@ -290,7 +371,9 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
 
 def load(path: str | Path, registry: Registry) -> Manifest:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = safeyaml.read_text(path)
     except OSError as exc:
-        raise FlContractError(f"{path}: cannot read the manifest: {exc.strerror}") from None
+        raise FlContractError(f"{safeyaml.shown(path)}: cannot read the manifest: {exc.strerror}") from None
+    except safeyaml.YamlInputError as exc:
+        raise FlContractError(f"{safeyaml.shown(path)}: {exc.problem}") from None
     return parse(text, str(path), registry)

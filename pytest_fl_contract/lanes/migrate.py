@@ -5,18 +5,27 @@ one by one, stopping at the first failure.  Each becomes an argv step running th
 bash with the same options (our runner does not stop at the first failure unless
 ``--fail-fast``).  Keys with no manifest equivalent are kept as comments, and the
 caller is told which.
+
+What we write always passes ``fl-contract check``: names are sanitised and made unique
+(case-insensitively, never ``setup`` beside a lane setup), values are checked as the
+manifest checks them, YAML comes from ``yaml.safe_dump`` only (comments are escaped to
+one line), and the result is parsed back before it is returned.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .. import safeyaml
 from ..errors import FlContractError
 from ..platforms import Registry
+from . import manifest as schema
 
 MAPPED = {
     "display_name": "display_name",
@@ -26,68 +35,137 @@ MAPPED = {
     "timeout_minutes": "timeout_minutes",
 }
 UNMAPPED_KNOWN = ("container_volumes", "container_options", "wheel_artifact_name", "integration_wheel_source")
+CONTRACT_NAME = "reduction_contract"
 CONTRACT_STEP = {"contracts": "reductions", "pytest": ["-p", "xdist", "-n", "auto"], "timeout": 1800}
 
 
-def _name(text: str) -> str:
-    return re.sub(r"[^a-z0-9_-]+", "-", text.strip().lower()).strip("-") or "step"
+def name_of(text: str, fallback: str = "step") -> str:
+    """A manifest name (``[a-z0-9_-]{1,64}``) from free text."""
+    name = re.sub(r"[^a-z0-9_-]+", "-", text.strip().lower()).strip("-")[:64].strip("-")
+    return name or fallback
+
+
+def unique(name: str, taken: set[str]) -> str:
+    """``name``, or ``name-2``, ``name-3``... when taken (names are lower case already)."""
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        suffix = f"-{n}"
+        candidate = name[: 64 - len(suffix)] + suffix
+    taken.add(candidate)
+    return candidate
+
+
+def comment(text: str) -> str:
+    """Free text as it can stand after '#': printable ASCII kept, anything else escaped,
+    so a newline in a directory name cannot start a YAML key."""
+    return "".join(c if c.isascii() and c.isprintable() else json.dumps(c)[1:-1] for c in str(text))
+
+
+def _fail(path: Path, problem: str) -> FlContractError:
+    return FlContractError(f"{safeyaml.shown(path)}: {problem}")
+
+
+def _mapped(path: Path, key: str, value: Any) -> Any:
+    """A torch_fl value as the manifest takes it, or one line saying why it cannot be."""
+    if key == "integration_environment":
+        if not isinstance(value, dict):
+            raise _fail(path, f"integration_environment must map names to strings, got {type(value).__name__}")
+        env = {
+            str(k): v if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None
+            for k, v in value.items()
+        }
+        problem = schema._env_problem({k: v for k, v in env.items() if v is not None}) if env else None
+        if any(v is None for v in env.values()) or problem:
+            raise _fail(path, f"integration_environment: {problem or 'values must be strings or numbers'}")
+        return {k: str(v) for k, v in env.items()}
+    if key == "runner_labels":
+        if not schema._str_list(value):
+            raise _fail(path, "runner_labels must be a list of strings")
+        return value
+    if key == "timeout_minutes":
+        if not schema._timeout(value):
+            raise _fail(path, f"timeout_minutes must be a positive number, got {schema._show(value)}")
+        return value
+    return str(value)  # display_name, ci_image: free text
 
 
 def convert(path: Path, registry: Registry) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """Returns (lane name, lane mapping, keys kept as comments)."""
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = safeyaml.load(safeyaml.read_text(path))
     except OSError as exc:
-        raise FlContractError(f"{path}: cannot read: {exc.strerror}") from None
+        raise _fail(path, f"cannot read: {exc.strerror}") from None
+    except safeyaml.YamlInputError as exc:
+        raise _fail(path, exc.problem) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise FlContractError(f"{path}:{mark.line + 1 if mark else '?'}: not valid YAML") from None
+        problem, line = safeyaml.yaml_problem(exc)
+        raise FlContractError(f"{safeyaml.shown(path)}:{line or '?'}: not valid YAML: {problem}") from None
     if not isinstance(doc, dict):
-        raise FlContractError(f"{path}: expected a mapping of lane settings")
-    lane_name = _name(path.stem)
+        raise _fail(path, "expected a mapping of lane settings")
     platform = registry.canonical(path.stem)
     if platform is None:
-        raise FlContractError(
-            f"{path}: the file name {path.stem!r} is not a known platform; known: {', '.join(registry.names)}"
-        )
+        raise _fail(path, f"the file name {path.stem!r} is not a known platform; known: {', '.join(registry.names)}")
+    lane_name = name_of(path.stem, fallback=platform)
     lane: dict[str, Any] = {"platform": platform}
     kept: dict[str, Any] = {}
     for key, value in doc.items():
         if key in MAPPED:
-            lane[MAPPED[key]] = (
-                {str(k): str(v) for k, v in value.items()} if key == "integration_environment" else value
-            )
+            lane[MAPPED[key]] = _mapped(path, key, value)
         elif key == "setup_script":
-            lane["setup"] = [f"bash {value}"]
+            if not isinstance(value, str) or not value.strip() or "\0" in value:
+                raise _fail(path, "setup_script must be a path")
+            lane["setup"] = [f"bash {shlex.quote(value)}"]
         elif key != "integration_tests":
-            kept[key] = value
+            kept[str(key)] = value
+    tests = doc.get("integration_tests") or []
+    if not isinstance(tests, list):
+        raise _fail(path, "integration_tests must be a list of {name, command}")
+    taken = {CONTRACT_NAME} | ({schema.SETUP_STEP} if "setup" in lane else set())
     steps = []
-    for i, test in enumerate(doc.get("integration_tests") or []):
+    for i, test in enumerate(tests):
         if not isinstance(test, dict) or not isinstance(test.get("command"), str):
-            raise FlContractError(f"{path}: integration_tests[{i}] needs a 'command' string")
-        steps.append({"name": _name(str(test.get("name", f"step-{i}"))),
-                      "command": ["bash", "-c", "set -euo pipefail\n" + test["command"]]})  # fmt: skip
-    steps.append({"use": "reduction_contract"})
+            raise _fail(path, f"integration_tests[{i}] needs a 'command' string")
+        if "\0" in test["command"]:
+            raise _fail(path, f"integration_tests[{i}]: the command holds a NUL byte")
+        name = unique(name_of(str(test.get("name", f"step-{i}")), f"step-{i}"), taken)
+        steps.append({"name": name, "command": ["bash", "-c", "set -euo pipefail\n" + test["command"]]})
+    steps.append({"use": CONTRACT_NAME})
     lane["steps"] = steps
     return lane_name, lane, kept
 
 
+def _dump(value: Any) -> list[str]:
+    return yaml.safe_dump(value, sort_keys=False, width=10_000, allow_unicode=False).splitlines()
+
+
 def to_manifest(paths: list[Path], registry: Registry) -> tuple[str, list[str]]:
     """The YAML text of a manifest holding the converted lanes, and one notice per file
-    that had keys kept only as comments."""
-    lines = ["# generated by fl-contract import; review, then merge into ci/manifest.yaml", "version: 1",
-             "shared_steps:", "  reduction_contract:"]  # fmt: skip
-    lines += ["    " + ln for ln in yaml.safe_dump(CONTRACT_STEP, sort_keys=False).splitlines()]
+    that had keys kept only as comments.  Two files that would make the same lane are refused."""
+    lines = ["# generated by fl-contract import; review, then merge into ci/manifest.yaml", "version: 1"]
+    lines += _dump({"shared_steps": {CONTRACT_NAME: CONTRACT_STEP}})
     lines.append("lanes:")
     notices = []
+    sources: dict[str, Path] = {}
     for path in paths:
         name, lane, kept = convert(path, registry)
-        lines.append(f"  {name}:")
-        lines.append(f"    # imported from {path}")
+        if name in sources:
+            raise _fail(
+                path,
+                f"becomes lane {name!r}, as {safeyaml.shown(sources[name])} does: import them separately or rename one",
+            )
+        sources[name] = path
+        body = ["  " + ln for ln in _dump({name: lane})]
+        lines.append(body[0])
+        lines.append(f"    # imported from {comment(path)}")
         if kept:
             lines.append("    # not mapped to the manifest, kept as written:")
-            for ln in yaml.safe_dump(kept, sort_keys=False).splitlines():
-                lines.append(f"    #   {ln}")
-            notices.append(f"{path}: kept as comments (no manifest equivalent): {', '.join(kept)}")
-        lines += ["    " + ln for ln in yaml.safe_dump(lane, sort_keys=False, width=10_000).splitlines()]
-    return "\n".join(lines) + "\n", notices
+            lines += [f"    #   {comment(ln)}" for ln in _dump(kept)]  # ASCII already: comment() is a no-op
+            notices.append(f"{safeyaml.shown(path)}: kept as comments (no manifest equivalent): {', '.join(kept)}")
+        lines += body[1:]
+    text = "\n".join(lines) + "\n"
+    try:
+        schema.parse(text, "(imported manifest)", registry)
+    except FlContractError as exc:  # a bug of ours: never hand out a manifest check refuses
+        raise FlContractError(f"import produced a manifest that fails check, not written: {exc}") from None
+    return text, notices
