@@ -4,21 +4,25 @@ own JUnit against, and the one-line-error assertion every case makes."""
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_fl_contract.cli import main
 
-DATA = Path(__file__).resolve().parent / "data"
-# pytest's testing/example_scripts/junit-10.xsd (MIT, from the Jenkins xUnit plugin); see DATA/README.md
-SCHEMA_PATH = DATA / "junit-10.xsd"
+# pytest's own testing/example_scripts/junit-10.xsd (the Jenkins xUnit schema it validates its
+# xunit2 output against), taken by scripts/setup.sh from the sdist of the installed pytest.
+SCHEMA_PATH = Path(os.environ.get("FL_JUNIT_XSD") or Path(sys.prefix) / "share" / "fl-contract" / "junit-10.xsd")
 
 
 @functools.lru_cache(maxsize=1)
 def schema():
     import xmlschema
 
+    if not SCHEMA_PATH.is_file():
+        pytest.fail(f"no JUnit schema at {SCHEMA_PATH}: scripts/setup.sh fetches it from pytest's sdist", pytrace=False)
     return xmlschema.XMLSchema(str(SCHEMA_PATH))
 
 

@@ -259,9 +259,12 @@ def test_untested_versions_are_refused_in_one_line(monkeypatch):
     with pytest.raises(FlContractError) as info:
         interpreter.check_versions()
     assert str(info.value) == (
-        "the CPU emulator supports triton 3.7.1, flag_gems 5.0.2; found triton 3.9.0, flag_gems 5.0.2 "
+        "the CPU emulator supports triton 3.7.1, flag_gems 5.0.2/5.4.0.dev0; found triton 3.9.0, flag_gems 5.0.2 "
         "(install the [cpu] extra)"
     )
+    monkeypatch.setattr(interpreter, "installed_version", lambda d: {"triton": "3.7.1"}.get(d, "5.3.0"))
+    with pytest.raises(FlContractError, match="flag_gems 5.0.2/5.4.0.dev0; found triton 3.7.1, flag_gems 5.3.0"):
+        interpreter.check_versions()
 
 
 REFUSALS = {
