@@ -3,17 +3,20 @@
 #   cpu                              every contract holds on FlagGems' real kernels
 #   iluvatar-emulated                the Iluvatar defect injected, the workaround holds
 #   iluvatar-emulated-noworkaround   the same without the workaround: the contracts catch it
-# Reports land in reports/ (per step, merged per lane); summaries print here.
+# on PyPI's FlagGems 5.0.2; `--line fg54` runs the same lanes on the 5.4 line instead
+# (FL_FLAGGEMS_54: its pip spec; CI sets it).  Reports land in reports/, summaries here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+suffix=""
+if [ "${1:-}" = "--line" ]; then suffix="-${2:?--line needs a name, e.g. fg54}"; fi
 bash scripts/setup.sh || exit 1
 status=0
 for lane in cpu iluvatar-emulated iluvatar-emulated-noworkaround; do
-  .venv/bin/fl-contract run "$lane" --reports reports || status=1
+  .venv/bin/fl-contract run "$lane$suffix" --reports reports || status=1
 done
 if [ "$status" -eq 0 ]; then
-  echo "main job: all CPU lanes got their verdicts (defect caught without the workaround, held with it)"
+  echo "main job${suffix:+ ($suffix)}: all CPU lanes got their verdicts (defect caught without the workaround, held with it)"
 else
-  echo "main job: FAILED (see the lane summaries above and reports/)"
+  echo "main job${suffix:+ ($suffix)}: FAILED (see the lane summaries above and reports/)"
 fi
 exit "$status"

@@ -5,6 +5,9 @@ tell these apart they would be broken."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import defaultdict
 
 import pytest
@@ -83,3 +86,30 @@ def test_contracts_show_what_the_seed_workaround_misses(pytester, run_subprocess
     assert failed["accuracy"] == {"mean", "argmax"}
     assert failed["determinism"] == {"mean", "argmax"}
     assert failed["out"] == {"logsumexp"}
+
+
+@pytest.fixture(scope="module")
+def fg54_site(tmp_path_factory):
+    spec = os.environ.get("FL_FLAGGEMS_54")
+    if not spec:
+        pytest.skip("FL_FLAGGEMS_54 (a pip spec of the 5.4 line) is not set; .ci/run sets it")
+    site = tmp_path_factory.mktemp("fg54")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), spec],
+                   check=True, capture_output=True)  # fmt: skip
+    return site
+
+
+@pytest.mark.slow
+def test_flaggems_54_line_is_caught_for_every_non_inner_op(pytester, run_subprocess, fg54_site):
+    """On the seed's line every op of its table has a non-inner kernel: without the
+    workaround each one fails the seed-table contract, and the accuracy sweep catches them
+    all; with it, both hold."""
+    pytester._monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fg54_site), str(ROOT)]))
+    select = ["-k", "(test_accuracy and float32 and 3x5x64) or test_seed_table", "-p", "xdist", "-n", "2"]
+    lane = ["--platform", "iluvatar", "--fl-emulate"]
+    result, failed = failures(pytester, run_subprocess, *lane, "--fl-no-workaround", select=select)
+    assert result.ret == 1
+    assert failed["seed_table"] == {"sum", "softmax", "log_softmax", "prod", "std", "logsumexp"}
+    assert failed["accuracy"] == {"sum", "mean", "softmax", "log_softmax", "std", "logsumexp"}  # prod: toy shapes only
+    result, failed = failures(pytester, run_subprocess, *lane, select=select)
+    assert result.ret == 0 and failed == {}

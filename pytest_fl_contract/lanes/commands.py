@@ -96,6 +96,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for line in (trouble, run.problem):
         if line:
             _stderr(line)
+    if run.skipped:
+        _stderr(f"lane {lane.name} skipped: {run.skipped} (exit {run.exit_code}: it ran nothing)")
     if run.cancelled:
         not_started = sum(r.verdict == "not run" for r in run.results)
         _stderr(f"cancelled by {signal_name(run.cancelled)}: {not_started} step(s) not run; "

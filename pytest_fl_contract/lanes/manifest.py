@@ -27,8 +27,9 @@ MAX_TIMEOUT = 24 * 3600
 DEFAULT_OUTPUT_CAP = 64 * 1024  # bytes of a step's output kept in its JUnit case: half head, half tail
 MIN_OUTPUT_CAP, MAX_OUTPUT_CAP = 1024, 256 * 1024 * 1024
 SETUP_STEP = "setup"  # the name the lane's ``setup:`` commands run under
+PACKAGES_STEP = "packages"  # the name the lane's ``packages:`` install runs under
 TOP_KEYS = {"version", "defaults", "shared_steps", "lanes"}
-LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup",
+LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup", "packages",
              "timeout_minutes", "pytest_args", "steps"}  # fmt: skip
 STEP_KEYS = {"name", "use", "contracts", "pytest", "command", "shell", "env", "timeout", "allow_failure", "expect",
              "description", "output_cap"}  # fmt: skip
@@ -62,6 +63,14 @@ class Lane:
     setup: tuple[str, ...] = ()
     timeout_minutes: float | None = None
     pytest_args: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()  # pip specs for the lane's own directory; ${VAR} comes from the environment
+
+    def inputs(self) -> tuple[str, ...]:
+        """The environment variables the lane's package specs name (``${VAR}``)."""
+        return tuple(dict.fromkeys(m for spec in self.packages for m in PACKAGE_VAR.findall(spec)))
+
+
+PACKAGE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
@@ -329,10 +338,14 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
                 f"unknown platform {_show(platform)}; known: {', '.join(registry.names)}",
                 lane_name,
             )
-        for key in ("runner_labels", "pytest_args", "setup"):
+        for key in ("runner_labels", "pytest_args", "setup", "packages"):
             if key in raw and not _str_list(raw[key]):
                 raise err(_line(raw, key), f"{key} must be a list of strings", lane_name)
-        for key in ("pytest_args", "setup"):
+        for spec in raw.get("packages", ()):
+            if not spec.strip() or spec.lstrip().startswith("-") or "$" in PACKAGE_VAR.sub("", spec):
+                raise err(_line(raw, "packages"), f"packages: {_show(spec)} is not a pip spec (a wheel path, a "
+                          "version or a URL; ${VAR} for one the lane is given)", lane_name)  # fmt: skip
+        for key in ("pytest_args", "setup", "packages"):
             if _has_nul(raw.get(key)):
                 raise err(_line(raw, key), f"{key} cannot hold a NUL byte", lane_name)
         problem = _env_problem(raw["env"]) if "env" in raw else None
@@ -349,6 +362,9 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
             step = _parse_step(step_raw, step_line, err, lane_name, shared, default_timeout, default_cap)
             if any(s.name == step.name for s in steps):
                 raise err(step_line, "duplicate step name", lane_name, step.name)
+            if step.name == PACKAGES_STEP and raw.get("packages"):
+                raise err(step_line, "the name 'packages' is the lane's package install's own; rename the step",
+                          lane_name, step.name)  # fmt: skip
             if step.name == SETUP_STEP and raw.get("setup"):
                 raise err(step_line, "the name 'setup' is the lane's setup: commands' own; rename the step",
                           lane_name, step.name)  # fmt: skip
@@ -365,6 +381,7 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
             setup=tuple(raw.get("setup", ())),
             timeout_minutes=raw.get("timeout_minutes"),
             pytest_args=tuple(raw.get("pytest_args", ())),
+            packages=tuple(raw.get("packages", ())),
         )
     return Manifest(path, lanes)
 

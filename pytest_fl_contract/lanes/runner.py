@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +36,7 @@ from typing import BinaryIO, Callable, TextIO
 from .. import safeyaml
 from ..errors import FlContractError
 from . import junit
-from .manifest import DEFAULT_OUTPUT_CAP, SETUP_STEP, Lane, Step
+from .manifest import DEFAULT_OUTPUT_CAP, PACKAGE_VAR, PACKAGES_STEP, SETUP_STEP, Lane, Step
 
 KILL_GRACE = 2.0  # seconds a cancelled step's group gets between SIGTERM and SIGKILL
 DRAIN_SECONDS = 1.0  # reading what is left in the pipe once the group is dead
@@ -62,13 +64,33 @@ class LaneRun:
     report: Path  # reports/LANE.xml
     cancelled: int | None = None  # the signal that cancelled the run
     problem: str | None = None  # the merged report could not be written
+    skipped: str | None = None  # why the lane could not run at all (an input it was not given)
 
     @property
     def exit_code(self) -> int:
-        """128 + the signal when cancelled (130 SIGINT, 143 SIGTERM), else 0 or 1."""
+        """128 + the signal when cancelled (130 SIGINT, 143 SIGTERM); 4 when the lane was
+        skipped (never green: it ran nothing); else 0 or 1."""
         if self.cancelled:
             return 128 + self.cancelled
+        if self.skipped:
+            return SKIPPED_EXIT
         return 0 if self.ok and self.problem is None else 1
+
+
+SKIPPED_EXIT = 4
+
+
+def missing_inputs(lane: Lane, environ: Mapping[str, str]) -> list[str]:
+    """The variables the lane's package specs name that the environment does not give."""
+    return [name for name in lane.inputs() if not environ.get(name, "").strip()]
+
+
+def package_step(lane: Lane, site: str, environ: Mapping[str, str]) -> Step:
+    """Install the lane's packages into its own directory (never the running environment:
+    ``--target``, no dependencies: the lane brings them)."""
+    specs = [PACKAGE_VAR.sub(lambda m: environ[m.group(1)], spec) for spec in lane.packages]
+    return Step(PACKAGES_STEP, "command", (sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                           "--no-deps", "--no-compile", "--target", site, *specs), timeout=900)  # fmt: skip
 
 
 def describe_exit(code: int) -> str:
@@ -85,6 +107,13 @@ def signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
+
+
+def expanded(args: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
+    """Pytest arguments may name ``${VAR}`` from the step's environment (``${FL_LANE_SITE}``:
+    the lane's package directory); one it does not have stays as written, and pytest says
+    what it could not find."""
+    return tuple(PACKAGE_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), a) for a in args)
 
 
 def step_argv(lane: Lane, step: Step, report: Path) -> list[str] | str:
@@ -434,6 +463,9 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
     env = {**os.environ, **lane.env, **step.env}
     _say(progress, f"[{lane.name}] {step.name}: start ({step.kind}, timeout {step.timeout:g}s)")
     with _log_file(lane_dir / f"{step.name}.log", notes) as log:
+        if step.kind == "pytest":
+            lane = replace(lane, pytest_args=expanded(lane.pytest_args, env))
+            step = replace(step, args=expanded(tuple(step.args), env))
         run = execute(step_argv(lane, step, report), step.shell, env, step.timeout, log, step.output_cap, cancel)
     verdict, detail = _verdict(step, run)
     if run.ended == "cancelled":
@@ -524,11 +556,24 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
     if lane.setup:
         script = "set -euo pipefail\n" + "\n".join(lane.setup)
         steps.insert(0, Step(SETUP_STEP, "command", ("bash", "-c", script)))
+    skipped = None
+    site = None
+    if lane.packages:
+        missing = missing_inputs(lane, os.environ)
+        if missing:
+            skipped = (f"{', '.join(missing)} not set: the pip spec{'s' if len(missing) > 1 else ''} of what this "
+                       f"lane installs ({', '.join(lane.packages)})")  # fmt: skip
+        else:
+            site = tempfile.mkdtemp(prefix=f"fl-lane-{lane.name}-")
+            steps.insert(0, package_step(lane, site, os.environ))
+            path = lane.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+            lane = replace(lane, env={**lane.env, "FL_LANE_SITE": site,
+                                      "PYTHONPATH": os.pathsep.join(p for p in (site, path) if p)})  # fmt: skip
     if output_cap is not None:
         steps = [replace(s, output_cap=output_cap) for s in steps]
     deadline = time.monotonic() + lane.timeout_minutes * 60 if lane.timeout_minutes else None
     results: list[StepResult] = []
-    stop_reason = None
+    stop_reason = f"lane skipped: {skipped}" if skipped else None
     with cancel_on_signals() as cancel:
         for step in steps:
             if stop_reason is None and cancel.signum is not None:
@@ -550,6 +595,8 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
                 stop_reason = cancel.reason
             elif step.name == SETUP_STEP and lane.setup and result.verdict != "passed":
                 stop_reason = "the lane's setup failed"
+            elif step.name == PACKAGES_STEP and site and result.verdict != "passed":
+                stop_reason = "the lane's packages could not be installed"
             elif fail_fast and not result.ok:
                 stop_reason = f"--fail-fast after {step.name}"
         for result in results:  # again: a later step may have written over an earlier one's file
@@ -566,14 +613,18 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
     for result in results:
         counts = junit.count(result.xml, result.step.name)
         verdict = result.verdict if result.step.expect == "pass" else f"{result.verdict} (expected fail)"
-        mark = "ok" if result.ok else "FAIL"
+        mark = "ok" if result.ok else ("skipped" if skipped else "FAIL")
         rows.append((counts, f"{mark}: {verdict}, {result.detail}"))
-    ok = all(r.ok for r in results) and cancel.signum is None
+    if site:
+        shutil.rmtree(site, ignore_errors=True)
+    ok = all(r.ok for r in results) and cancel.signum is None and not skipped
     state = cancel.reason.upper() if cancel.signum is not None else ("passed" if ok else "FAILED")
+    if skipped:
+        state = f"SKIPPED ({skipped})"
     markdown = junit.summary_markdown(f"fl-contract lane `{lane.name}` (platform {lane.platform}): {state}", rows)
     if problem:
         markdown += f"\n**{problem}**\n"
-    return LaneRun(ok, markdown, tuple(results), merged_path, cancel.signum, problem)
+    return LaneRun(ok, markdown, tuple(results), merged_path, cancel.signum, problem, skipped)
 
 
 def publish(markdown: str, out: TextIO | None = None) -> str | None:
