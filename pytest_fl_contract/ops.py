@@ -32,21 +32,92 @@ class EntryPoint:
     tensors: tuple[str, ...] = ()  # parameters moved with the axis; default: the first
 
 
+INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "bool")
+DENSE_PERMUTED = ("transposed", "permute")  # layouts torch.empty_like keeps (dense, not contiguous)
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a contract case asks of an op, as far as a known defect can depend on it."""
+
+    shape: tuple[int, ...]
+    dim: Any  # an int, a list, or None
+    dtype: str = "float32"
+    layout: str = "contiguous"  # contiguous | transposed | permute | step | expand | offset
+    values: str = "normal"  # normal, or a special-value kind: nan, pos_inf, inf_minus_inf, huge, ...
+
+    @property
+    def reduced(self) -> tuple[int, ...]:
+        """The normalised reduced dims (all of them for dim=None)."""
+        if self.dim is None:
+            return tuple(range(len(self.shape)))
+        dims = self.dim if isinstance(self.dim, (list, tuple)) else [self.dim]
+        return tuple(sorted({d % max(len(self.shape), 1) for d in dims}))
+
+    @property
+    def reduced_size(self) -> int:
+        return math.prod(self.shape[d] for d in self.reduced)
+
+    @property
+    def non_inner(self) -> bool:
+        dims = self.reduced
+        return len(dims) == 1 and math.prod(self.shape[dims[0] + 1 :]) > 1
+
+
 @dataclass(frozen=True)
 class OpDefect:
-    """A defect of FlagGems itself (a registry defect id) that some calls of an op run into."""
+    """A defect of FlagGems itself (a registry defect id) that some calls of an op run into,
+    in the FlagGems versions listed (a version prefix; none listed: every version).
+    ``emulator_only``: only the emulator can see it (an out-of-bounds store that hardware
+    lets through silently)."""
 
     id: str
-    applies: Callable[[tuple[int, ...], int], bool]  # (shape, dim) -> True when the call hits it
+    applies: Callable[[Call], bool]
+    flag_gems: tuple[str, ...] = ()
+    emulator_only: bool = False
+
+    def in_version(self, version: str | None) -> bool:
+        return not self.flag_gems or any((version or "").startswith(v) for v in self.flag_gems)
 
 
-def _argmax_tile_not_pow2(shape: tuple[int, ...], dim: int) -> bool:
+def _argmax_tile_not_pow2(call: Call) -> bool:
     """argmax_heur_tile_n_non_inner returns TILE_N = N for N <= 128 (flag_gems 5.0.2 and
     5.4.0.dev0), and tl.arange needs a power of two: a non-inner argmax over such an N
     cannot compile."""
-    d = dim % len(shape)
-    n, k = shape[d], math.prod(shape[d + 1 :])
-    return k > 1 and n <= 128 and n & (n - 1) != 0
+    n = call.reduced_size  # (bool input: torch refuses it too, and a compile error refuses it alike)
+    return call.non_inner and call.dtype != "bool" and 0 < n <= 128 and n & (n - 1) != 0
+
+
+def _mnk(call: Call) -> tuple[int, int, int]:
+    d = call.reduced[0] if len(call.reduced) == 1 else 0
+    return math.prod(call.shape[:d]), call.shape[d] if call.shape else 1, math.prod(call.shape[d + 1 :])
+
+
+def _argmin_rows_past_end(call: Call) -> bool:
+    """argmin_kernel_opt_k1 (K == 1) loads BLOCK_N = next_pow2(N) columns with mask=True:
+    for N not a power of two every row but the last also reads the next row's first values."""
+    m, n, k = _mnk(call)
+    return (call.dim is not None and k == 1 and m >= 2 and n & (n - 1) != 0 and call.dtype not in ("int16", "int32")
+            and call.values == "normal")  # planted values repeat in every row: the next row's can tie, not win
+
+
+def _argmin_stores_past_end(call: Call) -> bool:
+    """... and stores BLOCK_M = 4 rows with mask=True: for M not a multiple of 4 it writes
+    past its output."""
+    m, n, k = _mnk(call)
+    return call.dim is not None and k == 1 and n > 0 and m % 4 != 0 and call.dtype not in ("int16", "int32")
+
+
+def _dtype_in(*dtypes: str) -> Callable[[Call], bool]:
+    return lambda call: call.dtype in dtypes
+
+
+def _empty(call: Call) -> bool:
+    return 0 in call.shape
+
+
+def _empty_reduced(call: Call) -> bool:
+    return call.reduced_size == 0
 
 
 @dataclass(frozen=True)
@@ -67,6 +138,7 @@ class Op:
     interpreter: str = "fast"  # "fast" | "toy": tl.reduce with a combine_fn runs per element there
     real_case: bool = False  # the seed's Qwen-VL case is this op
     seed_table: bool = False  # in the seed's verification table (N=4, K=1024, dim=1)
+    extreme: str | None = None  # index ops: "max" or "min", the value the index points at
     exempt: Mapping[str, str] = field(default_factory=dict)  # contract property -> why it does not apply
     defects: tuple[OpDefect, ...] = ()  # FlagGems defects some calls of this op run into
 
@@ -104,9 +176,13 @@ class Op:
         """Why ``prop`` does not apply to this op, or None."""
         return self.exempt.get(prop)
 
-    def known_defects(self, shape: tuple[int, ...], dim: int) -> tuple[str, ...]:
-        """The FlagGems defects a call over ``dim`` of ``shape`` runs into."""
-        return tuple(d.id for d in self.defects if d.applies(shape, dim))
+    def known_defects(self, call: Call, version: str | None = None, emulated: bool = False) -> tuple[str, ...]:
+        """The FlagGems defects this call runs into, in FlagGems ``version`` (None: installed);
+        those only the emulator sees count only when ``emulated``."""
+        version = version if version is not None else flag_gems_version()
+        found = [d.id for d in self.defects
+                 if d.in_version(version) and (emulated or not d.emulator_only) and d.applies(call)]  # fmt: skip
+        return tuple(dict.fromkeys(found))
 
     @property
     def targets(self) -> tuple[tuple[str, EntryPoint], ...]:
@@ -120,44 +196,82 @@ def _torch(method: str, takes_keepdim: bool = True) -> Callable[[Any, Any, bool]
         fn = getattr(x, method)
         if not takes_keepdim:
             return fn(d)
-        return fn() if d is None else fn(d, keepdim=k)
+        return fn(dim=d, keepdim=k)
 
     call.__name__ = f"torch_{method}"
     return call
 
 
 _NO_KEEPDIM = "the op keeps the input's shape: no keepdim"
+_INDEX = "an index: large values change nothing it can show"
+_INTS = ("int8", "int16", "int32", "uint8")  # promoted to int64 by torch's sum and prod
+
+# FlagGems' own defects (ids and descriptions in platforms.yaml, flag_gems_defects), seen on
+# the interpreter and the H200; each predicate says which calls run into it.
+_NOT_PROMOTED = OpDefect("int_sum_not_promoted", _dtype_in(*_INTS))
+_ACCEPTED = OpDefect("int_input_accepted", _dtype_in(*INTEGERS))
+_EMPTY = OpDefect("empty_input_diverges", _empty)
+_EMPTY_REDUCED = OpDefect("empty_input_diverges", _empty_reduced)
+_FP64 = OpDefect("fp64_computed_in_fp32", _dtype_in("float64"))
 
 OPS: tuple[Op, ...] = (
     Op("sum", "flag_gems.ops.sum", "sum_dim", "reduce", ("list",), _torch("sum"), ("sum_dim", "sum_dim_out"),
        entries=(EntryPoint("sum_dim", "reduce"), EntryPoint("sum_dim_out", "reduce", out="out")),
        out_entry="sum_dim_out", dtype_arg=True, accepts_none=True, fastpath="sum", real_case=True,
-       seed_table=True),
+       seed_table=True,
+       defects=(_NOT_PROMOTED, OpDefect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"))),
     Op("mean", "flag_gems.ops.mean", "mean_dim", "reduce", ("list", "int"), _torch("mean"), ("mean_dim",),
-       entries=(EntryPoint("mean_dim", "reduce"),), dtype_arg=True, accepts_none=True, fastpath="mean"),
-    Op("softmax", "flag_gems.ops.softmax", "softmax", "along", ("int",), _torch("softmax", takes_keepdim=False), ("softmax",),
+       entries=(EntryPoint("mean_dim", "reduce"),), dtype_arg=True, accepts_none=True, fastpath="mean",
+       defects=(OpDefect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY)),
+    Op("softmax", "flag_gems.ops.softmax", "softmax", "along", ("int",), _torch("softmax", takes_keepdim=False),
+       ("softmax",),
        entries=(EntryPoint("softmax", "along"), EntryPoint("softmax_out", "along", out="out"),
                 EntryPoint("softmax_backward", "along", tensors=("grad_output", "output")),
                 EntryPoint("softmax_backward_out", "along", out="grad_input", tensors=("grad_output", "output"))),
-       keepdim="none", fastpath="softmax", seed_table=True, exempt={"keepdim": _NO_KEEPDIM}),
-    Op("log_softmax", "flag_gems.ops.log_softmax", "log_softmax", "along", ("int",), _torch("log_softmax", takes_keepdim=False), ("log_softmax",),
+       keepdim="none", fastpath="softmax", seed_table=True, exempt={"keepdim": _NO_KEEPDIM},
+       defects=(OpDefect("softmax_permuted_output", lambda c: c.layout in DENSE_PERMUTED, ("5.4",)),)),
+    Op("log_softmax", "flag_gems.ops.log_softmax", "log_softmax", "along", ("int",),
+       _torch("log_softmax", takes_keepdim=False), ("log_softmax",),
        entries=(EntryPoint("log_softmax", "along"), EntryPoint("log_softmax_out", "along", out="out"),
                 EntryPoint("log_softmax_backward", "along", tensors=("grad_output", "output")),
                 EntryPoint("log_softmax_backward_out", "along", out="out", tensors=("grad_output", "output"))),
-       keepdim="none", seed_table=True, exempt={"keepdim": _NO_KEEPDIM}),
+       keepdim="none", seed_table=True, exempt={"keepdim": _NO_KEEPDIM}, defects=(_ACCEPTED, _EMPTY, _FP64)),
     Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _torch("argmax"), ("argmax",),
-       entries=(EntryPoint("argmax", "index"),), accepts_none=True, exempt={"large_inputs": "an index: large values change nothing it can show"},
-       defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2),)),
+       entries=(EntryPoint("argmax", "index"),), accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
+       defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2),
+                OpDefect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED)),
+    Op("argmin", "flag_gems.ops.argmin", "argmin", "index", ("int",), _torch("argmin"), ("argmin",),
+       accepts_none=True, extreme="min", exempt={"large_inputs": _INDEX},
+       defects=(OpDefect("argmin_inner_out_of_bounds", _argmin_rows_past_end),
+                OpDefect("argmin_inner_out_of_bounds", _argmin_stores_past_end, emulator_only=True),
+                OpDefect("argmin_ignores_nan", lambda c: c.values == "nan" and c.reduced_size > 1),
+                OpDefect("int_input_accepted", _dtype_in("bool")),
+                OpDefect("empty_input_diverges", lambda c: _empty(c) and not _empty_reduced(c)))),
     Op("prod", "flag_gems.ops.prod", "prod_dim", "reduce", ("int",), _torch("prod"), ("prod_dim",),
        entries=(EntryPoint("prod_dim", "reduce"),), dtype_arg=True, interpreter="toy", seed_table=True,
-       exempt={"large_inputs": "a product of large inputs overflows by definition"}),
+       exempt={"large_inputs": "a product of large inputs overflows by definition"},
+       defects=(OpDefect("int_sum_not_promoted", _dtype_in(*_INTS, "bool")), _FP64,
+                OpDefect("empty_input_diverges", _empty_reduced, ("5.0",)))),
     Op("std", "flag_gems.ops.std", "std", "reduce", ("list", "int"), _torch("std"), ("std",),
-       entries=(EntryPoint("std", "reduce"),), keepdim="keyword", accepts_none=True, seed_table=True),
-    Op("logsumexp", "flag_gems.ops.logsumexp", "logsumexp", "reduce", ("list", "int"), _torch("logsumexp"), ("logsumexp",),
-       entries=(EntryPoint("logsumexp", "reduce"),), seed_table=True),
+       entries=(EntryPoint("std", "reduce"),), keepdim="keyword", accepts_none=True, seed_table=True,
+       defects=(OpDefect("std_overflows", lambda c: c.values == "huge"), _ACCEPTED, _EMPTY_REDUCED, _FP64)),
+    Op("logsumexp", "flag_gems.ops.logsumexp", "logsumexp", "reduce", ("list", "int"), _torch("logsumexp"),
+       ("logsumexp",), entries=(EntryPoint("logsumexp", "reduce"),), seed_table=True,
+       defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),
+                OpDefect("int_input_accepted", _dtype_in(*INTEGERS)), _EMPTY, _FP64)),
 )  # fmt: skip
 
 OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
+
+
+def flag_gems_version() -> str | None:
+    """The installed FlagGems version, from metadata (nothing is imported)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("flag_gems")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def get(name: str) -> Op:

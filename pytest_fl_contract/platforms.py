@@ -23,7 +23,7 @@ from .errors import FlContractError
 CAPABILITIES = ("device_cast", "fp64", "bf16", "int64")
 ENTRY_POINT_GROUP = "fl_contract.platforms"
 _PLATFORM_KEYS = {
-    "description", "aliases", "vendor", "device_type", "capabilities", "defects",
+    "description", "aliases", "vendor", "device_type", "capabilities", "defects", "exclude_defects",
     "emulation", "copy_source",
 }  # fmt: skip
 _DEFECT_KEYS = {"id", "description", "ops", "workaround", "seen_on"}
@@ -105,6 +105,22 @@ def _check_str_list(value: Any, source: str, key: str) -> list[str]:
     return value
 
 
+def _validate_defects(defects: Any, source: str, where: str) -> list[dict[str, Any]]:
+    if not isinstance(defects, list):
+        raise _fail(source, where, "expected a list")
+    for i, defect in enumerate(defects):
+        dwhere = f"{where}[{i}]"
+        defect = _check_mapping(defect, source, dwhere)
+        for key in defect:
+            if key not in _DEFECT_KEYS:
+                raise _fail(source, f"{dwhere}.{key}", "unknown key")
+        for key in ("id", "description"):
+            if not isinstance(defect.get(key), str) or not defect[key]:
+                raise _fail(source, f"{dwhere}.{key}", "required string")
+        _check_str_list(defect.get("ops", []), source, f"{dwhere}.ops")
+    return defects
+
+
 def _validate_entry(name: str, entry: Any, source: str) -> dict[str, Any]:
     where = f"platforms.{name}"
     entry = _check_mapping(entry, source, where)
@@ -124,19 +140,8 @@ def _validate_entry(name: str, entry: Any, source: str) -> dict[str, Any]:
             raise _fail(source, f"{where}.capabilities.{cap}", f"unknown capability (known: {', '.join(CAPABILITIES)})")
         if not isinstance(value, bool):
             raise _fail(source, f"{where}.capabilities.{cap}", "expected true or false")
-    defects = entry.get("defects", [])
-    if not isinstance(defects, list):
-        raise _fail(source, f"{where}.defects", "expected a list")
-    for i, defect in enumerate(defects):
-        dwhere = f"{where}.defects[{i}]"
-        defect = _check_mapping(defect, source, dwhere)
-        for key in defect:
-            if key not in _DEFECT_KEYS:
-                raise _fail(source, f"{dwhere}.{key}", "unknown key")
-        for key in ("id", "description"):
-            if not isinstance(defect.get(key), str) or not defect[key]:
-                raise _fail(source, f"{dwhere}.{key}", "required string")
-        _check_str_list(defect.get("ops", []), source, f"{dwhere}.ops")
+    _validate_defects(entry.get("defects", []), source, f"{where}.defects")
+    _check_str_list(entry.get("exclude_defects", []), source, f"{where}.exclude_defects")
     if "emulation" in entry:
         emu = _check_mapping(entry["emulation"], source, f"{where}.emulation")
         if set(emu) != {"profile"} or not isinstance(emu["profile"], str):
@@ -148,14 +153,23 @@ def _validate_entry(name: str, entry: Any, source: str) -> dict[str, Any]:
     return entry
 
 
+COMMON = "*"  # raw-registry key of flag_gems_defects: FlagGems' own defects, on every platform
+
+
 def parse_document(data: Any, source: str) -> dict[str, dict[str, Any]]:
-    """Validate one registry document; returns the raw entries by platform name."""
+    """Validate one registry document; returns the raw entries by platform name (and
+    FlagGems' own defects, which every platform inherits, under ``COMMON``)."""
     doc = _check_mapping(data, source, "(top level)")
-    extra = set(doc) - {"platforms"}
+    extra = set(doc) - {"platforms", "flag_gems_defects"}
     if extra:
-        raise _fail(source, sorted(extra)[0], "unknown top-level key (expected 'platforms')")
-    platforms = _check_mapping(doc.get("platforms"), source, "platforms")
-    return {str(name).lower(): _validate_entry(str(name), entry, source) for name, entry in platforms.items()}
+        raise _fail(source, sorted(map(str, extra))[0], "unknown top-level key (expected 'platforms', 'flag_gems_defects')")
+    platforms = _check_mapping(doc.get("platforms", {}), source, "platforms")
+    raw = {str(name).lower(): _validate_entry(str(name), entry, source) for name, entry in platforms.items()}
+    if COMMON in raw:
+        raise _fail(source, f"platforms.{COMMON}", "not a platform name")
+    if "flag_gems_defects" in doc:
+        raw[COMMON] = {"defects": _validate_defects(doc["flag_gems_defects"], source, "flag_gems_defects")}
+    return raw
 
 
 def _load_yaml(text: str, source: str) -> Any:
@@ -189,6 +203,9 @@ def merge(base: dict[str, dict[str, Any]], override: dict[str, dict[str, Any]]) 
         for key, value in entry.items():
             if key == "capabilities":
                 target[key] = {**target.get(key, {}), **value}
+            elif name == COMMON and key == "defects":  # by id: a vendor file amends FlagGems' list
+                by_id = {d["id"]: d for d in target.get(key, [])}
+                target[key] = list({**by_id, **{d["id"]: d for d in value}}.values())
             else:
                 target[key] = value
     return merged
@@ -197,6 +214,8 @@ def merge(base: dict[str, dict[str, Any]], override: dict[str, dict[str, Any]]) 
 def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry:
     platforms: dict[str, Platform] = {}
     aliases: dict[str, str] = {}
+    raw = dict(raw)
+    common = raw.pop(COMMON, {}).get("defects", [])
     for name, entry in raw.items():
         if "device_type" not in entry:
             raise _fail(sources[-1], f"platforms.{name}.device_type", "required for a new platform")
@@ -209,7 +228,7 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
             lacks=frozenset(c for c, ok in entry.get("capabilities", {}).items() if not ok),
             defects=tuple(
                 Defect(d["id"], " ".join(d["description"].split()), tuple(d.get("ops", [])), d.get("workaround"))
-                for d in entry.get("defects", [])
+                for d in _with_common(entry, common)
             ),
             emulation_profile=(entry.get("emulation") or {}).get("profile"),
             copy_source=(copy_source["path"], copy_source["pattern"]) if copy_source else None,
@@ -224,6 +243,13 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
                 )
             aliases[alias] = name
     return Registry(platforms=platforms, sources=sources, _aliases=aliases)
+
+
+def _with_common(entry: dict[str, Any], common: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A platform's own defects, then FlagGems' own ones it does not list or exclude."""
+    own = list(entry.get("defects", []))
+    skip = {d["id"] for d in own} | set(entry.get("exclude_defects", []))
+    return own + [d for d in common if d["id"] not in skip]
 
 
 def _entry_point_sources() -> list[tuple[str, Callable[[], Any]]]:

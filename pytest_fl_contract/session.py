@@ -210,9 +210,10 @@ class LaneSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Before junitxml writes its file: the summary becomes one suite property."""
-        from .emulation import defects
+        from .emulation import defects, memory
 
         local = defects.STATE.counters.as_dict() if defects.STATE.installed else {}
+        local.update({k: v for k, v in memory.counters().items() if v})  # only a kernel out of bounds
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput["fl_contract_counters"] = local

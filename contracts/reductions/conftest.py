@@ -17,7 +17,7 @@ from pytest_fl_contract.contracts.reductions.sweeps import (
     sweep,
 )
 
-from pytest_fl_contract.ops import Op
+from pytest_fl_contract.ops import Call, Op, flag_gems_version
 from pytest_fl_contract.plugin import settings_of
 from pytest_fl_contract.session import tag_case
 
@@ -46,6 +46,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # ops limited to toy shapes on the interpreter (prod) take part in accuracy only
         chosen = [op for op in ops if not (quick and op.interpreter == "toy")]
         metafunc.parametrize("op", chosen, ids=[op.name for op in chosen])
+    if "any_op" in names:
+        # the checklist contracts: every op the installed FlagGems has, on every lane
+        chosen = ops_for("full")
+        metafunc.parametrize("any_op", chosen, ids=[op.name for op in chosen])
+    if "index_op" in names:
+        chosen = [op for op in ops_for("full") if op.kind == "index"]
+        metafunc.parametrize("index_op", chosen, ids=[op.name for op in chosen])
     if "case" in names:
         cases = sweep(settings.sweep)
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
@@ -58,10 +65,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(name, cases, ids=[c.id for c in cases])
 
 
+def call_of(params: dict) -> Call | None:
+    """The Call a case makes: its Case (shape, dim) and, where the case sets them, its dtype,
+    layout and special values: what a known FlagGems defect can depend on."""
+    case = next((v for v in params.values() if isinstance(v, Case)), None)
+    if case is None:
+        return None
+    extra = {k: params[k] for k in ("dtype", "layout", "values") if isinstance(params.get(k), str)}
+    return Call(case.shape, case.dim, **extra)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tag each case with its op and contract (the per-op summary reads them), and mark the
     cases that run into a FlagGems defect with it (a strict xfail only on lanes whose
     registry lists it and no active workaround covers it)."""
+    version = flag_gems_version()
+    emulated = bool(items) and settings_of(items[0].config).emulation is not None
     for item in items:
         module = getattr(item, "module", None)
         if module is None or not module.__name__.rsplit(".", 1)[-1].startswith("test_"):
@@ -69,7 +88,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         params = item.callspec.params if hasattr(item, "callspec") else {}
         op = next((v for v in params.values() if isinstance(v, Op)), None)
         tag_case(item, op.name if op else None, module.__name__.rsplit(".", 1)[-1].removeprefix("test_"))
-        for value in params.values():
-            if op is not None and isinstance(value, Case):
-                for defect in op.known_defects(value.shape, value.dim):
-                    item.add_marker(pytest.mark.known_defect(defect))
+        call = call_of(params)
+        if op is not None and call is not None:
+            for defect in op.known_defects(call, version, emulated):
+                item.add_marker(pytest.mark.known_defect(defect))

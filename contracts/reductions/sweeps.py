@@ -21,11 +21,12 @@ from pytest_fl_contract.ops import OPS, Op, installed, non_inner_kernels
 @dataclass(frozen=True)
 class Case:
     shape: tuple[int, ...]
-    dim: int
+    dim: Any  # an int; a list or None where a contract checks those forms
 
     @property
     def id(self) -> str:
-        return "x".join(map(str, self.shape)) + f"-d{self.dim}"
+        dim = "all" if self.dim is None else "_".join(map(str, self.dim)) if isinstance(self.dim, list) else self.dim
+        return "x".join(map(str, self.shape)) + f"-d{dim}"
 
     @property
     def n(self) -> int:
@@ -102,7 +103,7 @@ def half_cases(sweep_name: str) -> list[Case]:
 
 
 DTYPE_CAPABILITY = {"bfloat16": "bf16", "float64": "fp64"}
-_EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+_EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7, "float64": 2.0**-52}
 
 
 def tolerance(dtype: str, n: int) -> dict[str, float]:
@@ -112,15 +113,23 @@ def tolerance(dtype: str, n: int) -> dict[str, float]:
     result is off by at most half an ulp (rtol = eps of the dtype: a kernel that
     accumulates in fp16/bf16 drifts well past it); fp32 results differ by summation order
     (rtol 4 eps).  atol bounds fp32 accumulation over n terms, for sums that cancel."""
+    if dtype == "float64":  # accumulated in float64: as close as the reference itself
+        return {"rtol": 64 * _EPS["float64"], "atol": 8 * _EPS["float64"] * max(n, 1)}
     rtol = _EPS[dtype] if dtype != "float32" else 4 * _EPS["float32"]
     return {"rtol": rtol, "atol": 8 * _EPS["float32"] * max(n, 1) + (_EPS[dtype] / 64 if dtype != "float32" else 0)}
 
 
-def make_input(case: Case, dtype: str, device: str, seed: int = 0) -> Any:
+def make_input(case: Case, dtype: str, device: str, seed: int = 0, op: Op | None = None) -> Any:
+    """Seeded normal values; for an index op (``op``), a ramp along memory order towards the
+    op's extreme with a little noise: a kernel that reads past the end of a row then always
+    meets a more extreme value, so the defect shows whatever the seed."""
     import torch
 
     g = torch.Generator().manual_seed(seed + hash(case.shape) % 10_000)
     x = torch.randn(case.shape, generator=g, dtype=torch.float32)
+    if op is not None and op.extreme is not None and x.numel():
+        ramp = torch.linspace(0.0, 1.0, x.numel()).reshape(case.shape) * x.numel()
+        x = (ramp if op.extreme == "max" else -ramp) + 0.25 * x.clamp(-1, 1)
     return x.to(getattr(torch, dtype)).to(device)
 
 
@@ -157,3 +166,106 @@ def check(op: Op, got: Any, x: Any, d: int, keepdim: bool = False) -> None:
         return
     dtype = str(x.dtype).removeprefix("torch.")
     torch.testing.assert_close(got.double(), expected, **tolerance(dtype, x.shape[d]), equal_nan=False)
+
+
+# -- "as torch does": one comparison for the checklist contracts ----------------------------
+
+
+def reduced_size(shape: tuple[int, ...], dim: Any) -> int:
+    if dim is None:
+        return math.prod(shape)
+    dims = dim if isinstance(dim, (list, tuple)) else [dim]
+    return math.prod(shape[d % len(shape)] for d in set(d % max(len(shape), 1) for d in dims)) if shape else 1
+
+
+def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: bool = False,
+                 exact_index: bool = False) -> str | None:  # fmt: skip
+    """None when FlagGems does what torch does for this call, else what differs.
+
+    torch on the CPU, in the input's own dtype, decides what raises and the result's shape
+    and dtype (what torch raises must raise alike; any exception type will do); values are
+    compared with the float64 reference at the accuracy contract's tolerance, scaled by the
+    input's magnitude (cancellation), NaN and inf exactly where torch has them; integer
+    results and, with ``exact_index``, argmax/argmin indices must be equal."""
+    import torch
+
+    cpu = x.detach().cpu()
+    want_kind, want = outcome(lambda: op.torch_fn(cpu, dim, keepdim))
+    try:
+        got_kind, got = "ok", call()
+    except Exception as exc:
+        if device_fault(exc):  # never "what torch does", even where torch refuses the input too
+            return f"{op.name}: FlagGems' kernel faulted: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]}"
+        got_kind, got = "raises", type(exc).__name__
+    if got_kind != want_kind:
+        shown = f"raised {got}" if got_kind == "raises" else f"returned {tuple(got.shape)} {got.dtype}"
+        expected = f"raises {want}" if want_kind == "raises" else f"returns {tuple(want.shape)} {want.dtype}"
+        return f"{op.name}: FlagGems {shown}; torch {expected}"
+    if got_kind == "raises":
+        return None
+    got = got.detach().cpu()
+    if tuple(got.shape) != tuple(want.shape) or got.dtype != want.dtype:
+        return f"{op.name}: {tuple(got.shape)} {got.dtype}, torch {tuple(want.shape)} {want.dtype}"
+    if not got.is_floating_point():
+        if op.kind == "index" and not exact_index and cpu.is_floating_point():
+            return _index_disagreement(op, got, cpu, dim, keepdim)
+        return None if torch.equal(got, want) else f"{op.name}: {_first_diff(got, want)}"
+    # float64, then rounded to the result's dtype: what overflows there (a product of 1e30s) is inf
+    reference = op.reference(cpu, dim, keepdim).to(got.dtype).double() if cpu.is_floating_point() else want.double()
+    finite = cpu[torch.isfinite(cpu)] if cpu.is_floating_point() else cpu
+    scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
+    tol = tolerance(str(got.dtype).removeprefix("torch."), max(reduced_size(tuple(cpu.shape), dim), 1))
+    try:
+        torch.testing.assert_close(got.double(), reference, rtol=tol["rtol"], atol=tol["atol"] * scale,
+                                   equal_nan=True)  # fmt: skip
+    except AssertionError:
+        return f"{op.name}: {_first_diff(got.double(), reference)}"
+    return None
+
+
+def device_fault(exc: BaseException) -> bool:
+    """A kernel that touched memory it does not own (the emulator's guard, or a device's
+    illegal access) - as opposed to an entry point or a compiler refusing the input, which
+    is "raised alike" where torch refuses it too."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = str(seen)
+        if type(seen).__name__ == "EmulatedDeviceFault" or "illegal memory access" in text or "CUDA error" in text:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _first_diff(got: Any, want: Any) -> str:
+    """Where the two differ most (NaN or inf where the other has none counts first)."""
+
+    if got.is_floating_point():
+        gap = (got - want).abs().nan_to_num(nan=float("inf"))
+        gap[(got.isnan() & want.isnan()) | (got == want)] = 0.0
+    else:
+        gap = (got != want).double()
+    if not bool((gap > 0).any()):
+        return "values differ"
+    index = tuple(int(i) for i in (gap == gap.max()).nonzero()[0])
+    return f"at {index}: got {got[index].item()}, torch {want[index].item()} ({int((gap > 0).sum())} differ)"
+
+
+def _index_disagreement(op: Op, got: Any, cpu: Any, dim: Any, keepdim: bool) -> str | None:
+    """argmax/argmin: the index must point at an extremum of its slice (ties allowed)."""
+    if dim is None:
+        dim, cpu, got = 0, cpu.reshape(-1), got.reshape(1) if got.dim() == 0 else got.reshape(-1)
+        keepdim = True
+    idx = got if keepdim else got.unsqueeze(dim)
+    if bool(((idx < 0) | (idx >= cpu.shape[dim])).any()):
+        return f"{op.name}: index out of range [0, {cpu.shape[dim]})"
+    picked = cpu.double().gather(dim, idx)
+    best = op.reference(cpu, dim, True)
+    best = cpu.double().gather(dim, best)
+    same = (picked == best) | (picked.isnan() & best.isnan())
+    return None if bool(same.all()) else f"{op.name}: an index points at a value that is not the extremum"
+
+
+def assert_agrees(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: bool = False, what: str = "",
+                  exact_index: bool = False) -> None:  # fmt: skip
+    problem = disagreement(op, call, x, dim, keepdim, exact_index)
+    assert problem is None, f"{what}: {problem}" if what else problem

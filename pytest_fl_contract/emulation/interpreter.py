@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ..errors import FlContractError
 from ..imports import after_import
+from . import memory
 from .profiles import DeviceProfile
 
 TESTED: dict[str, tuple[str, ...]] = {
@@ -345,6 +346,7 @@ def activate(profile: DeviceProfile) -> None:
     interpreter.InterpretedFunction.cache_key = property(_interpreted_cache_key)
     interpreter.InterpretedFunction.__globals__ = property(lambda self: self.fn.__globals__)
     interpreter._patch_lang = _lang_visible(interpreter._patch_lang)
+    memory.install()  # before any injected defect: its reads pass through the guard too
 
     _stub_missing_modules(found["flag_gems"])
     _alias_vendor_libdevice(profile.vendor)

@@ -11,7 +11,8 @@ Rules, from the seed's review:
   non-int dims are forwarded unchanged, so the transpose is paid only where it matters.
 - keepdim is forced off for the inner call and re-applied; the dim form (int or
   one-element list) is preserved, because the entry points reject the other form.
-- softmax-like results are moved back and made contiguous.
+- softmax-like results are moved back and made contiguous; inputs are made contiguous
+  before anything else (FlagGems does so itself at once).
 - out= entry points are routed with their own semantics: the original writes into a
   buffer of the caller's dtype (so bool -> int64 holds), which is then copied into the
   caller's buffer with the caller's keepdim.  Out bindings are chosen by *name*, never
@@ -41,8 +42,11 @@ from typing import Any, Callable
 from .. import ops as registry
 
 # Moving the axis to the back also keeps argmax off its non-inner kernel, whose TILE_N is
-# not a power of two for N <= 128 on flag_gems 5.0.2.
-COVERS = ("masked_2d_row_load", "argmax_tile_not_pow2")
+# not a power of two for N <= 128; every entry point gets a contiguous input (FlagGems
+# makes it contiguous at once anyway), which keeps 5.4.0.dev0's softmax from writing into
+# an output that kept a permuted input's strides; and a strided out= buffer is filled
+# from a contiguous scratch one, since FlagGems writes out= as if contiguous.
+COVERS = ("masked_2d_row_load", "argmax_tile_not_pow2", "softmax_permuted_output", "out_non_contiguous_ignored")
 
 
 @dataclass(frozen=True)
@@ -110,10 +114,23 @@ def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., 
             bound = signature.bind(*args, **kwargs)
         except TypeError:
             return original(*args, **kwargs)
+        for name in moved:
+            value = bound.arguments[name]
+            if hasattr(value, "is_contiguous") and not value.is_contiguous():
+                bound.arguments[name] = value.contiguous()
         first = bound.arguments[moved[0]]
         d = route(tuple(getattr(first, "shape", ())), bound.arguments.get("dim"))
         if d is None:
-            return original(*args, **kwargs)
+            out = bound.arguments.get(out_param) if out_param else None
+            if out is None or out.is_contiguous():
+                return original(*bound.args, **bound.kwargs)
+            # FlagGems writes out= as if contiguous: a strided buffer is filled from a scratch one
+            scratch = out.new_empty(0)
+            bound.arguments[out_param] = scratch  # type: ignore[index]
+            original(*bound.args, **bound.kwargs)
+            out.resize_(scratch.shape)
+            out.copy_(scratch)
+            return out
         if out_param is None and target.attr == target.op.entry and target.op.fastpath:
             from . import fastpath  # imports triton: only once a call is routed
 

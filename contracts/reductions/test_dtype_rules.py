@@ -1,0 +1,50 @@
+"""dtype rules as torch's: half, bfloat16, float64, integer and bool inputs (sum of int32
+or bool gives int64; what torch refuses, such as the mean of an integer tensor, is refused
+alike), and the ``dtype=`` argument (half in, fp32 or fp64 out)."""
+
+import pytest
+import torch
+from pytest_fl_contract.contracts.reductions.sweeps import DTYPE_CAPABILITY, Case, assert_agrees, make_input, tolerance
+
+DTYPES = ["float16", "bfloat16", "float64", "int32", "int64", "bool"]
+# N = 8: a partial row tile still (TILE_N is larger), but not argmax's own tile defect (N not
+# a power of two), which would make a bool argmax raise where torch raises for another reason.
+CASES = [Case((3, 8, 6), 1), Case((3, 6, 8), 2)]
+
+
+def typed(x: torch.Tensor, dtype: str) -> torch.Tensor:
+    if dtype == "bool":
+        return x > 0
+    if dtype.startswith("int"):
+        return (x * 4).round().to(getattr(torch, dtype))
+    return x.to(getattr(torch, dtype))
+
+
+def _marks(dtype):
+    cap = DTYPE_CAPABILITY.get(dtype) or ("int64" if dtype == "int64" else None)
+    return [pytest.mark.requires_capability(cap)] if cap else []
+
+
+@pytest.mark.parametrize("dtype", [pytest.param(d, marks=_marks(d)) for d in DTYPES])
+@pytest.mark.parametrize("dtype_case", CASES, ids=lambda c: c.id)
+def test_input_dtypes(flag_gems, fl_device, any_op, dtype_case, dtype):
+    op, case = any_op, dtype_case
+    x = typed(make_input(case, "float32", fl_device, op=op), dtype)
+    assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, what=f"{dtype} input, dim {case.dim}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", pytest.param("float64", marks=_marks("float64"))])
+@pytest.mark.parametrize("values", ["dtype_arg"])
+@pytest.mark.parametrize("dtype_case", CASES, ids=lambda c: c.id)
+def test_dtype_argument(flag_gems, fl_device, any_op, dtype_case, values, dtype):
+    """Half in, ``dtype`` out: the result has torch's dtype and the precision of it."""
+    op, case = any_op, dtype_case
+    if not op.dtype_arg:
+        pytest.skip(f"{op.name} takes no dtype= argument")
+    x = make_input(case, "float16", fl_device)
+    got = op.call(x, case.dim, dtype=getattr(torch, dtype)).cpu()
+    want = getattr(x.cpu(), op.name)(case.dim, dtype=getattr(torch, dtype))
+    assert got.dtype == want.dtype, f"dtype={dtype}: {op.name} returned {got.dtype}, torch {want.dtype}"
+    exact = op.reference(x.cpu(), case.dim)
+    torch.testing.assert_close(got.double(), exact, **tolerance(dtype, case.shape[case.dim]),
+                               msg=lambda m: f"dtype={dtype}: {m}")  # fmt: skip
