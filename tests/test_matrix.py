@@ -81,7 +81,10 @@ def test_gitlab_child_pipeline_of_the_shipped_manifest(capsys, tmp_path):
     assert list(doc) == [f"lane:{name}" for name in load(MANIFEST, load_registry(entry_points=False)).lanes]
     cpu, nvidia = doc["lane:cpu"], doc["lane:nvidia"]
     assert "tags" not in cpu and cpu["image"] == "python:3.11" and cpu["timeout"] == "55m"
-    assert cpu["before_script"][0] == f"python3 -m pip install {cpu_extra_torch()} --index-url https://download.pytorch.org/whl/cpu"
+    assert (
+        cpu["before_script"][0]
+        == f"python3 -m pip install {cpu_extra_torch()} --index-url https://download.pytorch.org/whl/cpu"
+    )
     assert cpu["before_script"][1] == "python3 -m pip install 'pytest-fl-contract[cpu]==0.1.0'"
     assert cpu["script"] == [f"fl-contract --manifest {MANIFEST} run cpu --reports reports"]
     assert cpu["artifacts"] == {"when": "always", "paths": ["reports/"], "reports": {"junit": "reports/cpu.xml"}}
@@ -157,12 +160,15 @@ def lane_manifest(tmp_path: Path, lane: str) -> Path:
     ],
 )
 def test_check_refuses_a_label_no_runner_can_carry(tmp_path, capsys, labels, message):
-    path = lane_manifest(tmp_path, f"""\
+    path = lane_manifest(
+        tmp_path,
+        f"""\
         a:
           platform: cpu
           runner_labels: {labels}
           steps: [{{name: s, command: ['true']}}]
-    """)
+    """,
+    )
     for argv in (["check", str(path)], ["--manifest", str(path), "matrix"]):
         code, out, err = cli(capsys, *argv)
         assert code == 2 and out == ""
@@ -170,7 +176,9 @@ def test_check_refuses_a_label_no_runner_can_carry(tmp_path, capsys, labels, mes
 
 
 def test_a_lane_without_runner_labels_is_refused_in_one_line_and_can_be_left_out(tmp_path, capsys):
-    path = lane_manifest(tmp_path, """\
+    path = lane_manifest(
+        tmp_path,
+        """\
         a:
           platform: cpu
           runner_labels: [ubuntu-latest]
@@ -178,7 +186,8 @@ def test_a_lane_without_runner_labels_is_refused_in_one_line_and_can_be_left_out
         nowhere:
           platform: cpu
           steps: [{name: s, command: ['true']}]
-    """)
+    """,
+    )
     code, out, err = cli(capsys, "--manifest", str(path), "matrix")
     assert code == 2 and out == ""
     one_line(err, "lane 'nowhere' has no runner_labels", "--lanes '*,!nowhere'")
@@ -187,7 +196,9 @@ def test_a_lane_without_runner_labels_is_refused_in_one_line_and_can_be_left_out
 
 
 def test_job_timeout_is_the_lane_budget_plus_margin_capped_by_the_runner_limit(tmp_path, capsys):
-    path = lane_manifest(tmp_path, """\
+    path = lane_manifest(
+        tmp_path,
+        """\
         short:
           platform: cpu
           runner_labels: [ubuntu-24.04]
@@ -202,7 +213,8 @@ def test_job_timeout_is_the_lane_budget_plus_margin_capped_by_the_runner_limit(t
           platform: nvidia
           runner_labels: [self-hosted, linux, h200]
           steps: [{name: s, command: ['true'], timeout: 86400}]
-    """)
+    """,
+    )
     doc, err = matrix(capsys, manifest=path)
     rows = {row["lane"]: row for row in doc["include"]}
     assert rows["short"]["timeout"] == 45 and rows["short"]["hosted"] is True
@@ -219,13 +231,15 @@ def test_torch_fl_import_feeds_matrix_unchanged(tmp_path, capsys):
     configs = tmp_path / ".github" / "configs"
     configs.mkdir(parents=True)
     (configs / "iluvatar.yml").write_text(ILUVATAR)
-    (configs / "cuda.yml").write_text(textwrap.dedent("""\
+    (configs / "cuda.yml").write_text(
+        textwrap.dedent("""\
         display_name: NVIDIA H200
         runner_labels: [self-hosted, Linux, X64, h200]
         integration_environment: {CUDA_VISIBLE_DEVICES: '0'}
         integration_tests:
           - {name: smoke, command: python -c 'import torch'}
-    """))
+    """)
+    )
     imported = tmp_path / "ci" / "manifest.yaml"
     imported.parent.mkdir()
     code, _, _ = cli(capsys, "import", str(configs / "iluvatar.yml"), str(configs / "cuda.yml"), "-o", str(imported))

@@ -233,25 +233,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("files", nargs="+")
     imp.add_argument("-o", "--output", help="write the manifest here instead of stdout")
     imp.set_defaults(fn=cmd_import)
-    mat = sub.add_parser("matrix", help="the lanes as CI jobs: a GitHub Actions matrix (JSON) or a GitLab child pipeline")
+    mat = sub.add_parser(
+        "matrix", help="the lanes as CI jobs: a GitHub Actions matrix (JSON) or a GitLab child pipeline"
+    )
     mat.add_argument("--format", choices=("github", "gitlab"), default="github",
                      help="github: strategy.matrix JSON on one line (default); gitlab: child-pipeline YAML")  # fmt: skip
-    mat.add_argument("--lanes", default="*", metavar="GLOBS",
-                     help="lanes to take, comma-separated globs; !GLOB leaves lanes out (e.g. '*,!*-fg54')")
+    mat.add_argument(
+        "--lanes",
+        default="*",
+        metavar="GLOBS",
+        help="lanes to take, comma-separated globs; !GLOB leaves lanes out (e.g. '*,!*-fg54')",
+    )
     mat.add_argument("--platform", help="only the lanes of this platform (torch_fl names are aliases)")
     from .matrix import RUNNERS
 
-    mat.add_argument("--runners", choices=RUNNERS, default="all",
-                     help="hosted: lanes on GitHub-hosted ubuntu-* labels (the CPU lanes); self-hosted: the others")
+    mat.add_argument(
+        "--runners",
+        choices=RUNNERS,
+        default="all",
+        help="hosted: lanes on GitHub-hosted ubuntu-* labels (the CPU lanes); self-hosted: the others",
+    )
     mat.add_argument("--package", metavar="NAME_OR_PATH",
                      help="gitlab: what the jobs pip install (a name or a path, no version; the [cpu] extra is "
                           "added for CPU lanes; default: pytest-fl-contract==this version)")  # fmt: skip
-    mat.add_argument("--hosted-tag", action="append", default=[], metavar="TAG",
-                     help="gitlab: tag for the CPU (GitHub-hosted label) lanes' jobs (default: none, any runner)")
+    mat.add_argument(
+        "--hosted-tag",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="gitlab: tag for the CPU (GitHub-hosted label) lanes' jobs (default: none, any runner)",
+    )
     mat.set_defaults(fn=cmd_matrix)
     mer = sub.add_parser("merge", help="merge the lanes' LANE.xml reports into one (lane in classname)")
     mer.add_argument("--reports", default="reports", help="directory holding LANE.xml and LANE.exit (default reports/)")
-    mer.add_argument("--lanes", metavar="NAMES",
-                     help="lanes that must have reported, comma-separated (default: every LANE.xml there)")
-    mer.add_argument("-o", "--output", default="fl-contract-lanes.xml", help="merged report (default fl-contract-lanes.xml)")
+    mer.add_argument(
+        "--lanes",
+        metavar="NAMES",
+        help="lanes that must have reported, comma-separated (default: every LANE.xml there)",
+    )
+    mer.add_argument(
+        "-o", "--output", default="fl-contract-lanes.xml", help="merged report (default fl-contract-lanes.xml)"
+    )
     mer.set_defaults(fn=cmd_merge)
