@@ -323,3 +323,60 @@ def test_the_setup_job_fails_on_an_empty_selection(tmp_path):
     assert done.returncode == 2 and rows == []
     assert done.stderr.strip().startswith("fl-contract: error: --lanes 'nomatch*' selects no lane of ci/manifest.yaml")
     assert not outputs(tmp_path / "setup.runner" / "output")  # no matrix, so no lane job and no merge
+
+
+# -- the README's fan-out ------------------------------------------------------------------
+
+
+def readme_section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = re.search(r"^### One job per lane.*?(?=^### )", text, re.S | re.M)
+    assert section, "README lost its fan-out section"
+    return section.group(0)
+
+
+def test_readme_fan_out_snippets_pass_the_checkers(tmp_path):
+    caller_block, gitlab_block = re.findall(r"```yaml\n(.*?)```", readme_section(), re.S)
+    caller = tmp_path / ".github" / "workflows" / "caller.yml"
+    caller.parent.mkdir(parents=True)
+    caller.write_text("name: lanes\non: [push]\n" + caller_block)
+    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
+    done = subprocess.run([tool("actionlint"), "-no-color", str(caller)], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    schema_check("vendor.github-workflows", caller)
+    (job,) = workflow(caller)["jobs"].values()
+    assert job["uses"].endswith("/pytest-fl-contract/.github/workflows/fl-contract-lanes.yml@TAG")
+    assert set(job["with"]) <= set(workflow(REUSABLE)["on"]["workflow_call"]["inputs"])
+    parent = tmp_path / ".gitlab-ci.yml"
+    parent.write_text(gitlab_block)
+    schema_check("vendor.gitlab-ci", parent)
+    assert (
+        "matrix --format gitlab > fl-contract-lanes.yml"
+        in yaml.safe_load(gitlab_block)["fl-contract-matrix"]["script"][1]
+    )
+
+
+def test_readme_torch_fl_commands_fan_a_torch_fl_checkout_out(tmp_path):
+    """The README's first two torch_fl commands, exactly, in a checkout holding
+    `.github/configs/<platform>.yml` files: the import feeds `matrix` unchanged."""
+    from .test_migrate import ILUVATAR
+
+    block = re.search(r"<!-- torch-fl-fan-out[^>]*-->\s*```\n(.*?)```", readme_section(), re.S)
+    assert block, "README lost its torch-fl-fan-out block"
+    commands = block.group(1).splitlines()
+    assert len(commands) == 3 and commands[0].startswith("fl-contract import")
+    configs = tmp_path / ".github" / "configs"
+    configs.mkdir(parents=True)
+    (configs / "iluvatar.yml").write_text(ILUVATAR)
+    (configs / "cuda.yml").write_text("runner_labels: [self-hosted, h200]\nintegration_tests: []\n")
+    (tmp_path / "ci").mkdir()
+    env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
+    done = subprocess.run(["bash", "-eo", "pipefail", "-c", "\n".join(commands[:2])], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["include"]
+    assert [(row["lane"], row["runs_on"]) for row in rows] == [
+        ("cuda", ["self-hosted", "h200"]),
+        ("iluvatar", ["self-hosted", "iluvatar"]),
+    ]
