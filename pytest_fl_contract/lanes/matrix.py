@@ -170,6 +170,16 @@ def github(jobs: list[LaneJob], torch: str) -> dict[str, Any]:
     } for j in jobs]}  # fmt: skip
 
 
+def _version() -> str:
+    """The installed pytest-fl-contract's version: the GitLab jobs install the one that wrote them."""
+    try:
+        return metadata.version(DIST)
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        from .. import __version__
+
+        return __version__
+
+
 def _gitlab_timeout(minutes: int) -> str:
     hours, rest = divmod(minutes, 60)
     return " ".join(part for part in (f"{hours}h" if hours else "", f"{rest}m" if rest else "") if part)
@@ -183,7 +193,7 @@ def gitlab(jobs: list[LaneJob], torch: str, manifest_arg: str | None, package: s
     pipeline: dict[str, Any] = {}
     for j in jobs:
         extras = "[cpu]" if j.hosted else ""
-        spec = f"{package}{extras}" if package else f"{DIST}{extras}=={metadata.version(DIST)}"
+        spec = f"{package}{extras}" if package else f"{DIST}{extras}=={_version()}"
         install = [f"python3 -m pip install {shlex.quote(torch)} --index-url {PYTORCH_CPU_INDEX}"] if j.hosted else []
         install.append(f"python3 -m pip install {shlex.quote(spec)}")
         argv = ["fl-contract", *(["--manifest", manifest_arg] if manifest_arg else []), "run", j.lane,
