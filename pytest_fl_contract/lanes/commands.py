@@ -1,4 +1,4 @@
-"""The lane runner's ``fl-contract`` commands: lanes, check, run, report, import."""
+"""The lane runner's ``fl-contract`` commands: lanes, check, run, report, import, matrix, merge."""
 
 from __future__ import annotations
 
@@ -152,6 +152,66 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_matrix(args: argparse.Namespace) -> int:
+    """The selected lanes as CI jobs: GitHub's strategy.matrix (one JSON line, for
+    ``$GITHUB_OUTPUT``) or a GitLab child pipeline; the lanes chosen are listed on stderr."""
+    import json
+
+    from . import matrix
+    from .manifest import label_problem
+
+    for tag in args.hosted_tag:
+        problem = label_problem(tag)
+        if problem:
+            raise FlContractError(f"--hosted-tag {tag!r} {problem}")
+    path, why = locate(args.manifest)
+    loaded = manifest(args)  # which one is said below, once it is good: a refusal stays one line
+    lanes = matrix.select(loaded, args.lanes, args.platform, args.runners, registry(args))
+    jobs = []
+    for lane in lanes:
+        job, notice = matrix.job(lane)
+        jobs.append(job)
+        if notice:
+            _stderr(notice)
+    torch = matrix.cpu_torch() if any(j.hosted for j in jobs) else ""
+    _stderr(f"matrix: {len(jobs)} of the {len(loaded.lanes)} lanes of {shown(path)} ({why})")
+    for j in jobs:
+        needs = f", needs {', '.join(j.inputs)}" if j.inputs else ""
+        brings = "hosted: the [cpu] extra" if j.hosted else "brings its own torch"
+        _stderr(f"matrix: {j.lane} on [{', '.join(j.labels)}] ({brings}), {j.timeout} min{needs}")
+    if args.format == "github":
+        print(json.dumps(matrix.github(jobs, torch), separators=(",", ":")))
+    else:
+        manifest_arg = None if why.startswith("packaged") else str(path)  # the packaged one: every job finds it
+        pipeline = matrix.gitlab(jobs, torch, manifest_arg, args.package, tuple(args.hosted_tag))
+        sys.stdout.write(matrix.gitlab_text(pipeline, str(path)))
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Every lane's LANE.xml in one xunit2 report, lane in classname; exit 1 when a lane
+    has no report, an untrusted one, or a non-zero ``LANE.exit`` (the lane job's status)."""
+    from . import junit, matrix
+    from .runner import publish
+
+    directory = Path(args.reports)
+    output = Path(args.output)
+    if output.is_dir():
+        raise FlContractError(f"--output {shown(output)}: is a directory")
+    lanes = matrix.lane_names(directory, args.lanes, output)
+    merged = matrix.merge(directory, lanes)
+    try:
+        junit.write(merged.report, output, name="fl-contract lanes")
+    except OSError as exc:
+        raise FlContractError(f"--output {shown(output)}: cannot write: {exc.strerror}") from None
+    state = "every lane got its verdict" if not merged.failures else f"{len(merged.failures)} problem(s)"
+    trouble = publish(junit.summary_markdown(f"fl-contract lanes: {len(lanes)} merged into {output.name}, {state}",
+                                             merged.rows))  # fmt: skip
+    for line in ([trouble] if trouble else []) + merged.failures:
+        _stderr(line)
+    return 1 if merged.failures else 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     sub.add_parser("lanes", help="list the manifest's lanes").set_defaults(fn=cmd_lanes)
     check = sub.add_parser("check", help="validate a manifest")
@@ -173,3 +233,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("files", nargs="+")
     imp.add_argument("-o", "--output", help="write the manifest here instead of stdout")
     imp.set_defaults(fn=cmd_import)
+    mat = sub.add_parser(
+        "matrix", help="the lanes as CI jobs: a GitHub Actions matrix (JSON) or a GitLab child pipeline"
+    )
+    mat.add_argument("--format", choices=("github", "gitlab"), default="github",
+                     help="github: strategy.matrix JSON on one line (default); gitlab: child-pipeline YAML")  # fmt: skip
+    mat.add_argument(
+        "--lanes",
+        default="*",
+        metavar="GLOBS",
+        help="lanes to take, comma-separated globs; !GLOB leaves lanes out (e.g. '*,!*-fg54')",
+    )
+    mat.add_argument("--platform", help="only the lanes of this platform (torch_fl names are aliases)")
+    from .matrix import RUNNERS
+
+    mat.add_argument(
+        "--runners",
+        choices=RUNNERS,
+        default="all",
+        help="hosted: lanes on GitHub-hosted ubuntu-* labels (the CPU lanes); self-hosted: the others",
+    )
+    mat.add_argument("--package", metavar="NAME_OR_PATH",
+                     help="gitlab: what the jobs pip install (a name or a path, no version; the [cpu] extra is "
+                          "added for CPU lanes; default: pytest-fl-contract==this version)")  # fmt: skip
+    mat.add_argument(
+        "--hosted-tag",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="gitlab: tag for the CPU (GitHub-hosted label) lanes' jobs (default: none, any runner)",
+    )
+    mat.set_defaults(fn=cmd_matrix)
+    mer = sub.add_parser("merge", help="merge the lanes' LANE.xml reports into one (lane in classname)")
+    mer.add_argument("--reports", default="reports", help="directory holding LANE.xml and LANE.exit (default reports/)")
+    mer.add_argument(
+        "--lanes",
+        metavar="NAMES",
+        help="lanes that must have reported, comma-separated (default: every LANE.xml there)",
+    )
+    mer.add_argument(
+        "-o", "--output", default="fl-contract-lanes.xml", help="merged report (default fl-contract-lanes.xml)"
+    )
+    mer.set_defaults(fn=cmd_merge)

@@ -156,6 +156,23 @@ def merge(parts: Iterable[Report]) -> Report:
     return Report(tuple(suite for part in parts for suite in part.suites))
 
 
+def under_lane(report: Report, lane: str) -> Report:
+    """Every case's classname under ``LANE.`` and every suite's name under ``LANE/``, so a
+    report merged across lanes still says which lane each case came from.  What ``run``
+    writes is there already (``--fl-junit-prefix``) and is kept as it is."""
+
+    def classname(name: str) -> str:
+        return name if name == lane or name.startswith(f"{lane}.") else f"{lane}.{name}" if name else lane
+
+    def suite_name(name: str) -> str:
+        return name if name == lane or name.startswith(f"{lane}/") else f"{lane}/{name}" if name else lane
+
+    return replace(report, suites=tuple(
+        replace(suite, name=suite_name(suite.name),
+                cases=tuple(replace(case, classname=classname(case.classname)) for case in suite.cases))
+        for suite in report.suites))  # fmt: skip
+
+
 # -- reading --------------------------------------------------------------------------
 
 

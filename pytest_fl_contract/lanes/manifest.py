@@ -177,6 +177,17 @@ def _env_problem(env: Any) -> str | None:
     return None
 
 
+def label_problem(label: str) -> str | None:
+    """Why ``label`` cannot be a runner label (GitHub ``runs-on``) or a GitLab tag, or None:
+    ``fl-contract matrix`` puts labels on jobs as they are, and a space, a comma or a control
+    character would name a different runner there (or none)."""
+    if not label.strip():
+        return "is empty: a runner label needs a name"
+    if any(c.isspace() or c == "," or not c.isprintable() for c in label):
+        return "holds whitespace, a comma or a control character: not a runner label or tag"
+    return None
+
+
 def _output_cap(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and MIN_OUTPUT_CAP <= value <= MAX_OUTPUT_CAP
 
@@ -341,6 +352,10 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
         for key in ("runner_labels", "pytest_args", "setup", "packages"):
             if key in raw and not _str_list(raw[key]):
                 raise err(_line(raw, key), f"{key} must be a list of strings", lane_name)
+        for label in raw.get("runner_labels", ()):
+            problem = label_problem(label)
+            if problem:
+                raise err(_line(raw, "runner_labels"), f"runner_labels: {_show(label)} {problem}", lane_name)
         for spec in raw.get("packages", ()):
             if not spec.strip() or spec.lstrip().startswith("-") or "$" in PACKAGE_VAR.sub("", spec):
                 raise err(_line(raw, "packages"), f"packages: {_show(spec)} is not a pip spec (a wheel path, a "
