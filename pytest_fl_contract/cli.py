@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="inject this defect under the emulator (repeatable)")
     probe.add_argument("--only", action="append", default=[], metavar="PROBE", help="run only this probe (repeatable)")
     probe.add_argument("--markdown", action="store_true", help="print a Markdown table (for a bug report)")
+    probe.add_argument("--mutants", action="store_true",
+                       help="run each probe's mutant kernel (its feature broken in source): all must be caught")
     probe.set_defaults(fn=cmd_probe)
     mutants = sub.add_parser("mutants", help="run the contracts against each defect mutant")
     mutants.add_argument("--only", action="append", default=[], help="run only this mutant (repeatable)")

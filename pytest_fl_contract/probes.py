@@ -95,13 +95,13 @@ class Row:
     variant: str
     result: str
     expected: str
-    verdict: str  # ok | FAIL | error | skipped
+    verdict: str  # ok | FAIL | error | skipped; with --mutants: caught | MISSED
     defect: str  # for failures: the defect id the probe is evidence for
     note: str = ""  # a skip's reason, an error's message
 
     @property
     def failed(self) -> bool:
-        return self.verdict in ("FAIL", "error")
+        return self.verdict in ("FAIL", "error", "MISSED")
 
 
 def _value(v: Any) -> str:
@@ -119,14 +119,18 @@ def shown(values: Any, limit: int = 8) -> str:
     return f"[{head}{', ...' if len(flat) > limit else ''}]"
 
 
-def row_of(probe: Any, outcome: Any) -> Row:
-    """A table row for a probe (``battery.Probe``) and what it gave (``battery.Outcome``)."""
+def row_of(probe: Any, outcome: Any, mutant: bool = False) -> Row:
+    """A table row for a probe (``battery.Probe``) and what it gave (``battery.Outcome``);
+    for its mutant, the verdict says whether the probe caught the planted fault."""
     if outcome.skipped is not None:
         return Row(probe.id, probe.variant, "-", "-", "skipped", "", outcome.skipped)
     show = probe.shown or (lambda v: v)
-    verdict = "ok" if outcome.passed else "FAIL"
+    if mutant:
+        verdict = "MISSED" if outcome.passed else "caught"
+    else:
+        verdict = "ok" if outcome.passed else "FAIL"
     return Row(probe.id, probe.variant, shown(show(outcome.result)), shown(show(outcome.expected)), verdict,
-               "" if outcome.passed else probe.defect)  # fmt: skip
+               "" if outcome.passed == (not mutant) else probe.defect)  # fmt: skip
 
 
 def error_row(probe: Any, exc: BaseException) -> Row:
@@ -135,8 +139,10 @@ def error_row(probe: Any, exc: BaseException) -> Row:
     return Row(probe.id, probe.variant, f"{type(exc).__name__}", "-", "error", probe.defect, first)
 
 
-def run_battery(device: str, platform: Platform | None = None, only: Sequence[str] = ()) -> list[Row]:
-    """Every probe (or ``only`` these) on ``device``; capabilities the platform lacks skip."""
+def run_battery(device: str, platform: Platform | None = None, only: Sequence[str] = (),
+                mutants: bool = False) -> list[Row]:  # fmt: skip
+    """Every probe (or ``only`` these) on ``device``; capabilities the platform lacks skip.
+    With ``mutants`` each probe runs its mutant kernel instead: every one must be caught."""
     from .contracts.probes import battery
 
     unknown = [name for name in only if name not in battery.BY_ID]
@@ -151,7 +157,7 @@ def run_battery(device: str, platform: Platform | None = None, only: Sequence[st
             rows.append(Row(probe.id, probe.variant, "-", "-", "skipped", "", f"{platform.name} lacks {lacking[0]}"))  # type: ignore[union-attr]
             continue
         try:
-            rows.append(row_of(probe, probe.run(device)))
+            rows.append(row_of(probe, probe.run(device, probe.mutant if mutants else None), mutants))
         except Exception as exc:  # a kernel the compiler rejects is a finding, not our crash
             rows.append(error_row(probe, exc))
     return rows
@@ -197,7 +203,10 @@ def findings(rows: Sequence[Row], platform: Platform | None = None, registry: Re
 
 
 def tally(rows: Sequence[Row]) -> str:
-    n = {v: sum(r.verdict == v for r in rows) for v in ("ok", "FAIL", "error", "skipped")}
+    n = {v: sum(r.verdict == v for r in rows) for v in ("ok", "FAIL", "error", "skipped", "caught", "MISSED")}
+    if n["caught"] or n["MISSED"]:
+        return (f"{len(rows)} mutants: {n['caught']} caught, {n['MISSED']} missed, {n['error']} errors, "
+                f"{n['skipped']} skipped")  # fmt: skip
     return f"{len(rows)} probes: {n['ok']} passed, {n['FAIL']} failed, {n['error']} errors, {n['skipped']} skipped"
 
 
@@ -250,15 +259,16 @@ def describe(settings: Any) -> str:
 
 
 def command(args: argparse.Namespace, registry: Registry) -> int:
-    """``fl-contract probe``: exit 0 when every probe passes (or skips), 1 when any fails."""
+    """``fl-contract probe``: exit 0 when every probe passes (or skips), 1 when any fails
+    (with ``--mutants``: 0 when every mutant is caught)."""
     from .settings import Options, resolve
 
     options = Options(platform=args.platform, emulate=args.emulate, profile=args.profile, inject=tuple(args.inject))
     settings = resolve(options, registry)
     device = bring_up(settings)
-    rows = run_battery(device, settings.platform, args.only)
-    title = f"compiler probes: {describe(settings)}"
-    found = findings(rows, settings.platform, registry)
+    rows = run_battery(device, settings.platform, args.only, args.mutants)
+    title = f"compiler probe {'mutants' if args.mutants else 'battery'}: {describe(settings)}"
+    found = [] if args.mutants else findings(rows, settings.platform, registry)
     if args.markdown:
         lines = [f"**{title}**", "", *render_markdown(rows), "", tally(rows), ""]
         lines += [f"- {line}" for line in (*notes(rows), *found)]

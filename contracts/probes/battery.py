@@ -451,9 +451,9 @@ def copy_tiles_store_cols(x_ptr, out_ptr, M, N, STRIDE, TILE_M: tl.constexpr, TI
 def _partial_tiles(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
     rows, cols, stride = PARTIAL
     x = torch.arange(1.0, stride * stride + 1).reshape(stride, stride)
-    expected = np.zeros((stride, stride), dtype=np.float32)
+    expected = np.full((stride, stride), -1.0, dtype=np.float32)  # lanes outside the tensor keep -1
     expected[:rows, :cols] = x.numpy()[:rows, :cols]
-    x_dev, out = _on(device, x, torch.zeros(stride, stride))
+    x_dev, out = _on(device, x, torch.full((stride, stride), -1.0))
     kernel[(2, 2)](x_dev, out, rows, cols, stride, TILE_M=4, TILE_N=4)
     return out, expected
 
