@@ -233,6 +233,14 @@ def bring_up(settings: Any) -> str:
     except ImportError as exc:
         raise FlContractError(f"cannot import torch: {exc}") from None
     module = getattr(torch, device, None)
+    if module is None:  # vendor devices register when their extension is imported (torch_npu, torch_mlu, ...)
+        import importlib
+
+        try:
+            importlib.import_module(f"torch_{device}")
+        except ImportError:
+            pass
+        module = getattr(torch, device, None)
     available = getattr(module, "is_available", None)
     if not (callable(available) and available()):
         raise FlContractError(
@@ -247,15 +255,17 @@ def describe(settings: Any) -> str:
 
     from .runtime import device_name
 
-    try:
-        triton = metadata.version("triton")
-    except metadata.PackageNotFoundError:
-        triton = getattr(sys.modules.get("triton"), "__version__", "unknown")
+    def version(dist: str) -> str:  # vendor builds may install under another distribution name
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return str(getattr(sys.modules.get(dist), "__version__", "unknown"))
+
     where = f"platform {settings.platform.name}, device {device_name(settings)}"
     if settings.emulation is not None:
         injected = ", ".join(settings.emulation.defects) or "none"
         where += f" (Triton's interpreter, profile {settings.emulation.profile}, injected defects: {injected})"
-    return f"{where}; triton {triton}, torch {metadata.version('torch')}"
+    return f"{where}; triton {version('triton')}, torch {version('torch')}"
 
 
 def command(args: argparse.Namespace, registry: Registry) -> int:
