@@ -129,8 +129,8 @@ def row_of(probe: Any, outcome: Any, mutant: bool = False) -> Row:
         verdict = "MISSED" if outcome.passed else "caught"
     else:
         verdict = "ok" if outcome.passed else "FAIL"
-    return Row(probe.id, probe.variant, shown(show(outcome.result)), shown(show(outcome.expected)), verdict,
-               "" if outcome.passed == (not mutant) else probe.defect)  # fmt: skip
+    defect = "" if verdict in ("ok", "caught") else probe.defect
+    return Row(probe.id, probe.variant, shown(show(outcome.result)), shown(show(outcome.expected)), verdict, defect)
 
 
 def error_row(probe: Any, exc: BaseException) -> Row:
