@@ -1,5 +1,5 @@
-"""``fl-contract``: the lane runner's commands (``lanes/``), platform detection, and the
-opt-in mutant zoo (``testing/``).
+"""``fl-contract``: the lane runner's commands (``lanes/``), platform detection, the
+compiler probes (``probes.py``) and the opt-in mutant zoo (``testing/``).
 
 Bad input is one line on stderr and a non-zero exit, never a traceback; a reader that
 goes away (``fl-contract mutants --list | head -1``) ends us quietly with 141, as SIGPIPE
@@ -39,6 +39,13 @@ def cmd_contracts(args: argparse.Namespace) -> int:
     return subprocess.call(pytest_argv(args.suites, args.passthrough))
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    """The compiler probe battery on this lane's device, as a table for a vendor bug report."""
+    from .probes import command
+
+    return command(args, lane_commands.registry(args))
+
+
 def cmd_mutants(args: argparse.Namespace) -> int:
     from .testing.mutants import main as mutants_main
 
@@ -55,8 +62,21 @@ def build_parser() -> argparse.ArgumentParser:
     lane_commands.register(sub)
     sub.add_parser("platform", help="print the detected platform and how").set_defaults(fn=cmd_platform)
     contracts = sub.add_parser("contracts", help="run the packaged contract suites (pytest args after --)")
-    contracts.add_argument("suites", nargs="*", metavar="SUITE", help="reductions, copy (default: all)")
+    contracts.add_argument("suites", nargs="*", metavar="SUITE", help="reductions, copy, probes (default: all)")
     contracts.set_defaults(fn=cmd_contracts)
+    probe = sub.add_parser("probe", help="run the compiler probes on this lane's device and print the table")
+    probe.add_argument("--platform", default=None, metavar="NAME|auto",
+                       help="platform of this lane (default: FL_PLATFORM, else auto-detected)")
+    probe.add_argument("--emulate", action="store_true",
+                       help="emulate the platform on this CPU: Triton's interpreter with its registry defects injected")
+    probe.add_argument("--profile", default=None, metavar="NAME", help="device profile for the emulator")
+    probe.add_argument("--inject", action="append", default=[], metavar="DEFECT",
+                       help="inject this defect under the emulator (repeatable)")
+    probe.add_argument("--only", action="append", default=[], metavar="PROBE", help="run only this probe (repeatable)")
+    probe.add_argument("--markdown", action="store_true", help="print a Markdown table (for a bug report)")
+    probe.add_argument("--mutants", action="store_true",
+                       help="run each probe's mutant kernel (its feature broken in source): all must be caught")
+    probe.set_defaults(fn=cmd_probe)
     mutants = sub.add_parser("mutants", help="run the contracts against each defect mutant")
     mutants.add_argument("--only", action="append", default=[], help="run only this mutant (repeatable)")
     mutants.add_argument("--jobs", type=int, default=0, help="mutants in parallel (default: CPU count)")

@@ -17,7 +17,7 @@ from pathlib import Path
 from .errors import FlContractError
 
 PACKAGE = "pytest_fl_contract.contracts"
-SUITES = ("reductions", "copy")
+SUITES = ("reductions", "copy", "probes")
 
 
 def root() -> Path:
