@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from .platforms import CAPABILITIES, Platform, Registry
 
@@ -23,6 +23,7 @@ MARKERS: dict[str, str] = {
     "platforms": "platforms(*names): run only on these platforms (aliases accepted)",
     "skip_platforms": "skip_platforms(*names, reason=...): skip on these platforms, saying why",
     "known_defect": "known_defect(id): strict xfail on platforms that list the defect while its workaround is off",
+    "requires_device_memory": "requires_device_memory(gib): needs a real device with this much memory free",
 }
 
 
@@ -59,6 +60,7 @@ class Context:
     layout: str  # "wheel" | "checkout"
     source_root: Path
     covered: frozenset[str] = frozenset()  # defect ids an active workaround covers
+    device_memory: Callable[[], str | float] = lambda: "no device"  # free GiB, or why there is none
 
 
 class MarkerError(ValueError):
@@ -107,6 +109,11 @@ def validate(marks: Iterable[Mark], registry: Registry) -> tuple[Spec, ...]:
                 known = ", ".join(sorted(registry.defect_ids)) or "none"
                 raise MarkerError(f"@known_defect: unknown defect {mark.args[0]!r}; known: {known}")
             specs.append(Spec("known_defect", (mark.args[0],)))
+        elif mark.name == "requires_device_memory":
+            if len(mark.args) != 1 or mark.kwargs or isinstance(mark.args[0], bool) or not isinstance(
+                    mark.args[0], (int, float)) or mark.args[0] <= 0:  # fmt: skip
+                raise MarkerError("@requires_device_memory takes one positive number of GiB")
+            specs.append(Spec("requires_device_memory", (str(float(mark.args[0])),)))
         elif mark.name == "requires_capability":
             if not mark.args or any(not isinstance(c, str) or c not in CAPABILITIES for c in mark.args):
                 raise MarkerError(f"@requires_capability takes capability names from: {', '.join(CAPABILITIES)}")
@@ -131,6 +138,13 @@ def evaluate_skip(specs: Iterable[Spec], ctx: Context) -> Skip | None:
             missing = [c for c in spec.args if not p.has(c)]
             if missing:
                 return Skip(f"{p.name} lacks {', '.join(missing)} (registry)")
+        if spec.name == "requires_device_memory":
+            free = ctx.device_memory()  # asked only here: it queries the device
+            need = float(spec.args[0])
+            if isinstance(free, str):
+                return Skip(f"needs {need:g} GiB of device memory: {free}")
+            if free < need:
+                return Skip(f"needs {need:g} GiB of device memory, {p.name}'s device has {free:.1f} GiB free")
         if spec.name == "platforms" and p.name not in spec.args:
             return Skip(f"runs only on {', '.join(spec.args)}; this is {p.name}")
         if spec.name == "skip_platforms" and p.name in spec.args:

@@ -34,6 +34,22 @@ def device_name(settings: Settings) -> str:
         return f"unknown ({settings.platform.device_type})"
 
 
+def free_device_memory(settings: Settings) -> str | float:
+    """Free GiB on the platform's device 0 (through torch.<device_type>), or why unknown."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    module = getattr(torch, settings.platform.device_type, None)
+    try:
+        if module is None or not module.is_available():
+            return f"no {settings.platform.device_type} device"
+        free, _total = module.mem_get_info(0)
+        return free / 2**30
+    except Exception as exc:  # a device module without mem_get_info says so
+        return f"cannot read the device's memory ({type(exc).__name__})"
+
+
 def import_flag_gems() -> Any:
     try:
         import flag_gems

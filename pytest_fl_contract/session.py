@@ -167,7 +167,15 @@ class LaneSession:
 
     def context(self) -> markers.Context:
         s = self.settings
-        return markers.Context(s.platform, s.layout.kind, s.layout.source_root, self.covered)
+        return markers.Context(s.platform, s.layout.kind, s.layout.source_root, self.covered, self.device_memory)
+
+    def device_memory(self) -> str | float:
+        """Free GiB on the lane's device, or why there is none (the emulator has none)."""
+        if self.settings.emulation is not None:
+            return "the emulated device runs on the CPU (hardware lanes only)"
+        from .runtime import free_device_memory
+
+        return free_device_memory(self.settings)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:

@@ -258,6 +258,246 @@ def _argmax_last_index() -> None:
     _wrap("argmax", None, make)
 
 
+# -- the reduction checklist's mutants: ways other backends' kernels go wrong -------------
+
+
+def _keepdim_wrong_axis() -> None:
+    """keepdim re-inserts the reduced dim counting from the end the wrong way for dims
+    below -1 (``unsqueeze(dim + 1)`` on a negative dim)."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, False, dtype=dtype)
+            if not keepdim:
+                return out
+            d = dim[0] if isinstance(dim, (list, tuple)) and len(dim) == 1 else dim
+            if isinstance(d, int) and d < -1:
+                return out.unsqueeze(d + 1)
+            return orig(inp, dim, True, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _dim_list_first_only() -> None:
+    """A dim list reduces its first dim only (a loop that returns early)."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            if isinstance(dim, (list, tuple)) and len(dim) > 1:
+                out = orig(inp, [dim[0]], True, dtype=dtype)
+                return out if keepdim else out.squeeze(dim[0] % inp.ndim)
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _dim_none_first_dim() -> None:
+    """dim=None reduces dim 0 only (None read as 0)."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            return orig(inp, [0] if dim is None and inp.ndim else dim, keepdim, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _softmax_nan_dropped() -> None:
+    """A non-inner softmax treats NaN as -inf (a max that skips NaN, then exp(-inf) = 0)."""
+
+    def make(orig):
+        def softmax(self, dim, half_to_float=False):
+            info = _dims(self, dim)
+            if info and info[2] > 1:
+                self = self.nan_to_num(nan=float("-inf"), posinf=float("inf"), neginf=float("-inf"))
+            return orig(self, dim, half_to_float)
+
+        return softmax
+
+    _wrap("softmax", None, make)
+
+
+def _sum_inf_minus_inf_zero() -> None:
+    """Opposite infinities cancel to 0 (an accumulator that clamps to the finite range)."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            return out.nan_to_num(nan=0.0, posinf=float("inf"), neginf=float("-inf")) if out.is_floating_point() else out
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _log_softmax_neginf_slice_zero() -> None:
+    """An all -inf slice gives 0 where torch gives NaN (a guard that zeroes the denominator)."""
+
+    def make(orig):
+        def log_softmax(self, dim, half_to_float=False):
+            return orig(self, dim, half_to_float).nan_to_num(nan=0.0, posinf=float("inf"), neginf=float("-inf"))
+
+        return log_softmax
+
+    _wrap("log_softmax", None, make)
+
+
+def _argmax_skips_nan() -> None:
+    """argmax compares with > only, so NaN never wins (torch: the first NaN does)."""
+
+    def make(orig):
+        def argmax(inp, dim=None, keepdim=False, *, dtype=None):
+            if inp.is_floating_point() and bool(inp.isnan().any()):
+                inp = inp.nan_to_num(nan=float("-inf"))
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return argmax
+
+    _wrap("argmax", None, make)
+
+
+def _read_as_contiguous() -> None:
+    """A non-contiguous input is read as if contiguous (its storage walked in order)."""
+    import torch
+
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            if not inp.is_contiguous() and inp.numel():
+                base = torch.as_strided(inp, inp.shape, torch.empty(inp.shape).stride(), inp.storage_offset())
+                return orig(base, dim, keepdim, dtype=dtype)
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
+def _storage_offset_ignored() -> None:
+    """A view that starts inside its storage is read from the storage's start."""
+    import torch
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            if inp.storage_offset() and inp.is_contiguous():
+                inp = torch.as_strided(inp, inp.shape, inp.stride(), 0)
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _out_not_resized() -> None:
+    """out= of the wrong size is written as far as it reaches, never resized."""
+
+    def make(orig):
+        _, plain = _entry("sum")
+
+        def sum_dim_out(inp, dim=None, keepdim=False, *, dtype=None, out):
+            result = plain(inp, dim, keepdim, dtype=dtype).flatten()
+            flat = out.view(-1)
+            n = min(flat.numel(), result.numel())
+            flat[:n] = result[:n].to(out.dtype)
+            return out
+
+        return sum_dim_out
+
+    _wrap("sum", ops.get("sum").out_entry, make)
+
+
+def _dtype_arg_ignored() -> None:
+    """The dtype= argument is dropped: half in, half out."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            return orig(inp, dim, keepdim)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _half_result_widened() -> None:
+    """A half input comes back as float32 (the accumulator's dtype is returned)."""
+    import torch
+
+    def make(orig):
+        def softmax(self, dim, half_to_float=False):
+            out = orig(self, dim, half_to_float)
+            return out.float() if self.dtype in (torch.float16, torch.bfloat16) else out
+
+        return softmax
+
+    _wrap("softmax", None, make)
+
+
+def _argmax_last_of_ties() -> None:
+    """Ties resolve to the last maximum (a >= where torch keeps the first)."""
+
+    def make(orig):
+        def argmax(inp, dim=None, keepdim=False, *, dtype=None):
+            if dim is None:
+                return orig(inp, dim, keepdim, dtype=dtype)
+            d = dim % inp.ndim
+            flipped = orig(inp.flip(d), dim, keepdim, dtype=dtype)
+            return inp.shape[d] - 1 - flipped
+
+        return argmax
+
+    _wrap("argmax", None, make)
+
+
+def _empty_sum_nan() -> None:
+    """The sum of nothing is NaN (0/0 left over from a mean's code path)."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            if inp.numel() == 0 and out.is_floating_point():
+                out = out.fill_(float("nan"))
+            return out
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _unit_dims_squeezed() -> None:
+    """keepdim=False squeezes every size-1 dim, not the reduced one (``squeeze()``)."""
+
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, True, dtype=dtype)
+            return out if keepdim else out.squeeze()
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
+def _tail_tile_of_one_row() -> None:
+    """A row tail of exactly one row past a 16-row tile is skipped (N % 16 == 1, N > 16):
+    an off-by-one only odd sizes meet."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            info = _dims(inp, dim)
+            if info and info[1] > 16 and info[1] % 16 == 1:
+                d = info[0]
+                out = orig(inp.narrow(d, 0, info[1] - 1).contiguous(), dim, keepdim, dtype=dtype)
+                return out
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -283,6 +523,30 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("routes_inner_dims", "the workaround's routing also moves inner dims", "routing",
                _routes_inner_dims, args=("--fl-force-workaround",)),
         Mutant("argmax_off_by_one", "argmax returns the index after the maximum", "argmax", _argmax_last_index),
+        # the reduction checklist (dims, special values, layout, dtype, index, empty, generated)
+        Mutant("keepdim_wrong_axis", "keepdim puts the dim back one place off for dims below -1", "sum and dims",
+               _keepdim_wrong_axis),
+        Mutant("dim_list_first_only", "a dim list reduces its first dim only", "sum and dims", _dim_list_first_only),
+        Mutant("dim_none_first_dim", "dim=None reduces dim 0 only", "sum and dims", _dim_none_first_dim),
+        Mutant("softmax_nan_dropped", "a non-inner softmax treats NaN as -inf", "softmax and special",
+               _softmax_nan_dropped),
+        Mutant("sum_inf_minus_inf_zero", "+inf and -inf cancel to 0 in a sum", "sum and special", _sum_inf_minus_inf_zero),
+        Mutant("log_softmax_neginf_zero", "an all -inf slice gives 0 instead of NaN", "log_softmax and special",
+               _log_softmax_neginf_slice_zero),
+        Mutant("argmax_skips_nan", "argmax never picks NaN", "argmax and (index or special)", _argmax_skips_nan),
+        Mutant("read_as_contiguous", "a non-contiguous input is read as if contiguous", "mean and layout",
+               _read_as_contiguous),
+        Mutant("storage_offset_ignored", "a view is read from its storage's start", "sum and layout",
+               _storage_offset_ignored),
+        Mutant("out_not_resized", "a wrongly sized out= buffer is not resized", "sum and layout", _out_not_resized),
+        Mutant("dtype_arg_ignored", "the dtype= argument is ignored", "sum and dtype", _dtype_arg_ignored),
+        Mutant("half_result_widened", "a half input's softmax comes back as float32", "softmax and dtype",
+               _half_result_widened),
+        Mutant("argmax_last_of_ties", "argmax returns the last of tied maxima", "argmax and index", _argmax_last_of_ties),
+        Mutant("empty_sum_nan", "the sum of an empty slice is NaN", "sum and empty", _empty_sum_nan),
+        Mutant("unit_dims_squeezed", "keepdim=False squeezes every size-1 dim", "mean and empty", _unit_dims_squeezed),
+        Mutant("tail_tile_of_one_row", "a one-row tail past a 16-row tile is skipped (N % 16 == 1)", "sum and generated",
+               _tail_tile_of_one_row),
     )
 }  # fmt: skip
 

@@ -1,0 +1,63 @@
+"""Generated shapes: hypothesis draws ranks 1-4, sizes that are 1, primes, powers of two and
+their neighbours and tile boundaries, a dim, keepdim and a float dtype, and every draw must
+do what torch does.  Derandomized with a seed per lane (the same examples on every run of a
+lane, different ones on another lane); a small budget on the interpreter, a large one on
+hardware.  A failure prints the shrunk example as a one-line reproduction.  Draws that run
+into a known FlagGems defect the lane's workaround does not cover are left to that
+defect's own strict xfail elsewhere."""
+
+import math
+import zlib
+
+from hypothesis import HealthCheck, assume, given, seed, settings
+from hypothesis import strategies as st
+from pytest_fl_contract.contracts.reductions.sweeps import Case, disagreement, make_input
+
+from pytest_fl_contract.ops import Call, flag_gems_version
+from pytest_fl_contract.plugin import session_of
+
+SIZES = [1, 2, 3, 5, 7, 8, 13, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 129]
+BUDGET = {"quick": 40, "full": 200}
+
+
+LIMIT = {"quick": 2**12, "full": 2**18}  # elements: the interpreter runs programs one by one
+
+
+@st.composite
+def draws(draw, toy: bool, limit: int):
+    rank = draw(st.integers(1, 4))
+    sizes = SIZES[:8] if toy else SIZES
+    shape = tuple(draw(st.sampled_from(sizes)) for _ in range(rank))
+    assume(math.prod(shape) <= limit)
+    dim = draw(st.integers(-rank, rank - 1))
+    return shape, dim, draw(st.booleans()), draw(st.sampled_from(["float32", "float16", "bfloat16"]))
+
+
+def test_generated(flag_gems, fl_device, fl_settings, request, any_op):
+    op = any_op
+    session = session_of(request.config)
+    quick = fl_settings.sweep == "quick"
+    lane_seed = zlib.crc32(f"{fl_settings.platform.name}/{request.config.option.junitprefix}".encode())
+    version, emulated = flag_gems_version(), fl_settings.emulation is not None
+    toy = quick and op.interpreter == "toy"
+
+    @seed(lane_seed)
+    @settings(max_examples=BUDGET[fl_settings.sweep] // (8 if toy else 1), deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(draw=draws(toy, 2**8 if toy else LIMIT[fl_settings.sweep]))
+    def check(draw):
+        shape, dim, keepdim, dtype = draw
+        if dtype == "bfloat16" and not fl_settings.platform.has("bf16"):
+            return
+        known = set(op.known_defects(Call(shape, dim, dtype), version, emulated)) - session.covered
+        if known:
+            return  # its own strict xfail stands for it
+        x = make_input(Case(shape, dim), dtype, fl_device, op=op)
+        keep = keepdim and op.keepdim != "none"
+        problem = disagreement(op, lambda: op.call(x, dim, keep), x, dim, keep)
+        assert problem is None, (
+            f"{problem}; reproduce: ops.get({op.name!r}).call(make_input(Case({shape}, {dim}), {dtype!r}, "
+            f"{fl_device!r}, op=ops.get({op.name!r})), {dim}, {keep})"
+        )
+
+    check()

@@ -1,0 +1,79 @@
+"""One call of an op in a fresh interpreter, for the cases that can fault the device.
+
+A kernel that indexes past 2**31 elements with int32 offsets ends in ``CUDA error: an
+illegal memory access``, and that poisons the process's CUDA context: every later test
+in the worker would fail too.  Here the call runs in a child process with the lane's
+workaround (when it has one); the parent gets a verdict line, or the child's death (its
+signal or the device error from its output) as one failed case.  Hardware lanes only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Spec:
+    op: str
+    shape: tuple[int, ...]
+    dim: int
+    dtype: str
+    device: str
+    workaround: str | None = None  # module to install() before the call
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    detail: str
+
+
+def run(spec: Spec, timeout: float = 600) -> Verdict:
+    argv = [sys.executable, "-m", "pytest_fl_contract.isolation", json.dumps(asdict(spec))]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Verdict(False, f"the call did not finish in {timeout:g}s")
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if done.returncode == 0 and lines:
+        result = json.loads(lines[-1])
+        return Verdict(bool(result["ok"]), str(result["detail"]))
+    tail = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
+    error = next((ln for ln in reversed(tail) if "error" in ln.lower()), tail[-1] if tail else "")
+    how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
+    return Verdict(False, f"the call killed its process ({how}): {error.strip()[:300]}")
+
+
+def _child(spec: Spec) -> dict[str, Any]:
+    import importlib
+
+    import flag_gems  # noqa: F401 - the entry points, as the lane has them
+    import torch
+
+    from . import ops
+
+    if spec.workaround:
+        importlib.import_module(spec.workaround).install()
+    op = ops.get(spec.op)
+    g = torch.Generator(device=spec.device).manual_seed(spec.seed)
+    x = torch.randn(spec.shape, generator=g, device=spec.device, dtype=getattr(torch, spec.dtype))
+    got = op.call(x, spec.dim)
+    want = op.torch_fn(x, spec.dim, False)
+    getattr(torch, spec.device).synchronize()
+    if op.kind == "index":
+        same = float((got == want).double().mean())
+        return {"ok": same == 1.0, "detail": f"{same:.6%} of the indices equal torch's"}
+    scale = float(want.abs().max())
+    error = float((got.double() - want.double()).abs().max()) / max(scale, 1e-30)
+    bound = 1e-4
+    return {"ok": error <= bound, "detail": f"relative error {error:.3g} against torch on the device (bound {bound:g})"}
+
+
+if __name__ == "__main__":
+    data = json.loads(sys.argv[1])
+    print(json.dumps(_child(Spec(**{**data, "shape": tuple(data["shape"])}))), flush=True)
