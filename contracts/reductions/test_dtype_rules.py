@@ -4,7 +4,14 @@ alike), and the ``dtype=`` argument (half in, fp32 or fp64 out)."""
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import DTYPE_CAPABILITY, Case, assert_agrees, make_input, tolerance
+from pytest_fl_contract.contracts.reductions.sweeps import (
+    DTYPE_CAPABILITY,
+    Case,
+    assert_agrees,
+    fitted,
+    make_input,
+    tolerance,
+)
 
 DTYPES = ["float16", "bfloat16", "float64", "int32", "int64", "bool"]
 # N = 8: a partial row tile still (TILE_N is larger), but not argmax's own tile defect (N not
@@ -27,8 +34,8 @@ def _marks(dtype):
 
 @pytest.mark.parametrize("dtype", [pytest.param(d, marks=_marks(d)) for d in DTYPES])
 @pytest.mark.parametrize("dtype_case", CASES, ids=lambda c: c.id)
-def test_input_dtypes(flag_gems, fl_device, any_op, dtype_case, dtype):
-    op, case = any_op, dtype_case
+def test_input_dtypes(flag_gems, fl_device, fl_settings, any_op, dtype_case, dtype):
+    op, case = any_op, fitted(dtype_case, any_op, fl_settings.sweep)
     x = typed(make_input(case, "float32", fl_device, op=op), dtype)
     assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, what=f"{dtype} input, dim {case.dim}")
 
@@ -36,9 +43,9 @@ def test_input_dtypes(flag_gems, fl_device, any_op, dtype_case, dtype):
 @pytest.mark.parametrize("dtype", ["float32", pytest.param("float64", marks=_marks("float64"))])
 @pytest.mark.parametrize("values", ["dtype_arg"])
 @pytest.mark.parametrize("dtype_case", CASES, ids=lambda c: c.id)
-def test_dtype_argument(flag_gems, fl_device, any_op, dtype_case, values, dtype):
+def test_dtype_argument(flag_gems, fl_device, fl_settings, any_op, dtype_case, values, dtype):
     """Half in, ``dtype`` out: the result has torch's dtype and the precision of it."""
-    op, case = any_op, dtype_case
+    op, case = any_op, fitted(dtype_case, any_op, fl_settings.sweep)
     if not op.dtype_arg:
         pytest.skip(f"{op.name} takes no dtype= argument")
     x = make_input(case, "float16", fl_device)

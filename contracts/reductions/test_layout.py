@@ -5,7 +5,7 @@ them."""
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, fitted, make_input
 
 SHAPE = (4, 6, 10)
 
@@ -34,8 +34,8 @@ LAYOUTS = ["transposed", "permute", "step", "offset", "expand"]
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("layout_case", [Case(SHAPE, d) for d in range(3)], ids=lambda c: c.id)
-def test_layout(flag_gems, fl_device, any_op, layout_case, layout):
-    op, case = any_op, layout_case
+def test_layout(flag_gems, fl_device, fl_settings, any_op, layout_case, layout):
+    op, case = any_op, fitted(layout_case, any_op, fl_settings.sweep)
     x = view(layout, make_input(case, "float32", fl_device, op=op))
     assert layout == "offset" or layout == "step" or not x.is_contiguous()
     assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, what=f"{layout} input, dim {case.dim}")
@@ -46,8 +46,8 @@ OUT_CASES = [Case((3, 5, 6), 1), Case((3, 5, 6), 2)]
 
 @pytest.mark.parametrize("layout", ["out_non_contiguous", "out_wrong_size", "out_right_size"])
 @pytest.mark.parametrize("out_case", OUT_CASES, ids=lambda c: c.id)
-def test_out_buffers(flag_gems, fl_device, any_op, out_case, layout):
-    op, case, buffer = any_op, out_case, layout
+def test_out_buffers(flag_gems, fl_device, fl_settings, any_op, out_case, layout):
+    op, case, buffer = any_op, fitted(out_case, any_op, fl_settings.sweep), layout
     if op.out_entry is None:
         pytest.skip(f"{op.name} has no out= entry point in the op registry")
     x = make_input(case, "float32", fl_device)
