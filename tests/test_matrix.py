@@ -5,6 +5,7 @@ in one line, and the GitLab pipeline checked against check-jsonschema's vendored
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ import yaml
 
 from pytest_fl_contract.lanes import junit
 from pytest_fl_contract.lanes.manifest import load
+from pytest_fl_contract.lanes.matrix import budget_minutes
 from pytest_fl_contract.platforms import load_registry
 
 from .conftest import ROOT
@@ -69,8 +71,9 @@ def test_github_matrix_of_the_shipped_manifest(capsys):
     for name in ("nvidia", "iluvatar", "ascend", "tsingmicro"):
         assert rows[name]["runs_on"] == ["self-hosted", name] and rows[name]["hosted"] is False
         assert rows[name]["extras"] == rows[name]["torch"] == ""
-    assert rows["cpu"]["timeout"] == (1800 + 600) // 60 + 15  # its steps' timeouts, plus install and upload
-    assert rows["cpu-fg54"]["timeout"] == (900 + 1800) // 60 + 15  # the package install counts too
+    steps = {name: sum(step.timeout for step in lane.steps) for name, lane in lanes.items()}
+    assert rows["cpu"]["timeout"] == steps["cpu"] // 60 + 15  # its steps' timeouts, plus install and upload
+    assert rows["cpu-fg54"]["timeout"] == (900 + steps["cpu-fg54"]) // 60 + 15  # the package install counts too
     assert rows["cpu-fg54"]["inputs"] == "FL_FLAGGEMS_54" and rows["cpu"]["inputs"] == ""
     assert rows["nvidia"]["platform"] == "nvidia"
     assert "matrix: 17 of the 17 lanes" in err
@@ -80,7 +83,10 @@ def test_gitlab_child_pipeline_of_the_shipped_manifest(capsys, tmp_path):
     doc, _ = matrix(capsys, "--format", "gitlab")
     assert list(doc) == [f"lane:{name}" for name in load(MANIFEST, load_registry(entry_points=False)).lanes]
     cpu, nvidia = doc["lane:cpu"], doc["lane:nvidia"]
-    assert "tags" not in cpu and cpu["image"] == "python:3.11" and cpu["timeout"] == "55m"
+    lane = load(MANIFEST, load_registry(entry_points=False)).lanes["cpu"]
+    minutes = math.ceil(budget_minutes(lane)) + 15  # the lane's own budget, as the GitHub matrix has it
+    assert "tags" not in cpu and cpu["image"] == "python:3.11"
+    assert cpu["timeout"] == " ".join(p for p in (f"{minutes // 60}h" if minutes >= 60 else "", f"{minutes % 60}m") if p)
     assert (
         cpu["before_script"][0]
         == f"python3 -m pip install {cpu_extra_torch()} --index-url https://download.pytorch.org/whl/cpu"
@@ -90,7 +96,8 @@ def test_gitlab_child_pipeline_of_the_shipped_manifest(capsys, tmp_path):
     assert cpu["artifacts"] == {"when": "always", "paths": ["reports/"], "reports": {"junit": "reports/cpu.xml"}}
     assert nvidia["tags"] == ["nvidia"] and "image" not in nvidia  # self-hosted is GitHub's, not a GitLab tag
     assert nvidia["before_script"] == ["python3 -m pip install pytest-fl-contract==0.1.0"]
-    assert nvidia["timeout"] == "1h 25m"
+    nvidia_minutes = math.ceil(budget_minutes(load(MANIFEST, load_registry(entry_points=False)).lanes["nvidia"])) + 15
+    assert nvidia["timeout"] == f"{nvidia_minutes // 60}h {nvidia_minutes % 60}m"
     path = tmp_path / "lanes.gitlab-ci.yml"
     path.write_text(yaml.safe_dump(doc))
     schema_check("vendor.gitlab-ci", path)

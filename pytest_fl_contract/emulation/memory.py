@@ -31,6 +31,7 @@ class _Memory:
     oob_stores: int = 0
     kernels: dict[str, int] = field(default_factory=dict)  # kernel -> out-of-bounds lanes
     installed: bool = False
+    watch: list[tuple[int, int]] | None = None  # when a list: (lowest, highest) address of each load
 
 
 # Process-global on purpose: the hooks sit on Triton's interpreter classes.
@@ -73,6 +74,9 @@ def install() -> None:
     def create_masked_load(self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
         dtype_tt = ptrs.get_element_ty()
         dtype_np = ti._get_np_dtype(dtype_tt)
+        if MEMORY.watch is not None and mask.data.any():  # tests read the offsets a kernel computed
+            live = ptrs.data[mask.data].astype("int64")
+            MEMORY.watch.append((int(live.min()), int(live.max())))
         bad = outside(ptrs.data, mask.data, dtype_np.itemsize)
         if not bad.any():
             return original_load(self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)

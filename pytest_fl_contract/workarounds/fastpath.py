@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import triton
@@ -62,7 +64,7 @@ def _sum_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.constexpr, 
         acc += tl.load(ptrs, mask=kmask[None, :], other=0.0).to(tl.float32)
     tail = tl.zeros([BLOCK_K], dtype=tl.float32)
     for n in range(n_full, n_end):
-        tail += tl.load(in_ptr + base + n * K + k, mask=kmask, other=0.0).to(tl.float32)
+        tail += tl.load(in_ptr + base + tl.cast(n, tl.int64) * K + k, mask=kmask, other=0.0).to(tl.float32)
     return tl.sum(acc, axis=0) + tail
 
 
@@ -81,7 +83,7 @@ def _softmax_stats_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.c
         s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
         m = m_new
     for n in range(n_full, n_end):
-        x = tl.load(in_ptr + base + n * K + k, mask=kmask, other=float("-inf")).to(tl.float32)
+        x = tl.load(in_ptr + base + tl.cast(n, tl.int64) * K + k, mask=kmask, other=float("-inf")).to(tl.float32)
         m_new = tl.maximum(m, x)
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
         s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
@@ -100,7 +102,7 @@ def _softmax_write_rows(out_ptr, in_ptr, base, n_start, n_end, k, kmask, K, m, i
         y = tl.exp(x - m[None, :]) * inv[None, :]
         tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=kmask[None, :])
     for n in range(n_full, n_end):
-        offs = base + n * K + k
+        offs = base + tl.cast(n, tl.int64) * K + k
         x = tl.load(in_ptr + offs, mask=kmask, other=0.0).to(tl.float32)
         tl.store(out_ptr + offs, (tl.exp(x - m) * inv).to(out_ptr.dtype.element_ty), mask=kmask)
 
@@ -178,45 +180,91 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, M, N, K, rows_pe
     _softmax_write_rows(out_ptr, in_ptr, pid_m * N * K, n_start, n_end, k, kmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K)
 
 
-def _sm_count(device: Any) -> int:
+@dataclass(frozen=True)
+class Device:
+    """What the tile model needs of a device, and where each figure came from."""
+
+    sms: int
+    bandwidth: float  # bytes per second
+    source: str
+
+    @property
+    def in_flight(self) -> float:
+        """Bytes each SM must keep in flight to run at full bandwidth (Little's law)."""
+        return self.bandwidth * LATENCY / self.sms
+
+
+LATENCY = 1.0e-6  # seconds from issuing a load to its data, roughly, on HBM GPUs of 2022-2026
+ASSUMED = Device(sms=32, bandwidth=1.0e12, source="assumed: 32 SMs, 1 TB/s (the device module reports neither)")
+
+
+@functools.lru_cache(maxsize=16)
+def device_info(device_type: str, index: int = 0) -> Device:
+    """SM count and memory bandwidth of a device, read through torch.<device_type> (the
+    platform's device module, not torch.cuda alone).  What could not be read is assumed and
+    said so: ``source`` goes into the report header."""
     import torch
 
+    module = getattr(torch, device_type, None)
     try:
-        return int(torch.cuda.get_device_properties(device).multi_processor_count)
+        props = module.get_device_properties(index)  # type: ignore[union-attr]
+        sms = int(props.multi_processor_count)
     except Exception:
-        return 4
+        return ASSUMED
+    clock = getattr(props, "memory_clock_rate", 0) or 0  # kHz
+    bus = getattr(props, "memory_bus_width", 0) or 0  # bits
+    name = getattr(props, "name", device_type)
+    if clock and bus:
+        bandwidth = 2 * clock * 1e3 * bus / 8  # double data rate
+        return Device(sms, bandwidth, f"{name}: {sms} SMs, {bandwidth / 1e12:.2f} TB/s (read from torch.{device_type})")
+    return Device(sms, ASSUMED.bandwidth * sms / ASSUMED.sms,
+                  f"{name}: {sms} SMs (read from torch.{device_type}), bandwidth assumed "
+                  f"{ASSUMED.bandwidth * sms / ASSUMED.sms / 1e12:.2f} TB/s (not reported)")  # fmt: skip
 
 
-def tiles(M: int, N: int, K: int, sm_count: int, elem: int = 4, kind: str = "reduce") -> tuple[int, int, int, int]:
-    """(BLOCK_R, BLOCK_K, num_warps, splits), fitted on an H200 (benchmarks/tune_fastpath.py).
+def _device(x: Any) -> Device:
+    return device_info(x.device.type, x.device.index or 0)
 
-    Sums take up to 1024 columns, narrowed while the grid has less than two waves; softmax
-    a row chunk of 2 KB (512 fp32 / 1024 half columns), narrowed below one wave; when even 128 columns leave SMs idle (one wide row, dim 0)
-    the rows are split into chunks whose partial results a second launch combines in a
-    fixed order (deterministic, no atomics).  Tiles of whole rows: 4K elements for sums,
-    8K (fp32) or 16K (half) for softmax."""
-    block_k = min(1024, triton.next_power_of_2(K) if kind == "reduce" else 2048 // elem, triton.next_power_of_2(K))
+
+@dataclass(frozen=True)
+class Plan:
+    block_r: int
+    block_k: int
+    warps: int
+    splits: int
+
+
+def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce") -> Plan:
+    """The tiles of a non-inner reduction, from the problem's size and the device.
+
+    Memory-bound, so the model is about bytes in flight: each SM must keep
+    ``device.in_flight`` bytes of loads outstanding (bandwidth x latency / SMs), so a
+    program's tile is about half of that (two programs resident per SM), 4 to 32 KB.
+    Columns: as wide as K allows up to 1024 elements (512 fp32 / 1024 half for softmax,
+    whose per-column statistics live in registers), narrowed while the grid has fewer than
+    two programs per SM, but never under a 128-byte row segment (a coalesced transaction)
+    unless K itself is that short (then the tile is one contiguous run of whole rows).
+    Rows: the tile's remaining bytes, at most 64, never more than N has (no partial row
+    block exists to mask).  When even the narrowest columns leave SMs idle, the rows are
+    split and a second launch combines the parts in a fixed order; unless the whole input
+    is smaller than what the GPU keeps in flight at once - there one launch is cheaper
+    than two, whatever the idle SMs."""
+    tile_bytes = min(max(device.in_flight / 2, 4096), 32768)
+    cap = 1024 if kind == "reduce" else 2048 // elem
+    block_k = min(cap, triton.next_power_of_2(max(K, 1)))
+    floor_k = min(block_k, max(128 // elem, 1))
+    while block_k > floor_k and M * triton.cdiv(K, block_k) < 2 * device.sms:
+        block_k //= 2
+    programs = M * triton.cdiv(K, block_k)
+    block_r = max(1, min(int(tile_bytes // (block_k * elem)), 64))
+    block_r = min(1 << (block_r.bit_length() - 1), 1 << (max(N, 1).bit_length() - 1))
     splits = 1
-    if M * triton.cdiv(K, 128) < sm_count and N >= 256:
-        if kind == "reduce":
-            block_k, waves = 128, 8
-        else:
-            block_k, waves = min(block_k, 256 if elem >= 4 else 1024), (4 if elem >= 4 else 2)
-        splits = max(1, min(triton.cdiv(waves * sm_count, M * triton.cdiv(K, block_k)), N // 64))
-    else:
-        while block_k > 128 and M * triton.cdiv(K, block_k) < (2 if kind == "reduce" else 1) * sm_count:
-            block_k //= 2
-    budget = 4096 if kind == "reduce" else (8192 if elem >= 4 else 16384)
-    block_r = max(1, min(triton.next_power_of_2(max(N, 1)), budget // block_k, 64))
-    if kind == "reduce" and splits > 1:
-        block_r = min(block_r, 4)
-    if block_r > N:  # never a partial row block: N < BLOCK_R rows go through the per-row loop
-        block_r = 1 << (max(N, 1).bit_length() - 1)
-    if kind == "reduce":
-        warps = 8 if splits > 1 or (block_r * block_k >= 4096 and N >= 2 * block_r) else 4
-    else:
-        warps = 4
-    return block_r, block_k, warps, splits
+    total = M * N * K * elem
+    if programs < device.sms and total > device.sms * device.in_flight:
+        most = max(1, N // max(4 * block_r, 64))  # each split walks four tiles at least
+        splits = max(1, min(triton.cdiv(2 * device.sms, programs), most))
+    warps = 4 if block_r * block_k <= 2048 else 8
+    return Plan(block_r, block_k, warps, splits)
 
 
 def _chunk(N: int, splits: int, block_r: int) -> int:
@@ -239,7 +287,9 @@ def reduce_dim(x: Any, d: int, keepdim: bool, mean: bool) -> Any:
     shape = list(x.shape)
     shape[d] = 1
     out = torch.empty(shape, dtype=x.dtype, device=x.device)
-    block_r, block_k, warps, splits = tiles(M, N, K, _sm_count(x.device), x.element_size())
+    device = _device(x)
+    plan = tiles(M, N, K, device, x.element_size())
+    block_r, block_k, warps, splits = plan.block_r, plan.block_k, plan.warps, plan.splits
     scale = 1.0 / N if mean else 1.0
     if splits == 1:
         grid = (M, triton.cdiv(K, block_k))
@@ -252,9 +302,9 @@ def reduce_dim(x: Any, d: int, keepdim: bool, mean: bool) -> Any:
         fl_reduce_rows_split_kernel[grid](
             part, x, M, N, K, rows_per_split, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps
         )
-        r2, k2, w2, _ = tiles(1, splits, M * K, _sm_count(x.device))  # partials are fp32
-        fl_reduce_rows_kernel[(1, triton.cdiv(M * K, k2))](
-            out, part, splits, M * K, scale, BLOCK_R=r2, BLOCK_K=k2, num_warps=w2
+        second = tiles(1, splits, M * K, device)  # partials are fp32
+        fl_reduce_rows_kernel[(1, triton.cdiv(M * K, second.block_k))](
+            out, part, splits, M * K, scale, BLOCK_R=second.block_r, BLOCK_K=second.block_k, num_warps=second.warps
         )
     return out if keepdim else out.squeeze(d)
 
@@ -265,7 +315,8 @@ def softmax_dim(x: Any, d: int, out_dtype: Any = None) -> Any:
     x = x.contiguous()
     M, N, K = _mnk(tuple(x.shape), d)
     out = torch.empty_like(x, dtype=out_dtype or x.dtype)
-    block_r, block_k, warps, splits = tiles(M, N, K, _sm_count(x.device), x.element_size(), "softmax")
+    plan = tiles(M, N, K, _device(x), x.element_size(), "softmax")
+    block_r, block_k, warps, splits = plan.block_r, plan.block_k, plan.warps, plan.splits
     if splits == 1:
         grid = (M, triton.cdiv(K, block_k))
         fl_softmax_rows_kernel[grid](out, x, N, K, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)

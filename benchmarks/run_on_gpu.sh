@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The GPU figures in benchmarks/results/, as they were taken: on a machine with an NVIDIA GPU
+# and its own torch / triton (never replaced), with flag-gems and the few packages it lacks
+# as wheels in .whl/ (see benchmarks/results/README.md).  Writes under $OUT (default ./out).
+#
+#   bash benchmarks/run_on_gpu.sh setup probes large lane sweep
+set -o pipefail
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-$PWD/out}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$OUT"
+export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+
+for what in "$@"; do
+  case "$what" in
+  setup)
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$ROOT"/.whl/*.whl || exit 1
+    python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site "$ROOT" || exit 1
+    nvidia-smi -L
+    python3 -c "import torch, triton, flag_gems; from pytest_fl_contract.workarounds import fastpath; \
+print('torch', torch.__version__, 'triton', triton.__version__, 'flag_gems', flag_gems.__version__); \
+print(fastpath.device_info('cuda').source)" ;;
+  probes)
+    (cd /tmp && timeout 180 fl-contract probe --platform nvidia | tee "$OUT/probes.txt" | tail -4)
+    (cd /tmp && timeout 180 fl-contract probe --platform nvidia --mutants | tail -2) ;;
+  large)
+    for extra in "" "--fl-force-workaround"; do
+      echo "== large index ${extra:-without the workaround}"
+      (cd /tmp && timeout 300 fl-contract contracts reductions -- --platform nvidia -k large_index -q -rA $extra \
+        | grep -E "PASSED|FAILED|XFAIL|XPASS|passed|failed|error" | cut -c1-400 | tee -a "$OUT/large.txt")
+    done ;;
+  lane)
+    # the GPU lane, cold Triton cache then warm (TRITON_CACHE_DIR is shared by the xdist workers)
+    export TRITON_CACHE_DIR=/tmp/triton-cache
+    rm -rf "$TRITON_CACHE_DIR"
+    for run in cold warm; do
+      start=$(date +%s.%N)
+      (cd /tmp && timeout 540 fl-contract contracts reductions -- --platform nvidia --fl-sweep full -n auto -q \
+        --junitxml="$OUT/lane-$run.xml" --durations=15 > "$OUT/lane-$run.txt" 2>&1)
+      echo "lane $run: exit $?, $(python3 -c "import time; print(round(time.time() - $start, 1))") s wall"
+      grep -E "passed|failed" "$OUT/lane-$run.txt" | tail -1
+    done ;;
+  sweep)
+    timeout 560 python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" \
+      --json "$OUT/sweep.json" > "$OUT/sweep.txt" 2>&1
+    echo "sweep: exit $?"; tail -12 "$OUT/sweep.txt" ;;
+  *) echo "unknown step $what (setup, probes, large, lane, sweep)"; exit 2 ;;
+  esac
+done
