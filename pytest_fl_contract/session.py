@@ -132,11 +132,32 @@ class LaneSession:
             self.workaround = WorkaroundInfo(self.settings.workaround or "", *self._origin, entries)  # type: ignore[arg-type]
         self.config.hook.pytest_fl_contract_flag_gems.call_historic(kwargs={"flag_gems": module, "session": self})
 
+    def pick_device(self) -> str | None:
+        """On a host with several devices, xdist worker gwN takes device N mod count (one
+        device per worker, round-robin), so ``-n auto`` spreads over every visible device.
+        Asked when a contract first needs the device; says what it chose."""
+        workerinput = getattr(self.config, "workerinput", None)
+        if self.settings.emulation is not None or workerinput is None:
+            return None
+        import torch
+
+        module = getattr(torch, self.settings.platform.device_type, None)
+        try:
+            count = int(module.device_count())  # type: ignore[union-attr]
+        except Exception:
+            return None
+        if count < 2:
+            return None
+        index = int(str(workerinput.get("workerid", "gw0")).removeprefix("gw") or 0) % count
+        module.set_device(index)  # type: ignore[union-attr]
+        return f"{self.settings.platform.device_type}:{index} of {count}"
+
     def import_flag_gems(self) -> ModuleType:
         """flag_gems, imported after the emulator and with the workaround in place."""
         if self.flag_gems is None:
             from .runtime import import_flag_gems
 
+            self.pick_device()
             import_flag_gems()
         assert self.flag_gems is not None
         return self.flag_gems
