@@ -21,12 +21,12 @@ for what in "$@"; do
 print('torch', torch.__version__, 'triton', triton.__version__, 'flag_gems', flag_gems.__version__); \
 print(fastpath.device_info('cuda').source)" ;;
   probes)
-    (cd /tmp && timeout 180 fl-contract probe --platform nvidia | tee "$OUT/probes.txt" | tail -4)
-    (cd /tmp && timeout 180 fl-contract probe --platform nvidia --mutants | tail -2) ;;
+    (cd /tmp && timeout 180 python3 -m pytest_fl_contract.cli probe --platform nvidia | tee "$OUT/probes.txt" | tail -4)
+    (cd /tmp && timeout 180 python3 -m pytest_fl_contract.cli probe --platform nvidia --mutants | tail -2) ;;
   large)
     for extra in "" "--fl-force-workaround"; do
       echo "== large index ${extra:-without the workaround}"
-      (cd /tmp && timeout 300 fl-contract contracts reductions -- --platform nvidia -k large_index -q -rA $extra \
+      (cd /tmp && timeout 300 python3 -m pytest_fl_contract.cli contracts reductions -- --platform nvidia -k large_index -q -rA $extra \
         | grep -E "PASSED|FAILED|XFAIL|XPASS|passed|failed|error" | cut -c1-400 | tee -a "$OUT/large.txt")
     done ;;
   lane)
@@ -35,7 +35,7 @@ print(fastpath.device_info('cuda').source)" ;;
     rm -rf "$TRITON_CACHE_DIR"
     for run in cold warm; do
       start=$(date +%s.%N)
-      (cd /tmp && timeout 540 fl-contract contracts reductions -- --platform nvidia --fl-sweep full -n auto -q \
+      (cd /tmp && timeout 540 python3 -m pytest_fl_contract.cli contracts reductions -- --platform nvidia --fl-sweep full -n auto -q \
         --junitxml="$OUT/lane-$run.xml" --durations=15 > "$OUT/lane-$run.txt" 2>&1)
       echo "lane $run: exit $?, $(python3 -c "import time; print(round(time.time() - $start, 1))") s wall"
       grep -E "passed|failed" "$OUT/lane-$run.txt" | tail -1

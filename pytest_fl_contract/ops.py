@@ -108,6 +108,14 @@ def _argmin_stores_past_end(call: Call) -> bool:
     return call.dim is not None and k == 1 and n > 0 and m % 4 != 0 and call.dtype not in ("int16", "int32")
 
 
+def _past_int32(call: Call) -> bool:
+    """A non-inner slice of more than 2**31 - 1 elements: FlagGems 5.0.2's kernels form the
+    row offset n * K in int32 (seen on an H200: sum, mean and argmax die with an illegal
+    memory access, softmax returns wrong values)."""
+    m, n, k = _mnk(call)
+    return call.non_inner and n * k > 2**31 - 1
+
+
 def _dtype_in(*dtypes: str) -> Callable[[Call], bool]:
     return lambda call: call.dtype in dtypes
 
@@ -213,23 +221,25 @@ _ACCEPTED = OpDefect("int_input_accepted", _dtype_in(*INTEGERS))
 _EMPTY = OpDefect("empty_input_diverges", _empty)
 _EMPTY_REDUCED = OpDefect("empty_input_diverges", _empty_reduced)
 _FP64 = OpDefect("fp64_computed_in_fp32", _dtype_in("float64"))
+_INT32 = OpDefect("int32_offset_overflow", _past_int32, ("5.0",))
 
 OPS: tuple[Op, ...] = (
     Op("sum", "flag_gems.ops.sum", "sum_dim", "reduce", ("list",), _torch("sum"), ("sum_dim", "sum_dim_out"),
        entries=(EntryPoint("sum_dim", "reduce"), EntryPoint("sum_dim_out", "reduce", out="out")),
        out_entry="sum_dim_out", dtype_arg=True, accepts_none=True, fastpath="sum", real_case=True,
        seed_table=True,
-       defects=(_NOT_PROMOTED, OpDefect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"))),
+       defects=(_NOT_PROMOTED, OpDefect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"),
+                _INT32)),
     Op("mean", "flag_gems.ops.mean", "mean_dim", "reduce", ("list", "int"), _torch("mean"), ("mean_dim",),
        entries=(EntryPoint("mean_dim", "reduce"),), dtype_arg=True, accepts_none=True, fastpath="mean",
-       defects=(OpDefect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY)),
+       defects=(OpDefect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY, _INT32)),
     Op("softmax", "flag_gems.ops.softmax", "softmax", "along", ("int",), _torch("softmax", takes_keepdim=False),
        ("softmax",),
        entries=(EntryPoint("softmax", "along"), EntryPoint("softmax_out", "along", out="out"),
                 EntryPoint("softmax_backward", "along", tensors=("grad_output", "output")),
                 EntryPoint("softmax_backward_out", "along", out="grad_input", tensors=("grad_output", "output"))),
        keepdim="none", fastpath="softmax", seed_table=True, exempt={"keepdim": _NO_KEEPDIM},
-       defects=(OpDefect("softmax_permuted_output", lambda c: c.layout in DENSE_PERMUTED, ("5.4",)),)),
+       defects=(OpDefect("softmax_permuted_output", lambda c: c.layout in DENSE_PERMUTED, ("5.4",)), _INT32)),
     Op("log_softmax", "flag_gems.ops.log_softmax", "log_softmax", "along", ("int",),
        _torch("log_softmax", takes_keepdim=False), ("log_softmax",),
        entries=(EntryPoint("log_softmax", "along"), EntryPoint("log_softmax_out", "along", out="out"),
@@ -239,7 +249,7 @@ OPS: tuple[Op, ...] = (
     Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _torch("argmax"), ("argmax",),
        entries=(EntryPoint("argmax", "index"),), accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
        defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2),
-                OpDefect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED)),
+                OpDefect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED, _INT32)),
     Op("argmin", "flag_gems.ops.argmin", "argmin", "index", ("int",), _torch("argmin"), ("argmin",),
        accepts_none=True, extreme="min", exempt={"large_inputs": _INDEX},
        defects=(OpDefect("argmin_inner_out_of_bounds", _argmin_rows_past_end),

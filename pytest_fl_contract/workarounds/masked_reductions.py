@@ -45,8 +45,11 @@ from .. import ops as registry
 # not a power of two for N <= 128; every entry point gets a contiguous input (FlagGems
 # makes it contiguous at once anyway), which keeps 5.4.0.dev0's softmax from writing into
 # an output that kept a permuted input's strides; and a strided out= buffer is filled
-# from a contiguous scratch one, since FlagGems writes out= as if contiguous.
-COVERS = ("masked_2d_row_load", "argmax_tile_not_pow2", "softmax_permuted_output", "out_non_contiguous_ignored")
+# from a contiguous scratch one, since FlagGems writes out= as if contiguous. Past 2**31
+# elements in a slice, the fast path's offsets are int64 and the moved axis's inner kernel
+# never forms n * K (measured on an H200: sum, mean, softmax, argmax all right).
+COVERS = ("masked_2d_row_load", "argmax_tile_not_pow2", "softmax_permuted_output", "out_non_contiguous_ignored",
+          "int32_offset_overflow")
 
 
 @dataclass(frozen=True)
