@@ -14,8 +14,8 @@ export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
 for what in "$@"; do
   case "$what" in
   setup)
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$ROOT"/.whl/*.whl || exit 1
-    python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site "$ROOT" || exit 1
+    python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$ROOT"/.whl/*.whl || exit 1
+    python3 -m pip install -q --upgrade --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site "$ROOT" || exit 1
     nvidia-smi -L
     python3 -c "import torch, triton, flag_gems; from pytest_fl_contract.workarounds import fastpath; \
 print('torch', torch.__version__, 'triton', triton.__version__, 'flag_gems', flag_gems.__version__); \
@@ -41,7 +41,7 @@ print(fastpath.device_info('cuda').source)" ;;
       grep -E "passed|failed" "$OUT/lane-$run.txt" | tail -1
     done ;;
   sweep)
-    timeout 560 python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" \
+    timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" \
       --json "$OUT/sweep.json" > "$OUT/sweep.txt" 2>&1
     echo "sweep: exit $?"; tail -12 "$OUT/sweep.txt" ;;
   *) echo "unknown step $what (setup, probes, large, lane, sweep)"; exit 2 ;;
