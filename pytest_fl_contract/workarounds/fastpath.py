@@ -234,21 +234,29 @@ class Plan:
     splits: int
 
 
+SECOND_LAUNCH = 6.0e-6  # seconds a second launch (combining the splits) adds, allocation included
+TILE_ELEMENTS = 8192  # the fp32 accumulator of one tile, at most: 32 registers a thread at 8 warps
+
+
+@functools.lru_cache(maxsize=4096)
 def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce") -> Plan:
     """The tiles of a non-inner reduction, from the problem's size and the device.
 
-    Memory-bound, so the model is about bytes in flight: each SM must keep
-    ``device.in_flight`` bytes of loads outstanding (bandwidth x latency / SMs), so a
-    program's tile is about half of that (two programs resident per SM), 4 to 32 KB.
-    Columns: as wide as K allows up to 1024 elements (512 fp32 / 1024 half for softmax,
-    whose per-column statistics live in registers), narrowed while the grid has fewer than
-    two programs per SM, but never under a 128-byte row segment (a coalesced transaction)
-    unless K itself is that short (then the tile is one contiguous run of whole rows).
-    Rows: the tile's remaining bytes, at most 64, never more than N has (no partial row
-    block exists to mask).  When even the narrowest columns leave SMs idle, the rows are
-    split and a second launch combines the parts in a fixed order; unless the whole input
-    is smaller than what the GPU keeps in flight at once - there one launch is cheaper
-    than two, whatever the idle SMs."""
+    Memory-bound work whose programs each walk rows of a column block, so two limits: the
+    bytes the GPU must keep in flight (bandwidth x latency; a program's tile is half of an
+    SM's share, 4 to 32 KB) and the chain of dependent loads one program walks (each step
+    costs about a latency, however few bytes it moves).
+    - Columns: as wide as K allows up to 1024 elements (512 fp32 / 1024 half for softmax,
+      whose per-column statistics live in registers), narrowed while the grid has fewer
+      than two programs per SM, never under a 128-byte row segment (one coalesced
+      transaction) unless K itself is shorter - then a tile is one contiguous run of rows.
+    - Rows per step: the tile's bytes over the column block's, at most TILE_ELEMENTS
+      elements a tile, never more rows than N has (no partial row block to mask).  Short
+      rows (small K) so take thousands of rows a step: few steps, each a large load.
+    - Splits of the rows (a second launch combines them in a fixed order): the number
+      that minimises waves x steps x latency + the second launch, with the whole input
+      over the bandwidth as the floor.  A small problem keeps one launch: there a second
+      one costs more than idle SMs do."""
     tile_bytes = min(max(device.in_flight / 2, 4096), 32768)
     cap = 1024 if kind == "reduce" else 2048 // elem
     block_k = min(cap, triton.next_power_of_2(max(K, 1)))
@@ -256,15 +264,36 @@ def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "re
     while block_k > floor_k and M * triton.cdiv(K, block_k) < 2 * device.sms:
         block_k //= 2
     programs = M * triton.cdiv(K, block_k)
-    block_r = max(1, min(int(tile_bytes // (block_k * elem)), 64))
-    block_r = min(1 << (block_r.bit_length() - 1), 1 << (max(N, 1).bit_length() - 1))
-    splits = 1
-    total = M * N * K * elem
-    if programs < device.sms and total > device.sms * device.in_flight:
-        most = max(1, N // max(4 * block_r, 64))  # each split walks four tiles at least
-        splits = max(1, min(triton.cdiv(2 * device.sms, programs), most))
+    rows = max(1, min(int(tile_bytes // (block_k * elem)), TILE_ELEMENTS // block_k, max(N, 1)))
+    block_r = 1 << (rows.bit_length() - 1)
+    floor = M * N * K * elem / device.bandwidth
+
+    def cost(splits: int) -> float:
+        waves = triton.cdiv(programs * splits, 2 * device.sms)
+        steps = triton.cdiv(triton.cdiv(N, splits), block_r)
+        return max(waves * steps * LATENCY, floor) + (SECOND_LAUNCH if splits > 1 else 0.0)
+
+    candidates = [1 << i for i in range(0, 16) if (1 << i) * block_r <= max(N, 1) and (1 << i) <= 4096]
+    splits = min(candidates, key=lambda s: (cost(s), s))
     warps = 4 if block_r * block_k <= 2048 else 8
     return Plan(block_r, block_k, warps, splits)
+
+
+_LAUNCHERS: dict[int, Any] = {}
+
+
+def _launch(kernel: Any) -> Any:
+    """FlagGems' own launch cache (``libentry``) around our kernel where FlagGems has it:
+    Triton's generic launcher spends tens of microseconds of Python on each call (measured
+    on an H200: 35 us against FlagGems' 4 us), more than a small reduction takes."""
+    if id(kernel) not in _LAUNCHERS:
+        try:
+            from flag_gems.utils import libentry
+
+            _LAUNCHERS[id(kernel)] = libentry()(kernel)
+        except Exception:
+            _LAUNCHERS[id(kernel)] = kernel
+    return _LAUNCHERS[id(kernel)]
 
 
 def _chunk(N: int, splits: int, block_r: int) -> int:
@@ -293,17 +322,17 @@ def reduce_dim(x: Any, d: int, keepdim: bool, mean: bool) -> Any:
     scale = 1.0 / N if mean else 1.0
     if splits == 1:
         grid = (M, triton.cdiv(K, block_k))
-        fl_reduce_rows_kernel[grid](out, x, N, K, scale, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
+        _launch(fl_reduce_rows_kernel)[grid](out, x, N, K, scale, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
     else:
         rows_per_split = _chunk(N, splits, block_r)
         splits = triton.cdiv(N, rows_per_split)
         part = torch.empty((splits, M, K), dtype=torch.float32, device=x.device)
         grid = (M, triton.cdiv(K, block_k), splits)
-        fl_reduce_rows_split_kernel[grid](
+        _launch(fl_reduce_rows_split_kernel)[grid](
             part, x, M, N, K, rows_per_split, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps
         )
         second = tiles(1, splits, M * K, device)  # partials are fp32
-        fl_reduce_rows_kernel[(1, triton.cdiv(M * K, second.block_k))](
+        _launch(fl_reduce_rows_kernel)[(1, triton.cdiv(M * K, second.block_k))](
             out, part, splits, M * K, scale, BLOCK_R=second.block_r, BLOCK_K=second.block_k, num_warps=second.warps
         )
     return out if keepdim else out.squeeze(d)
@@ -319,16 +348,16 @@ def softmax_dim(x: Any, d: int, out_dtype: Any = None) -> Any:
     block_r, block_k, warps, splits = plan.block_r, plan.block_k, plan.warps, plan.splits
     if splits == 1:
         grid = (M, triton.cdiv(K, block_k))
-        fl_softmax_rows_kernel[grid](out, x, N, K, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
+        _launch(fl_softmax_rows_kernel)[grid](out, x, N, K, BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)
         return out
     rows_per_split = _chunk(N, splits, block_r)
     splits = triton.cdiv(N, rows_per_split)
     stats_m = torch.empty((splits, M, K), dtype=torch.float32, device=x.device)
     stats_s = torch.empty_like(stats_m)
     grid = (M, triton.cdiv(K, block_k), splits)
-    fl_softmax_stats_split_kernel[grid](stats_m, stats_s, x, M, N, K, rows_per_split,
+    _launch(fl_softmax_stats_split_kernel)[grid](stats_m, stats_s, x, M, N, K, rows_per_split,
                                         BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)  # fmt: skip
-    fl_softmax_norm_split_kernel[grid](out, x, stats_m, stats_s, M, N, K, rows_per_split, splits,
+    _launch(fl_softmax_norm_split_kernel)[grid](out, x, stats_m, stats_s, M, N, K, rows_per_split, splits,
                                        BLOCK_R=block_r, BLOCK_K=block_k, num_warps=warps)  # fmt: skip
     return out
 
