@@ -261,9 +261,9 @@ def test_fast_path_offsets_are_int64_past_2g(kernel):
     memory.MEMORY.watch = []
     try:
         if kernel == "reduce":
-            fastpath.fl_reduce_rows_kernel[(1, 1)](out, buf, 3, K, 1.0, BLOCK_R=2, BLOCK_K=64)
+            fastpath.fl_reduce_rows_kernel[(1, 1)](out, buf, 3, K, 1.0, BLOCK_R=2, BLOCK_K=64, LOG_R=1)
         else:
-            fastpath.fl_softmax_stats_split_kernel[(1, 1, 1)](out, out.clone(), buf, 1, 3, K, 3, BLOCK_R=2, BLOCK_K=64)
+            fastpath.fl_softmax_stats_split_kernel[(1, 1, 1)](out, out.clone(), buf, 1, 3, K, 3, BLOCK_R=2, BLOCK_K=64, LOG_R=1)
         highest = max(high for _, high in memory.MEMORY.watch)
         lowest = min(low for low, _ in memory.MEMORY.watch)
     finally:
