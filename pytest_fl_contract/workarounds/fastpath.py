@@ -67,11 +67,10 @@ def _sum_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.constexpr, 
     total = tl.sum(acc, axis=0)
     n = n_full
     for level in tl.static_range(1, LOG_R + 1):
-        R: tl.constexpr = BLOCK_R >> level
-        if n + R <= n_end:
-            ptrs = in_ptr + base + (n + tl.arange(0, R))[:, None].to(tl.int64) * K + k[None, :]
+        if n + (BLOCK_R >> level) <= n_end:
+            ptrs = in_ptr + base + (n + tl.arange(0, BLOCK_R >> level))[:, None].to(tl.int64) * K + k[None, :]
             total += tl.sum(tl.load(ptrs, mask=kmask[None, :], other=0.0).to(tl.float32), axis=0)
-            n += R
+            n += BLOCK_R >> level
     return total
 
 
@@ -92,15 +91,14 @@ def _softmax_stats_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.c
         m = m_new
     n = n_full
     for level in tl.static_range(1, LOG_R + 1):
-        R: tl.constexpr = BLOCK_R >> level
-        if n + R <= n_end:
-            offs = base + (n + tl.arange(0, R))[:, None].to(tl.int64) * K + k[None, :]
+        if n + (BLOCK_R >> level) <= n_end:
+            offs = base + (n + tl.arange(0, BLOCK_R >> level))[:, None].to(tl.int64) * K + k[None, :]
             x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
             m_new = tl.maximum(m, tl.max(x, axis=0))
             m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
             s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
             m = m_new
-            n += R
+            n += BLOCK_R >> level
     return m, s
 
 
@@ -116,13 +114,12 @@ def _softmax_write_rows(out_ptr, in_ptr, base, n_start, n_end, k, kmask, K, m, i
         tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=kmask[None, :])
     n = n_full
     for level in tl.static_range(1, LOG_R + 1):
-        R: tl.constexpr = BLOCK_R >> level
-        if n + R <= n_end:
-            offs = base + (n + tl.arange(0, R))[:, None].to(tl.int64) * K + k[None, :]
+        if n + (BLOCK_R >> level) <= n_end:
+            offs = base + (n + tl.arange(0, BLOCK_R >> level))[:, None].to(tl.int64) * K + k[None, :]
             x = tl.load(in_ptr + offs, mask=kmask[None, :], other=0.0).to(tl.float32)
             y = tl.exp(x - m[None, :]) * inv[None, :]
             tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=kmask[None, :])
-            n += R
+            n += BLOCK_R >> level
 
 
 @triton.jit
