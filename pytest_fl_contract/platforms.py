@@ -297,10 +297,17 @@ class Detection:
     how: str
 
 
+# The CPU emulator sets GEMS_VENDOR for FlagGems and this beside it, so that a process that
+# inherits its environment (an xdist worker) detects the CPU, as the one that started it did.
+EMULATOR_ENV = "FL_CONTRACT_EMULATED_VENDOR"
+
+
 def detect(registry: Registry, environ: Mapping[str, str] | None = None, torch_module: Any = None) -> Detection:
     """Decide the platform as FlagGems does; ``how`` says what decided it."""
     environ = os.environ if environ is None else environ
     vendor = environ.get("GEMS_VENDOR")
+    if vendor and environ.get(EMULATOR_ENV) == vendor:  # inherited by an xdist worker or a child
+        return Detection("cpu", f"GEMS_VENDOR={vendor} was set by fl-contract's CPU emulator")
     if vendor and registry.canonical(vendor):
         return Detection(registry.canonical(vendor), f"GEMS_VENDOR={vendor}")  # type: ignore[arg-type]
     torch = torch_module

@@ -20,7 +20,7 @@ def run_subprocess(pytester: pytest.Pytester):
         if not autoload:
             pytester._monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
         pytester._monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
-        for name in ("FL_PLATFORM", "GEMS_VENDOR"):
+        for name in ("FL_PLATFORM", "GEMS_VENDOR", "FL_CONTRACT_EMULATED_VENDOR"):
             pytester._monkeypatch.delenv(name, raising=False)
         return pytester.runpytest_subprocess(*args, timeout=timeout)
 

@@ -148,6 +148,11 @@ def _fake_torch(attrs=(), cuda_name=None, hip=None):
         ({}, _fake_torch(cuda_name="AMD MI300X", hip="6.2"), Detection("amd", "ROCm device 'AMD MI300X'")),
         ({}, _fake_torch(), Detection("cpu", "no accelerator found by torch")),
         ({"GEMS_VENDOR": "bogus"}, _fake_torch(), Detection("cpu", "no accelerator found by torch")),
+        # an xdist worker of an emulated run inherits the emulator's GEMS_VENDOR: still the CPU
+        ({"GEMS_VENDOR": "nvidia", "FL_CONTRACT_EMULATED_VENDOR": "nvidia"}, _fake_torch(),
+         Detection("cpu", "GEMS_VENDOR=nvidia was set by fl-contract's CPU emulator")),
+        ({"GEMS_VENDOR": "iluvatar", "FL_CONTRACT_EMULATED_VENDOR": "nvidia"}, _fake_torch(),
+         Detection("iluvatar", "GEMS_VENDOR=iluvatar")),
     ],
 )
 def test_detect_as_flag_gems_does(registry, environ, torch, expected):

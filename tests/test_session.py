@@ -72,6 +72,19 @@ def test_known_defects_and_failures_travel_as_data(pytester, run_subprocess, xdi
     assert (counts.passed, counts.failed, counts.skipped, counts.xfailed, counts.xpassed) == (1, 2, 1, 1, 1)
 
 
+def test_xdist_workers_detect_what_the_controller_detected(pytester, run_subprocess):
+    """Auto-detection on a CPU machine starts the emulator, which sets GEMS_VENDOR for
+    FlagGems; the workers inherit it and must still detect the CPU, not that vendor."""
+    pytester.makepyfile(test_where="""
+        import os
+
+        def test_on_the_emulated_cpu(fl_settings):
+            assert fl_settings.platform.name == "cpu", fl_settings.detection
+            assert os.environ["TRITON_INTERPRET"] == "1"
+    """)
+    run_subprocess("-p", "fl_contract", "-p", "xdist", "-n", "2").assert_outcomes(passed=1)
+
+
 def test_no_per_case_properties_unless_xunit1(pytester, run_subprocess):
     pytester.makeconftest(TAGGED)
     pytester.makepyfile(test_cases=CASES)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ..errors import FlContractError
 from ..imports import after_import
+from ..platforms import EMULATOR_ENV
 from . import memory
 from .profiles import DeviceProfile
 
@@ -330,7 +331,7 @@ def activate(profile: DeviceProfile) -> None:
             f"({torch.cuda.get_device_name(0)}); run the real lane instead"
         )
     os.environ["TRITON_INTERPRET"] = "1"
-    os.environ["GEMS_VENDOR"] = profile.vendor
+    os.environ["GEMS_VENDOR"] = os.environ[EMULATOR_ENV] = profile.vendor
 
     for name, value in _cuda_shim(profile).items():
         setattr(torch.cuda, name, value)
