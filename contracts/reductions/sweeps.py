@@ -156,13 +156,14 @@ def check(op: Op, got: Any, x: Any, d: int, keepdim: bool = False) -> None:
     got = got.detach().cpu()
     assert got.shape == expected.shape, f"shape {tuple(got.shape)} != expected {tuple(expected.shape)}"
     if op.kind == "index":
-        assert got.dtype == torch.int64, f"argmax returned {got.dtype}"
+        assert got.dtype == torch.int64, f"{op.name} returned {got.dtype}"
         in_range = bool(((got >= 0) & (got < x.shape[d])).all())
-        assert in_range, f"argmax index out of range [0, {x.shape[d]}): {got.flatten()[:8].tolist()}"
+        assert in_range, f"{op.name} index out of range [0, {x.shape[d]}): {got.flatten()[:8].tolist()}"
         idx = got if keepdim else got.unsqueeze(d)
         picked = ref_in.gather(d, idx)
-        best = ref_in.amax(d, keepdim=True)
-        torch.testing.assert_close(picked, best, rtol=0, atol=0, msg=lambda m: f"argmax points at a non-maximum: {m}")
+        best = (ref_in.amax if op.extreme == "max" else ref_in.amin)(d, keepdim=True)
+        torch.testing.assert_close(picked, best, rtol=0, atol=0, equal_nan=True,
+                                   msg=lambda m: f"{op.name} points at a value other than the {op.extreme}imum: {m}")
         return
     dtype = str(x.dtype).removeprefix("torch.")
     torch.testing.assert_close(got.double(), expected, **tolerance(dtype, x.shape[d]), equal_nan=False)
