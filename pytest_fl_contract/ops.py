@@ -93,12 +93,20 @@ def _mnk(call: Call) -> tuple[int, int, int]:
     return math.prod(call.shape[:d]), call.shape[d] if call.shape else 1, math.prod(call.shape[d + 1 :])
 
 
+# Value patterns that put -inf in every slice: the last row's own -inf ties with the -inf the
+# contracts store past the tensor (sweeps.on_device), and the tie keeps the earlier index.
+_HOLD_NEG_INF = ("inf_minus_inf", "all_neg_inf", "infs")
+
+
 def _argmin_rows_past_end(call: Call) -> bool:
     """argmin_kernel_opt_k1 (K == 1) loads BLOCK_N = next_pow2(N) columns with mask=True:
-    for N not a power of two every row but the last also reads the next row's first values."""
+    for N not a power of two each row also reads what follows it - the next row's first
+    values (a wrong index with the contracts' ramp; planted values repeat in every row and
+    can tie, not win) and, after the last row, what follows the tensor (the -inf the
+    contracts put there; on hardware otherwise whatever memory holds)."""
     m, n, k = _mnk(call)
-    return (call.dim is not None and k == 1 and m >= 2 and n & (n - 1) != 0 and call.dtype not in ("int16", "int32")
-            and call.values == "normal")  # planted values repeat in every row: the next row's can tie, not win
+    return (call.dim is not None and k == 1 and m >= 1 and n & (n - 1) != 0 and call.dtype not in ("int16", "int32")
+            and call.values not in _HOLD_NEG_INF)
 
 
 def _argmin_stores_past_end(call: Call) -> bool:
@@ -114,6 +122,11 @@ def _past_int32(call: Call) -> bool:
     memory access, softmax returns wrong values)."""
     m, n, k = _mnk(call)
     return call.non_inner and n * k > 2**31 - 1
+
+
+def _nan_dropped(*values: str) -> Callable[[Call], bool]:
+    """Slices holding a NaN (``values``: planted patterns that make one) of more than one element."""
+    return lambda call: call.values in values and call.reduced_size > 1
 
 
 def _dtype_in(*dtypes: str) -> Callable[[Call], bool]:
@@ -222,6 +235,7 @@ _EMPTY = OpDefect("empty_input_diverges", _empty)
 _EMPTY_REDUCED = OpDefect("empty_input_diverges", _empty_reduced)
 _FP64 = OpDefect("fp64_computed_in_fp32", _dtype_in("float64"))
 _INT32 = OpDefect("int32_offset_overflow", _past_int32, ("5.0",))
+_NAN_DROPPED = "nan_dropped_by_max"
 
 OPS: tuple[Op, ...] = (
     Op("sum", "flag_gems.ops.sum", "sum_dim", "reduce", ("list",), _torch("sum"), ("sum_dim", "sum_dim_out"),
@@ -245,10 +259,13 @@ OPS: tuple[Op, ...] = (
        entries=(EntryPoint("log_softmax", "along"), EntryPoint("log_softmax_out", "along", out="out"),
                 EntryPoint("log_softmax_backward", "along", tensors=("grad_output", "output")),
                 EntryPoint("log_softmax_backward_out", "along", out="out", tensors=("grad_output", "output"))),
-       keepdim="none", seed_table=True, exempt={"keepdim": _NO_KEEPDIM}, defects=(_ACCEPTED, _EMPTY, _FP64)),
+       keepdim="none", seed_table=True, exempt={"keepdim": _NO_KEEPDIM},
+       defects=(_ACCEPTED, _EMPTY, _FP64, OpDefect(_NAN_DROPPED, _nan_dropped("nan"), ("5.0",)),
+                # 5.4's non-inner kernel keeps the NaN; its inner one still drops it
+                OpDefect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and not c.non_inner))),
     Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _torch("argmax"), ("argmax",),
        entries=(EntryPoint("argmax", "index"),), accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
-       defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2),
+       defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2), OpDefect(_NAN_DROPPED, _nan_dropped("nan")),
                 OpDefect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED, _INT32)),
     Op("argmin", "flag_gems.ops.argmin", "argmin", "index", ("int",), _torch("argmin"), ("argmin",),
        accepts_none=True, extreme="min", exempt={"large_inputs": _INDEX},
@@ -264,7 +281,8 @@ OPS: tuple[Op, ...] = (
                 OpDefect("empty_input_diverges", _empty_reduced, ("5.0",)))),
     Op("std", "flag_gems.ops.std", "std", "reduce", ("list", "int"), _torch("std"), ("std",),
        entries=(EntryPoint("std", "reduce"),), keepdim="keyword", accepts_none=True, seed_table=True,
-       defects=(OpDefect("std_overflows", lambda c: c.values == "huge"), _ACCEPTED, _EMPTY_REDUCED, _FP64)),
+       defects=(OpDefect("std_overflows", lambda c: c.values == "huge"), _ACCEPTED, _EMPTY_REDUCED, _FP64,
+                OpDefect(_NAN_DROPPED, _nan_dropped("nan", "pos_inf", "inf_minus_inf", "all_neg_inf")))),
     Op("logsumexp", "flag_gems.ops.logsumexp", "logsumexp", "reduce", ("list", "int"), _torch("logsumexp"),
        ("logsumexp",), entries=(EntryPoint("logsumexp", "reduce"),), seed_table=True,
        defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),

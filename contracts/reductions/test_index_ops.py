@@ -3,7 +3,7 @@ slices; size-1 dims; NaN is the extreme (torch's rule)."""
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees
+from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, on_device
 
 INF, NAN = float("inf"), float("nan")
 
@@ -23,7 +23,7 @@ def tied(case: Case, values: str) -> torch.Tensor:
     elif values == "nan":
         x.normal_(generator=torch.Generator().manual_seed(7))
         put(n - 2, NAN), put(min(1, n - 1), NAN)
-    elif values == "pos_inf":
+    elif values == "infs":  # both infinities: the extreme one wins over the other
         put(1, -INF), put(2, INF)
     return x  # "equal": all zeros
 
@@ -31,14 +31,14 @@ def tied(case: Case, values: str) -> torch.Tensor:
 CASES = [Case((4, 8, 6), 1), Case((4, 6, 8), 2), Case((8, 6), 0), Case((3, 1, 6), 1), Case((1, 7), 1)]
 
 
-@pytest.mark.parametrize("values", ["ties", "equal", "nan", "pos_inf"])
+@pytest.mark.parametrize("values", ["ties", "equal", "nan", "infs"])
 @pytest.mark.parametrize("index_case", CASES, ids=lambda c: c.id)
 def test_index_ops(flag_gems, fl_device, index_op, index_case, values):
     op, case, pattern = index_op, index_case, values
     x = tied(case, pattern)
-    if op.extreme == "min" and pattern in ("ties", "pos_inf"):
+    if op.extreme == "min" and pattern in ("ties", "infs"):
         x = -x
-    x = x.to(fl_device)
+    x = on_device(x, fl_device, op)
     for keepdim in (False, True):
         assert_agrees(op, lambda k=keepdim: op.call(x, case.dim, k), x, case.dim, keepdim,
                       f"{pattern} along dim {case.dim} of {case.shape}, keepdim={keepdim}", exact_index=True)  # fmt: skip

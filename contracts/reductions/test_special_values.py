@@ -4,7 +4,7 @@ slice), values near the fp32 limit, and cancellation of large opposite values - 
 non-inner dim (partial row tiles) and on the inner one."""
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, fitted, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, fitted, make_input, on_device
 
 INF, NAN = float("inf"), float("nan")
 VALUES = {  # planted along the reduced dim of every slice; the rest stays normal
@@ -28,6 +28,6 @@ def plant(x, dim, values):
 @pytest.mark.parametrize("special_case", CASES, ids=lambda c: c.id)
 def test_special_values(flag_gems, fl_device, fl_settings, any_op, special_case, values):
     op, case = any_op, fitted(special_case, any_op, fl_settings.sweep)
-    x = plant(make_input(case, "float32", "cpu", op=op), case.dim, VALUES[values]).to(fl_device)
+    x = on_device(plant(make_input(case, "float32", "cpu", op=op), case.dim, VALUES[values]), fl_device, op)
     assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, what=f"{values} along dim {case.dim} of {case.shape}",
                   exact_index=True)  # fmt: skip

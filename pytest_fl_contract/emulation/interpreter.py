@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
+import warnings
 from importlib import metadata
 from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
@@ -291,6 +292,65 @@ def _lang_visible(patch_lang: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return patched
 
 
+# -- NaN as compiled Triton has it ----------------------------------------------------
+
+
+def _argext_dropping_nan(arg: Callable[..., Any], fill: float) -> Callable[..., Any]:
+    """``tl.argmax``/``tl.argmin`` (and ``tl.max/min(..., return_indices=True)``) compile to
+    a tree of ``_argmax_combine``: ``v1 > v2`` is false for a NaN, so a NaN survives only
+    where it happens to sit on the right of every pairing (seen on an H200: argmax of a
+    slice holding NaN points at the largest number).  The interpreter's numpy argmax makes
+    NaN win, as torch does, and so hid that from every CPU lane.  NaN loses here, unless the
+    whole slice is NaN."""
+    import numpy as np
+
+    def reduce(data: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        if data.dtype.kind != "f":
+            return arg(data, axis=axis, keepdims=keepdims)
+        return arg(np.where(np.isnan(data), fill, data), axis=axis, keepdims=keepdims)
+
+    return reduce
+
+
+def _value_dropping_nan(ext: Callable[..., Any]) -> Callable[..., Any]:
+    import numpy as np
+
+    def reduce(data: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        if data.dtype.kind != "f":
+            return ext(data, axis=axis, keepdims=keepdims)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN slice: NaN, as on hardware
+            return {np.max: np.nanmax, np.min: np.nanmin}[ext](data, axis=axis, keepdims=keepdims)
+
+    return reduce
+
+
+def compiled_nan_semantics(interpreter: Any) -> None:
+    """Make the interpreter treat NaN as compiled Triton does.  ``tl.maximum``/``tl.minimum``
+    with the default ``propagate_nan=NONE`` lower to ``maxnumf``/``minnumf`` (IEEE maxNum:
+    the number wins over a NaN; PTX ``max.f32`` on NVIDIA); the interpreter computes them
+    with ``np.maximum``, which propagates NaN.  FlagGems' std clamps ``tl.maximum(var, 0)``
+    and its softmaxes keep an online ``tl.maximum`` of the row: on hardware a NaN vanishes
+    there, on the bare interpreter it does not."""
+    import numpy as np
+
+    builder = interpreter.InterpreterBuilder
+    builder.create_maxnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmax)
+    builder.create_minnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmin)
+    reduce_ops = interpreter.ReduceOps
+    original = reduce_ops.min_max
+    ninf, pinf = float("-inf"), float("inf")
+    by_op = {np.argmax: (_argext_dropping_nan(np.argmax, ninf), _value_dropping_nan(np.max)),
+             np.argmin: (_argext_dropping_nan(np.argmin, pinf), _value_dropping_nan(np.min))}  # fmt: skip
+
+    def min_max(self: Any, input: Any, val_reduce_op: Any, idx_reduce_op: Any = None) -> Any:
+        if idx_reduce_op in by_op:
+            idx_reduce_op, val_reduce_op = by_op[idx_reduce_op]
+        return original(self, input, val_reduce_op, idx_reduce_op)
+
+    reduce_ops.min_max = min_max
+
+
 # -- activation ----------------------------------------------------------------------
 
 # Process-global on purpose: TRITON_INTERPRET, the torch.cuda stand-in and the interpreter's
@@ -347,6 +407,7 @@ def activate(profile: DeviceProfile) -> None:
     interpreter.InterpretedFunction.cache_key = property(_interpreted_cache_key)
     interpreter.InterpretedFunction.__globals__ = property(lambda self: self.fn.__globals__)
     interpreter._patch_lang = _lang_visible(interpreter._patch_lang)
+    compiled_nan_semantics(interpreter)
     memory.install()  # before any injected defect: its reads pass through the guard too
 
     _stub_missing_modules(found["flag_gems"])
