@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from . import __version__
 from .errors import FlContractError
@@ -27,6 +28,36 @@ def cmd_platform(args: argparse.Namespace) -> int:
 
     detection = detect(lane_commands.registry(args))
     print(f"{detection.platform} ({detection.how})")
+    return 0
+
+
+def defect_lines(platform: Any, common: set[str], covers: set[str], markdown: bool = False) -> list[str]:
+    """The platform's known defects as a lane engineer reads them: whose (the vendor's
+    compiler or FlagGems), which ops and FlagGems versions, whether the workaround covers it."""
+    from .ops import defect_reach
+
+    rows = []
+    for d in platform.defects:
+        reach = defect_reach(d.id) if d.id in common else {}
+        where = "; ".join(f"{op} ({', '.join(v) if v else 'every version'})" for op, v in reach.items())
+        rows.append((d.id, "FlagGems" if d.id in common else "compiler", where or ", ".join(d.ops) or "-",
+                     "yes" if d.id in covers else "no", " ".join(d.description.split())))  # fmt: skip
+    if markdown:
+        head = ["| defect | whose | ops (FlagGems versions) | workaround covers | what |", "|---|---|---|---|---|"]
+        return head + [f"| `{r[0]}` | {r[1]} | {r[2]} | {r[3]} | {r[4]} |" for r in rows]
+    return [f"{r[0]}: {r[1]}; ops {r[2]}; workaround covers it: {r[3]}\n    {r[4]}" for r in rows]
+
+
+def cmd_defects(args: argparse.Namespace) -> int:
+    """The registry's known defects of one platform (default: this machine's)."""
+    from .platforms import detect
+    from .workarounds.masked_reductions import COVERS
+
+    registry = lane_commands.registry(args)
+    platform = registry.get(args.platform) if args.platform else registry.get(detect(registry).platform)
+    print(f"**{platform.name}: known defects**\n" if args.markdown else f"{platform.name}: {len(platform.defects)} known defects")
+    for line in defect_lines(platform, set(registry.flag_gems_defects), set(COVERS), args.markdown):
+        print(line)
     return 0
 
 
@@ -61,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lane_commands.register(sub)
     sub.add_parser("platform", help="print the detected platform and how").set_defaults(fn=cmd_platform)
+    defects = sub.add_parser("defects", help="the known defects of a platform: whose, which ops and versions, covered or not")
+    defects.add_argument("--platform", default=None, metavar="NAME", help="a registry platform (default: this machine's)")
+    defects.add_argument("--markdown", action="store_true", help="a Markdown table")
+    defects.set_defaults(fn=cmd_defects)
     contracts = sub.add_parser("contracts", help="run the packaged contract suites (pytest args after --)")
     contracts.add_argument("suites", nargs="*", metavar="SUITE", help="reductions, copy, probes (default: all)")
     contracts.set_defaults(fn=cmd_contracts)

@@ -45,6 +45,7 @@ class Call:
     dtype: str = "float32"
     layout: str = "contiguous"  # contiguous | transposed | permute | step | expand | offset
     values: str = "normal"  # normal, or a special-value kind: nan, pos_inf, inf_minus_inf, huge, ...
+    routed: bool = False  # a workaround wraps the op: a non-inner call may run FlagGems' inner kernel
 
     @property
     def reduced(self) -> tuple[int, ...]:
@@ -261,8 +262,9 @@ OPS: tuple[Op, ...] = (
                 EntryPoint("log_softmax_backward_out", "along", out="out", tensors=("grad_output", "output"))),
        keepdim="none", seed_table=True, exempt={"keepdim": _NO_KEEPDIM},
        defects=(_ACCEPTED, _EMPTY, _FP64, OpDefect(_NAN_DROPPED, _nan_dropped("nan"), ("5.0",)),
-                # 5.4's non-inner kernel keeps the NaN; its inner one still drops it
-                OpDefect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and not c.non_inner))),
+                # 5.4's non-inner kernel keeps the NaN; its inner one (where a workaround that
+                # moves the axis to the back sends every call) still drops it
+                OpDefect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and (c.routed or not c.non_inner)))),
     Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _torch("argmax"), ("argmax",),
        entries=(EntryPoint("argmax", "index"),), accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
        defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2), OpDefect(_NAN_DROPPED, _nan_dropped("nan")),
@@ -290,6 +292,17 @@ OPS: tuple[Op, ...] = (
 )  # fmt: skip
 
 OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
+
+
+def defect_reach(defect_id: str) -> dict[str, tuple[str, ...]]:
+    """Per op, the FlagGems versions whose calls run into a FlagGems defect (an empty tuple:
+    every version); ops whose rows do not name it are absent."""
+    reach: dict[str, tuple[str, ...]] = {}
+    for op in OPS:
+        rows = [d for d in op.defects if d.id == defect_id]
+        if rows:
+            reach[op.name] = () if any(not d.flag_gems for d in rows) else tuple(sorted({v for d in rows for v in d.flag_gems}))
+    return reach
 
 
 def flag_gems_version() -> str | None:

@@ -61,6 +61,7 @@ class Registry:
     platforms: Mapping[str, Platform]
     sources: tuple[str, ...] = ()
     _aliases: Mapping[str, str] = field(default_factory=dict)
+    flag_gems_defects: frozenset[str] = frozenset()  # ids of FlagGems' own defects (the rest: compilers')
 
     @property
     def names(self) -> list[str]:
@@ -242,7 +243,8 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
                     sources[-1], f"platforms.{name}.aliases", f"alias {alias!r} is already taken by {owner or alias!r}"
                 )
             aliases[alias] = name
-    return Registry(platforms=platforms, sources=sources, _aliases=aliases)
+    return Registry(platforms=platforms, sources=sources, _aliases=aliases,
+                    flag_gems_defects=frozenset(d["id"] for d in common))  # fmt: skip
 
 
 def _with_common(entry: dict[str, Any], common: list[dict[str, Any]]) -> list[dict[str, Any]]:

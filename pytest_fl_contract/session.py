@@ -25,6 +25,7 @@ import pytest
 from . import markers, report
 from .errors import FlContractError
 from .imports import after_import
+from .ops import Op
 from .outcomes import PROPERTY, CaseRecord, CaseTag, Summary, record_of
 from .settings import Settings, versions
 
@@ -131,6 +132,12 @@ class LaneSession:
                 )
             self.workaround = WorkaroundInfo(self.settings.workaround or "", *self._origin, entries)  # type: ignore[arg-type]
         self.config.hook.pytest_fl_contract_flag_gems.call_historic(kwargs={"flag_gems": module, "session": self})
+
+    def wraps(self, op: Op) -> bool:
+        """The installed workaround wraps one of the op's entry points (its calls may take
+        another of FlagGems' kernels: a defect of that kernel then applies)."""
+        names = {e.attr for e in op.entries}
+        return self.workaround is not None and any(k.rsplit(".", 1)[-1] in names for k in self.workaround.entries)
 
     def pick_device(self) -> str | None:
         """On a host with several devices, xdist worker gwN takes device N mod count (one

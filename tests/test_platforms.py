@@ -157,3 +157,23 @@ def _fake_torch(attrs=(), cuda_name=None, hip=None):
 )
 def test_detect_as_flag_gems_does(registry, environ, torch, expected):
     assert detect(registry, environ, torch) == expected
+
+
+def test_defects_command_says_whose_each_defect_is(registry, capsys):
+    """`fl-contract defects`: a compiler defect names its ops, a FlagGems one the FlagGems
+    versions per op (from the op registry), and whether the default workaround covers it."""
+    from pytest_fl_contract.cli import defect_lines, main
+
+    lines = defect_lines(registry.get("iluvatar"), set(registry.flag_gems_defects), {"masked_2d_row_load"})
+    by_id = {line.split(":", 1)[0]: line for line in lines}
+    assert by_id["masked_2d_row_load"].startswith("masked_2d_row_load: compiler; ops sum_dim")
+    assert "workaround covers it: yes" in by_id["masked_2d_row_load"]
+    assert "ops sum (5.0); mean (5.0)" in by_id["int32_offset_overflow"]
+    assert "FlagGems" in by_id["nan_dropped_by_max"] and "workaround covers it: no" in by_id["nan_dropped_by_max"]
+    assert "masked_2d_row_load" not in {line.split(":", 1)[0] for line in
+                                        defect_lines(registry.get("nvidia"), set(registry.flag_gems_defects), set())}
+    assert main(["defects", "--platform", "iluvatar", "--markdown"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[2].startswith("| defect | whose |") and len(table) == 4 + len(registry.get("iluvatar").defects)
+    assert main(["defects", "--platform", "nosuch"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

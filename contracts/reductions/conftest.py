@@ -18,7 +18,7 @@ from pytest_fl_contract.contracts.reductions.sweeps import (
 )
 
 from pytest_fl_contract.ops import Call, Op, flag_gems_version
-from pytest_fl_contract.plugin import settings_of
+from pytest_fl_contract.plugin import session_of, settings_of
 from pytest_fl_contract.session import tag_case
 
 
@@ -65,14 +65,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(name, cases, ids=[c.id for c in cases])
 
 
-def call_of(params: dict) -> Call | None:
+def call_of(params: dict, routed: bool = False) -> Call | None:
     """The Call a case makes: its Case (shape, dim) and, where the case sets them, its dtype,
     layout and special values: what a known FlagGems defect can depend on."""
     case = next((v for v in params.values() if isinstance(v, Case)), None)
     if case is None:
         return None
     extra = {k: params[k] for k in ("dtype", "layout", "values") if isinstance(params.get(k), str)}
-    return Call(case.shape, case.dim, **extra)
+    return Call(case.shape, case.dim, routed=routed, **extra)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -88,7 +88,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         params = item.callspec.params if hasattr(item, "callspec") else {}
         op = next((v for v in params.values() if isinstance(v, Op)), None)
         tag_case(item, op.name if op else None, module.__name__.rsplit(".", 1)[-1].removeprefix("test_"))
-        call = call_of(params)
+        call = call_of(params, routed=op is not None and session_of(item.config).wraps(op))
         if op is not None and call is not None:
             for defect in op.known_defects(call, version, emulated):
                 item.add_marker(pytest.mark.known_defect(defect))

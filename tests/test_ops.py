@@ -1,0 +1,67 @@
+"""The op registry's known-defect predicates, called directly: which calls run into which
+FlagGems defect, in which versions, seen where."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_fl_contract.ops import Call, defect_reach, get
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (Call((3, 8, 5), 2), True),  # K == 1, N = 5: reads the next row, and past the tensor
+        (Call((1, 7), 1), True),  # one row: only past the tensor, where the contracts put -inf
+        (Call((13,), 0), True),
+        (Call((3, 8, 5), 2, values="pos_inf"), True),  # the last row holds no -inf
+        (Call((3, 8, 5), 2, values="all_neg_inf"), False),  # its own -inf ties and wins: first index
+        (Call((1, 7), 1, values="infs"), False),
+        (Call((4, 6, 8), 2), False),  # N a power of two: no read past the row
+        (Call((3, 5, 8), 1), False),  # K > 1: another kernel
+        (Call((3, 8, 5), None), False),
+        (Call((3, 8, 5), 2, dtype="int32"), False),
+    ],
+)
+def test_argmin_reads_past_each_row(call, expected):
+    assert ("argmin_inner_out_of_bounds" in get("argmin").known_defects(call, "5.0.2")) is expected
+
+
+def test_argmin_store_past_output_only_the_emulator_sees():
+    call = Call((3, 5, 8), 2)  # N = 8 reads nothing past a row; M = 15 rows stores past the output
+    assert get("argmin").known_defects(call, "5.0.2", emulated=False) == ()
+    assert get("argmin").known_defects(call, "5.0.2", emulated=True) == ("argmin_inner_out_of_bounds",)
+
+
+@pytest.mark.parametrize(
+    "version, call, expected",
+    [
+        ("5.0.2", Call((3, 5, 8), 1, values="nan"), True),  # every kernel drops NaN on 5.0.2
+        ("5.4.0.dev0", Call((3, 5, 8), 1, values="nan"), False),  # 5.4's non-inner kernel keeps it
+        ("5.4.0.dev0", Call((3, 5, 8), 1, values="nan", routed=True), True),  # moved to the inner one
+        ("5.4.0.dev0", Call((3, 8, 5), 2, values="nan"), True),
+        ("5.4.0.dev0", Call((3, 1, 5), 1, values="nan"), False),  # one element: nothing to drop it for
+        ("5.0.2", Call((3, 5, 8), 1), False),
+    ],
+)
+def test_log_softmax_nan_dropped(version, call, expected):
+    assert ("nan_dropped_by_max" in get("log_softmax").known_defects(call, version)) is expected
+
+
+@pytest.mark.parametrize("values", ["nan", "pos_inf", "inf_minus_inf", "all_neg_inf"])
+def test_std_of_non_finite_slices_is_clamped_to_zero(values):
+    assert "nan_dropped_by_max" in get("std").known_defects(Call((3, 5, 8), 1, values=values), "5.4.0.dev0")
+    assert "nan_dropped_by_max" not in get("std").known_defects(Call((3, 5, 8), 1, values="huge"), "5.4.0.dev0")
+
+
+def test_int32_offsets_only_in_5_0_and_only_past_2g():
+    big = Call((1, 65537, 32768), 1)
+    assert "int32_offset_overflow" in get("sum").known_defects(big, "5.0.2")
+    assert "int32_offset_overflow" not in get("sum").known_defects(big, "5.4.0.dev0")
+    assert "int32_offset_overflow" not in get("sum").known_defects(Call((1, 65535, 32768), 1), "5.0.2")
+
+
+def test_defect_reach_lists_ops_and_versions():
+    assert defect_reach("int32_offset_overflow") == {op: ("5.0",) for op in ("sum", "mean", "softmax", "argmax")}
+    assert defect_reach("nan_dropped_by_max") == {"log_softmax": (), "argmax": (), "std": ()}
+    assert defect_reach("masked_2d_row_load") == {}  # a compiler defect: not in the op table
