@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 from hypothesis import given
 from hypothesis import strategies as st
+from pytest_fl_contract.contracts.probes.battery import colsum_masked, colsum_rows, colsum_where, sum_1d
 
 from pytest_fl_contract.emulation import defects, interpreter
 from pytest_fl_contract.errors import FlContractError
@@ -33,36 +34,7 @@ def defect():
 # -- the seed's standalone table (DESIGN §3) ---------------------------------------------
 
 
-@triton.jit
-def colsum_masked(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
-    n = tl.arange(0, TILE_N)[:, None]
-    k = tl.arange(0, TILE_K)[None, :]
-    v = tl.load(x_ptr + n * K + k, mask=(n < N) & (k < K), other=0.0)
-    tl.store(out_ptr + tl.arange(0, TILE_K), tl.sum(v, axis=0), mask=tl.arange(0, TILE_K) < K)
-
-
-@triton.jit
-def colsum_where(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
-    n = tl.arange(0, TILE_N)[:, None]
-    k = tl.arange(0, TILE_K)[None, :]
-    v = tl.load(x_ptr + n * K + k)
-    v = tl.where(n < N, v, 0.0)
-    tl.store(out_ptr + tl.arange(0, TILE_K), tl.sum(v, axis=0), mask=tl.arange(0, TILE_K) < K)
-
-
-@triton.jit
-def colsum_rows(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
-    k = tl.arange(0, TILE_K)
-    acc = tl.zeros([TILE_K], dtype=tl.float32)
-    for n in range(0, N):
-        acc += tl.load(x_ptr + n * K + k, mask=k < K, other=0.0)
-    tl.store(out_ptr + k, acc, mask=k < K)
-
-
-@triton.jit
-def sum_1d(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
-    n = tl.arange(0, TILE_N)
-    tl.store(out_ptr, tl.sum(tl.load(x_ptr + n * K, mask=n < N, other=0.0), axis=0))
+# the seed's kernels (colsum_masked, colsum_where, colsum_rows, sum_1d) are the probe battery's
 
 
 @triton.jit
