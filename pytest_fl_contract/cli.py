@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--only", action="append", default=[], help="run only this mutant (repeatable)")
     mutants.add_argument("--jobs", type=int, default=0, help="mutants in parallel (default: CPU count)")
     mutants.add_argument("--list", action="store_true", help="list the mutants and exit")
+    mutants.add_argument("--every-killer", action="store_true",
+                         help="run every contract of the mutated op (no -x): which contracts kill each mutant, "
+                              "and the mutants only one contract kills")  # fmt: skip
     mutants.set_defaults(fn=cmd_mutants)
     return parser
 

@@ -46,3 +46,17 @@ def test_every_mutant_is_killed():
     survivors = {v.mutant: (v.status, v.detail) for v in verdicts if v.status != "killed"}
     assert not survivors, mutants.table(verdicts)
     assert all(v.killers for v in verdicts)
+
+
+def test_sole_killers_name_what_only_one_contract_catches():
+    from pytest_fl_contract.testing.mutants import Verdict, every_killer_table, sole_killers
+
+    verdicts = [
+        Verdict("a", "killed", ("dims:test_every_dim[x]", "dims:test_every_dim[y]"), 1.0),
+        Verdict("b", "killed", ("dims:test_every_dim[x]", "layout:test_layout[z]"), 1.0),
+        Verdict("c", "killed", ("special_values:test_special_values[n]",), 1.0),
+        Verdict("d", "survived", (), 1.0),
+    ]
+    assert sole_killers(verdicts) == {"dims": ["a"], "special_values": ["c"]}
+    text = every_killer_table(verdicts)
+    assert "| b | killed | dims 1, layout 1 |" in text and "3 of 4 mutants killed" in text
