@@ -45,6 +45,13 @@ print(fastpath.device_info('cuda').source)" ;;
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" \
       --json "$OUT/sweep.json" > "$OUT/sweep.txt" 2>&1
     echo "sweep: exit $?"; tail -12 "$OUT/sweep.txt" ;;
-  *) echo "unknown step $what (setup, probes, large, lane, sweep)"; exit 2 ;;
+  profile)
+    # where the fast path's time goes on the sweep's worst cases (host vs GPU), PLANS=1 adds plans around the model's
+    timeout "${PROFILE_TIMEOUT:-300}" python3 "$ROOT/benchmarks/profile_fastpath.py" ${PLANS:+--plans} ${PROFILE_CASES:-\
+      sum:8x1523x65:1:float16 mean:8x6480x9:1:float16 sum:2x10066x16:1:float32 mean:30x624x33:1:bfloat16 \
+      softmax:2x1266x34:1:bfloat16 mean:1x15x2229:1:float16 sum:81x2x141:1:float32 softmax:2x5x6240:1:bfloat16 \
+      sum:4054x255x54:1:bfloat16 sum:220x14x83424:1:bfloat16 sum:20884x1773x6:1:float16 sum:5027x53x1277:1:bfloat16 \
+      mean:224421x24x16:1:float32 sum:5x71786x2:1:bfloat16} 2>&1 | tee "$OUT/profile.txt" ;;
+  *) echo "unknown step $what (setup, probes, large, lane, sweep, profile)"; exit 2 ;;
   esac
 done
