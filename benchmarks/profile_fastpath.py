@@ -65,7 +65,7 @@ def main() -> int:
     import triton
 
     from pytest_fl_contract import ops
-    from pytest_fl_contract.workarounds import fastpath
+    from pytest_fl_contract.workarounds import fastpath, tilemodel
     from pytest_fl_contract.workarounds import masked_reductions as mr
 
     device = fastpath.device_info("cuda")
@@ -106,7 +106,7 @@ def main() -> int:
             sorted({1, plan.splits, max(1, plan.splits // 4), plan.splits * 4}),
         ):
             if block_r * splits <= N and block_r * block_k <= 16384:
-                alt = fastpath.Plan(block_r, block_k, warps, splits)
+                alt = tilemodel.Plan(block_r, block_k, warps, splits)
 
                 def patched(m, n, k, *rest, _alt=alt, _mnk=(M, N, K), _orig=original, **kw):
                     return _alt if (m, n, k) == _mnk else _orig(m, n, k, *rest, **kw)

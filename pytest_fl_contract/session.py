@@ -15,6 +15,7 @@ and the workaround's record of patched FlagGems attributes (``masked_reductions`
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -177,7 +178,19 @@ class LaneSession:
         lines = report.header_lines(self.settings, versions(), device_name(self.settings))
         if self.workaround is not None:
             lines.append(f"fl-contract workaround installed: {self.workaround.line()}")
+        tiles = self.tile_device()
+        if tiles:
+            lines.append(f"fl-contract fast-path tiles for {tiles}")
         return lines
+
+    def tile_device(self) -> str | None:
+        """What the fast path's tile model read of the lane's device, or assumed (SM count,
+        bandwidth): a hardware lane with a workaround, once torch is imported."""
+        if self.settings.emulation is not None or not self.settings.workaround or "torch" not in sys.modules:
+            return None
+        from .workarounds.tilemodel import device_info
+
+        return device_info(self.settings.platform.device_type).source
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Iterator[Any]:
@@ -275,6 +288,9 @@ class LaneSession:
         installed = self.workaround.line() if self.workaround else self._worker_workaround
         if installed:
             lines.append(f"workaround: {installed}")
+            tiles = self.tile_device()
+            if tiles:
+                lines.append(f"fast-path tiles for {tiles}")
         if lines:
             terminalreporter.section("fl-contract summary")
             for line in lines:

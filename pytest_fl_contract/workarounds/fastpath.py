@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import triton
 import triton.language as tl
+
+from .tilemodel import cdiv, device_info, tiles
 
 FLOATS = ("torch.float32", "torch.float16", "torch.bfloat16")
 # A dim form the entry point does not accept (the registry's ``dim_forms``) must keep
@@ -196,104 +196,8 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, M, N, K, rows_pe
     _softmax_write_rows(out_ptr, in_ptr, pid_m * N * K, n_start, n_end, k, kmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
 
 
-@dataclass(frozen=True)
-class Device:
-    """What the tile model needs of a device, and where each figure came from."""
-
-    sms: int
-    bandwidth: float  # bytes per second
-    source: str
-
-    @property
-    def in_flight(self) -> float:
-        """Bytes each SM must keep in flight to run at full bandwidth (Little's law)."""
-        return self.bandwidth * LATENCY / self.sms
-
-
-LATENCY = 1.0e-6  # seconds from issuing a load to its data, roughly, on HBM GPUs of 2022-2026
-ASSUMED = Device(sms=32, bandwidth=1.0e12, source="assumed: 32 SMs, 1 TB/s (the device module reports neither)")
-
-
-@functools.lru_cache(maxsize=16)
-def device_info(device_type: str, index: int = 0) -> Device:
-    """SM count and memory bandwidth of a device, read through torch.<device_type> (the
-    platform's device module, not torch.cuda alone).  What could not be read is assumed and
-    said so: ``source`` goes into the report header."""
-    import torch
-
-    module = getattr(torch, device_type, None)
-    try:
-        props = module.get_device_properties(index)  # type: ignore[union-attr]
-        sms = int(props.multi_processor_count)
-    except Exception:
-        return ASSUMED
-    clock = getattr(props, "memory_clock_rate", 0) or 0  # kHz
-    bus = getattr(props, "memory_bus_width", 0) or 0  # bits
-    name = getattr(props, "name", device_type)
-    if clock and bus:
-        bandwidth = 2 * clock * 1e3 * bus / 8  # double data rate
-        return Device(sms, bandwidth, f"{name}: {sms} SMs, {bandwidth / 1e12:.2f} TB/s (read from torch.{device_type})")
-    return Device(sms, ASSUMED.bandwidth * sms / ASSUMED.sms,
-                  f"{name}: {sms} SMs (read from torch.{device_type}), bandwidth assumed "
-                  f"{ASSUMED.bandwidth * sms / ASSUMED.sms / 1e12:.2f} TB/s (not reported)")  # fmt: skip
-
-
-def _device(x: Any) -> Device:
+def _device(x: Any) -> Any:
     return device_info(x.device.type, x.device.index or 0)
-
-
-@dataclass(frozen=True)
-class Plan:
-    block_r: int
-    block_k: int
-    warps: int
-    splits: int
-
-
-SECOND_LAUNCH = 6.0e-6  # seconds a second launch (combining the splits) adds, allocation included
-TILE_ELEMENTS = 8192  # the fp32 accumulator of one tile, at most: 32 registers a thread at 8 warps
-
-
-@functools.lru_cache(maxsize=4096)
-def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce") -> Plan:
-    """The tiles of a non-inner reduction, from the problem's size and the device.
-
-    Memory-bound work whose programs each walk rows of a column block, so two limits: the
-    bytes the GPU must keep in flight (bandwidth x latency; a program's tile is half of an
-    SM's share, 4 to 32 KB) and the chain of dependent loads one program walks (each step
-    costs about a latency, however few bytes it moves).
-    - Columns: as wide as K allows up to 1024 elements (512 fp32 / 1024 half for softmax,
-      whose per-column statistics live in registers), narrowed while the grid has fewer
-      than two programs per SM, never under a 128-byte row segment (one coalesced
-      transaction) unless K itself is shorter - then a tile is one contiguous run of rows.
-    - Rows per step: the tile's bytes over the column block's, at most TILE_ELEMENTS
-      elements a tile, never more rows than N has (no partial row block to mask).  Short
-      rows (small K) so take thousands of rows a step: few steps, each a large load.
-    - Splits of the rows (a second launch combines them in a fixed order): the number
-      that minimises waves x steps x latency + the second launch, with the whole input
-      over the bandwidth as the floor.  A small problem keeps one launch: there a second
-      one costs more than idle SMs do."""
-    tile_bytes = min(max(device.in_flight / 2, 4096), 32768)
-    cap = 1024 if kind == "reduce" else 2048 // elem
-    block_k = min(cap, triton.next_power_of_2(max(K, 1)))
-    floor_k = min(block_k, max(128 // elem, 1))
-    while block_k > floor_k and M * triton.cdiv(K, block_k) < 2 * device.sms:
-        block_k //= 2
-    programs = M * triton.cdiv(K, block_k)
-    rows = max(1, min(int(tile_bytes // (block_k * elem)), TILE_ELEMENTS // block_k, max(N, 1)))
-    block_r = 1 << (rows.bit_length() - 1)
-    floor = M * N * K * elem / device.bandwidth
-
-    def cost(splits: int) -> float:
-        waves = triton.cdiv(programs * splits, 2 * device.sms)
-        rows_each = triton.cdiv(N, splits)
-        steps = rows_each // block_r + bin(rows_each % block_r).count("1")  # whole blocks, then its binary tail
-        return max(waves * steps * LATENCY, floor) + (SECOND_LAUNCH if splits > 1 else 0.0)
-
-    candidates = [1 << i for i in range(0, 16) if (1 << i) * block_r <= max(N, 1) and (1 << i) <= 4096]
-    splits = min(candidates, key=lambda s: (cost(s), s))
-    warps = 4 if block_r * block_k <= 2048 else 8
-    return Plan(block_r, block_k, warps, splits)
 
 
 def _log2(block_r: int) -> int:
@@ -323,7 +227,7 @@ def _chunk(N: int, splits: int, block_r: int) -> int:
     """Rows per split: whole BLOCK_R blocks, and a multiple of 64 so Triton specialises the
     argument as 16-divisible (measured: 244-row chunks ran 3.7x slower than 256 on bf16)."""
     align = max(block_r, 64)
-    return triton.cdiv(triton.cdiv(N, splits), align) * align
+    return cdiv(cdiv(N, splits), align) * align
 
 
 def _mnk(shape: tuple[int, ...], d: int) -> tuple[int, int, int]:
@@ -344,19 +248,19 @@ def reduce_dim(x: Any, d: int, keepdim: bool, mean: bool) -> Any:
     block_r, block_k, warps, splits = plan.block_r, plan.block_k, plan.warps, plan.splits
     scale = 1.0 / N if mean else 1.0
     if splits == 1:
-        grid = (M, triton.cdiv(K, block_k))
+        grid = (M, cdiv(K, block_k))
         _launch(fl_reduce_rows_kernel)[grid](out, x, N, K, scale, BLOCK_R=block_r, BLOCK_K=block_k,
                                              LOG_R=_log2(block_r), num_warps=warps)  # fmt: skip
     else:
         rows_per_split = _chunk(N, splits, block_r)
-        splits = triton.cdiv(N, rows_per_split)
+        splits = cdiv(N, rows_per_split)
         part = torch.empty((splits, M, K), dtype=torch.float32, device=x.device)
-        grid = (M, triton.cdiv(K, block_k), splits)
+        grid = (M, cdiv(K, block_k), splits)
         _launch(fl_reduce_rows_split_kernel)[grid](
             part, x, M, N, K, rows_per_split, BLOCK_R=block_r, BLOCK_K=block_k, LOG_R=_log2(block_r), num_warps=warps
         )
         second = tiles(1, splits, M * K, device)  # partials are fp32
-        _launch(fl_reduce_rows_kernel)[(1, triton.cdiv(M * K, second.block_k))](
+        _launch(fl_reduce_rows_kernel)[(1, cdiv(M * K, second.block_k))](
             out, part, splits, M * K, scale, BLOCK_R=second.block_r, BLOCK_K=second.block_k,
             LOG_R=_log2(second.block_r), num_warps=second.warps,
         )
@@ -372,15 +276,15 @@ def softmax_dim(x: Any, d: int, out_dtype: Any = None) -> Any:
     plan = tiles(M, N, K, _device(x), x.element_size(), "softmax")
     block_r, block_k, warps, splits = plan.block_r, plan.block_k, plan.warps, plan.splits
     if splits == 1:
-        grid = (M, triton.cdiv(K, block_k))
+        grid = (M, cdiv(K, block_k))
         _launch(fl_softmax_rows_kernel)[grid](out, x, N, K, BLOCK_R=block_r, BLOCK_K=block_k, LOG_R=_log2(block_r),
                                               num_warps=warps)  # fmt: skip
         return out
     rows_per_split = _chunk(N, splits, block_r)
-    splits = triton.cdiv(N, rows_per_split)
+    splits = cdiv(N, rows_per_split)
     stats_m = torch.empty((splits, M, K), dtype=torch.float32, device=x.device)
     stats_s = torch.empty_like(stats_m)
-    grid = (M, triton.cdiv(K, block_k), splits)
+    grid = (M, cdiv(K, block_k), splits)
     _launch(fl_softmax_stats_split_kernel)[grid](stats_m, stats_s, x, M, N, K, rows_per_split,
                                         BLOCK_R=block_r, BLOCK_K=block_k, LOG_R=_log2(block_r), num_warps=warps)  # fmt: skip
     _launch(fl_softmax_norm_split_kernel)[grid](out, x, stats_m, stats_s, M, N, K, rows_per_split, splits,
