@@ -52,11 +52,12 @@ class Plan:
 
 
 # The time model's constants, each a property of the hardware class, not of a shape:
-TILE_ELEMENTS = 1024  # a program's tile: 8 fp32 accumulators a thread at 4 warps, so 8 programs fit an SM
-PROGRAMS_PER_SM = 8  # programs an SM runs at once with such tiles (32 of its 64 warps)
+TILES = (1024, 2048, 4096)  # elements a program's tile may hold (fp32 accumulators: 8 - 32 a thread at 4 warps)
+SLOTS = 8 * 1024  # tile elements an SM keeps in flight: 8 programs of 1024, 2 of 4096
 STEP = 0.4e-6  # seconds a step of the row loop costs a program: loads pipelined, about half a latency
 LATENCY = 1.0e-6  # seconds from issuing a load to its data (a tail step: a branch waits for its load)
 LAUNCH = 25.0e-6  # host seconds of one launch through FlagGems' launch cache (measured 5-40 us by host CPU)
+SECTOR = 32  # bytes of the smallest memory transaction: a narrower row segment wastes the rest
 
 
 def cdiv(a: int, b: int) -> int:
@@ -64,43 +65,61 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _pow2_at_most(n: int) -> int:
+    return 1 << (max(n, 1).bit_length() - 1)
+
+
+def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind: str = "reduce") -> tuple[float, float]:
+    """(time, GPU time) of a plan in seconds, as the model sees it.
+
+    Time is the larger of the host's launches and the GPU's work; the GPU's work is the
+    larger of latency (waves of programs, each a chain of pipelined row steps and one
+    unpipelined step per tail branch) and bandwidth (bytes over the device's bandwidth,
+    less what row segments narrower than a sector waste).  Softmax walks its rows twice
+    (statistics, then values) and writes as much as it reads."""
+    passes, traffic = (2, 3) if kind == "softmax" else (1, 1)
+    programs = M * cdiv(K, plan.block_k) * plan.splits
+    per_sm = max(1, SLOTS // (plan.block_r * plan.block_k))
+    waves = cdiv(programs, per_sm * device.sms)
+    rows_each = cdiv(N, plan.splits)
+    steps, tail = rows_each // plan.block_r, bin(rows_each % plan.block_r).count("1")
+    sector = 1.0 if plan.block_k >= K else min(1.0, plan.block_k * elem / SECTOR)
+    floor = traffic * M * N * K * elem / (device.bandwidth * sector)
+    gpu = max(waves * passes * (steps * STEP + (tail + 1) * LATENCY), floor)
+    launches = 1 if plan.splits == 1 else 2
+    gpu += (launches - 1) * LATENCY
+    return max(launches * LAUNCH, gpu), gpu
+
+
 @functools.lru_cache(maxsize=4096)
 def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce") -> Plan:
-    """The tiles of a non-inner reduction, from the problem's size and the device.
+    """The tiles of a non-inner reduction: the plan of least modelled time (``cost``).
 
-    Memory-bound work whose programs each walk the rows of a column block.  Small tiles
-    (TILE_ELEMENTS) keep many programs in flight on each SM, which is how a GPU hides
-    load latency; the row loop's loads are software-pipelined, its binary tail is not (a
-    branch per set bit of ``N % BLOCK_R``, each waiting for its load).
-    - Columns: as wide as K allows up to 1024 elements (2 KB a row for softmax, whose
-      per-column statistics live in registers), narrowed while the grid has fewer than two
-      programs per SM, never under a 128-byte row segment (one coalesced transaction)
-      unless K itself is shorter.
-    - Rows per step: what is left of the tile, at most N (no partial row block to mask).
-      Short rows (small K) so take up to a thousand rows a step.
-    - Splits of the rows (a second launch combines them in a fixed order): the number
-      that minimises the time, max(host launches, GPU waves x (steps x STEP + tail x
-      LATENCY), the input over the bandwidth).  A launch costs host time whatever the
-      kernel does, so a small problem keeps one launch.  One launch is also never dearer
-      than the moved-axis path (a copy, then its kernel), so no shape goes there for speed."""
+    Memory-bound work whose programs each walk the rows of a column block.  Searched:
+    - Columns: powers of two up to what K needs (at most 1024 elements, 2 KB a row for
+      softmax, whose per-column statistics live in registers).  Narrow blocks give more
+      programs (a small problem's only parallelism) and pay in sectors half read.
+    - Tile size (TILES): small tiles keep many programs in flight on each SM, which is how
+      a GPU hides load latency; large ones take fewer steps.  Rows per step are what the
+      tile leaves, at most N (no partial row block to mask).
+    - Splits of the rows (a second launch combines them in a fixed order).  A launch costs
+      host time whatever the kernel does, so a small problem keeps one launch.  One launch
+      is also never dearer than the moved-axis path (a copy, then its kernel), so no shape
+      goes there for speed.
+    Ties go to less GPU time, then wider columns, then fewer splits."""
     cap = 1024 if kind == "reduce" else 2048 // elem
-    block_k = min(cap, 1 << (max(K, 1) - 1).bit_length())
-    floor_k = min(block_k, max(128 // elem, 1))
-    while block_k > floor_k and M * cdiv(K, block_k) < 2 * device.sms:
-        block_k //= 2
-    programs = M * cdiv(K, block_k)
-    rows = max(1, min(TILE_ELEMENTS // block_k, max(N, 1)))
-    block_r = 1 << (rows.bit_length() - 1)
-    floor = M * N * K * elem / device.bandwidth
-
-    def cost(splits: int) -> float:
-        waves = cdiv(programs * splits, PROGRAMS_PER_SM * device.sms)
-        rows_each = cdiv(N, splits)
-        steps, tail = rows_each // block_r, bin(rows_each % block_r).count("1")
-        gpu = max(waves * (steps * STEP + (tail + 1) * LATENCY), floor)
-        launches = 1 if splits == 1 else 2
-        return max(launches * LAUNCH, gpu + (launches - 1) * LATENCY)
-
-    candidates = [1 << i for i in range(0, 13) if (1 << i) * block_r <= max(N, 1)]
-    splits = min(candidates, key=lambda s: (cost(s), s))
-    return Plan(block_r, block_k, 4, splits)
+    widest = min(cap, 1 << (max(K, 1) - 1).bit_length())
+    best: tuple[tuple[float, float, int, int], Plan] | None = None
+    for block_k in (1 << i for i in range(widest.bit_length())):
+        for tile in TILES:
+            block_r = _pow2_at_most(min(max(1, tile // block_k), max(N, 1)))
+            for splits in (1 << i for i in range(13)):
+                if splits > 1 and splits * block_r > N:
+                    break
+                plan = Plan(block_r, block_k, 4 if block_r * block_k <= 2048 else 8, splits)
+                total, gpu = cost(M, N, K, plan, device, elem, kind)
+                key = (total, gpu, -block_k, splits)
+                if best is None or key < best[0]:
+                    best = (key, plan)
+    assert best is not None
+    return best[1]
