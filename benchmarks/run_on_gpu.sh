@@ -43,7 +43,7 @@ print(fastpath.device_info('cuda').source)" ;;
     done ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" \
-      --json "$OUT/sweep.json" > "$OUT/sweep.txt" 2>&1
+      ${GRAPH:+--graph} --json "$OUT/sweep.json" > "$OUT/sweep.txt" 2>&1
     echo "sweep: exit $?"; tail -12 "$OUT/sweep.txt" ;;
   profile)
     # where the fast path's time goes on the sweep's worst cases (host vs GPU), PLANS=1 adds plans around the model's
