@@ -184,3 +184,14 @@ def test_emulated_header(pytester, run_subprocess):
         "*workaround: pytest_fl_contract.workarounds.masked_reductions (covers masked_2d_row_load)*interpreter: TRITON_INTERPRET=1",
     ])  # fmt: skip
     result.assert_outcomes(passed=1)
+
+
+def test_header_says_what_the_tile_model_read_or_assumed(pytester, run_subprocess):
+    """A hardware lane with a workaround: the fast path's tiles follow the device's SM count
+    and bandwidth, so the header says where they came from; here no device answers, and the
+    line says the figures are assumed (never a silent fallback)."""
+    pytester.makeconftest("import torch  # a vendor conftest: torch is up before the header\n")
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-force-workaround")
+    result.stdout.fnmatch_lines(["fl-contract fast-path tiles for assumed: 32 SMs, 1 TB/s (the device module reports neither)"])
+    result.assert_outcomes(passed=1)
