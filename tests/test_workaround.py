@@ -3,6 +3,7 @@ routing, keepdim, dim form, out= semantics, install / uninstall / aliased builds
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 
@@ -270,3 +271,33 @@ def test_fast_path_offsets_are_int64_past_2g(kernel):
         memory.MEMORY.watch = None
     assert lowest >= buf.data_ptr(), "an offset wrapped below the tensor's start (int32 arithmetic)"
     assert highest >= buf.data_ptr() + 2 * K * 4, "row 2 was not addressed at 2 * K elements"
+
+
+def _f1(inp, dim=None, keepdim=False, *, dtype=None):
+    pass
+
+
+def _f2(inp, dim, /, keepdim=False, *, out):
+    pass
+
+
+def _f3(self, dim, keepdim=False, *args, **kw):
+    pass
+
+
+@pytest.mark.parametrize("fn", [_f1, _f2, _f3])
+@given(args=st.lists(st.integers(0, 3), max_size=5),
+       kwargs=st.dictionaries(st.sampled_from(["inp", "dim", "keepdim", "dtype", "out", "self", "x"]), st.integers(0, 3)))  # fmt: skip
+def test_fast_binding_is_signature_bind(fn, args, kwargs):
+    """The wrapper's binder agrees with inspect's for every call: same arguments, or both refuse."""
+    signature = inspect.signature(fn)
+    fast = mr._binder(signature)
+    try:
+        want = signature.bind(*args, **kwargs)
+    except TypeError:
+        with pytest.raises(TypeError):
+            fast(*args, **kwargs)
+        return
+    got = fast(*args, **kwargs)
+    assert (got.args, got.kwargs) == (want.args, want.kwargs)
+    assert dict(got.arguments) == dict(want.arguments)
