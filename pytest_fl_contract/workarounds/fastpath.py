@@ -23,7 +23,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from .tilemodel import cdiv, device_info, tiles
+from .tilemodel import Device, cdiv, device_info, tiles
 
 FLOATS = ("torch.float32", "torch.float16", "torch.bfloat16")
 # A dim form the entry point does not accept (the registry's ``dim_forms``) must keep
@@ -196,7 +196,7 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, M, N, K, rows_pe
     _softmax_write_rows(out_ptr, in_ptr, pid_m * N * K, n_start, n_end, k, kmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
 
 
-def _device(x: Any) -> Any:
+def _device(x: Any) -> Device:
     return device_info(x.device.type, x.device.index or 0)
 
 

@@ -45,6 +45,8 @@ def device_info(device_type: str, index: int = 0) -> Device:
 
 @dataclass(frozen=True)
 class Plan:
+    """Rows a step, columns a program, warps, and splits of the rows (a second launch)."""
+
     block_r: int
     block_k: int
     warps: int
