@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import zlib
 
 
 def lane_draws(lane: str, shard: int, examples: int, limit: int) -> list[tuple]:
@@ -24,7 +23,7 @@ def lane_draws(lane: str, shard: int, examples: int, limit: int) -> list[tuple]:
 
     drawn: list[tuple] = []
 
-    @seed(zlib.crc32(f"{lane}/{shard}".encode() if shard else lane.encode()))
+    @seed(tg.lane_seed(lane, shard))
     @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(draw=tg.draws(False, limit))
     def record(draw: tuple) -> None:
@@ -53,7 +52,7 @@ def main() -> int:
 
         interpreter.activate(get_profile(args.emulate))
     import flag_gems  # noqa: F401 - the entry points
-    from pytest_fl_contract.contracts.reductions.sweeps import Case, disagreement, make_input
+    from pytest_fl_contract.contracts.reductions.test_generated import problem_of
 
     from pytest_fl_contract import ops
 
@@ -69,17 +68,14 @@ def main() -> int:
             for shape, dim, keepdim, dtype in drawn:
                 if not args.min < math.prod(shape) <= args.max:
                     continue
-                if set(op.known_defects(ops.Call(shape, dim, dtype, routed=False), version, bool(args.emulate))):
-                    continue  # the defect's own strict xfail stands for it, as in the test
-                x = make_input(Case(shape, dim), dtype, args.device, op=op)
-                keep = keepdim and op.keepdim != "none"
                 try:
-                    problem = disagreement(op, lambda: op.call(x, dim, keep), x, dim, keep)  # noqa: B023
+                    problem = problem_of(op, (shape, dim, keepdim, dtype), args.device, routed=False,
+                                         version=version, emulated=bool(args.emulate))  # fmt: skip
                 except Exception as exc:  # a crash is a finding too
                     problem = f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                 if problem:
                     failures += 1
-                    print(f"FAIL {op.name} shard{shard} {shape} dim={dim} keepdim={keep} {dtype}: {problem[:300]}",
+                    print(f"FAIL {op.name} shard{shard} {shape} dim={dim} keepdim={keepdim} {dtype}: {problem[:400]}",
                           flush=True)  # fmt: skip
             print(f"done {op.name} shard{shard}", flush=True)
     print(f"{failures} failing draws")

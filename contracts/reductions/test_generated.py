@@ -38,6 +38,27 @@ def draws(draw, toy: bool, limit: int):
     return shape, dim, draw(st.booleans()), draw(st.sampled_from(["float32", "float16", "bfloat16"]))
 
 
+def lane_seed(lane: str, shard: int) -> int:
+    """The hypothesis seed of a lane's shard: the same draws on every run of that lane, and
+    for every op (``scripts/replay_generated.py`` lists them from this)."""
+    return zlib.crc32(f"{lane}/{shard}".encode() if shard else lane.encode())
+
+
+def problem_of(op, draw, device: str, *, routed: bool, covered=frozenset(), version=None, emulated=False):
+    """What FlagGems gets wrong on one draw, or None; None too for a draw that meets a known
+    defect not covered, whose own strict xfail stands for it."""
+    shape, dim, keepdim, dtype = draw
+    if set(op.known_defects(Call(shape, dim, dtype, routed=routed), version, emulated)) - set(covered):
+        return None
+    x = make_input(Case(shape, dim), dtype, device, op=op)
+    keep = keepdim and op.keepdim != "none"
+    problem = disagreement(op, lambda: op.call(x, dim, keep), x, dim, keep)
+    if problem is None:
+        return None
+    return (f"{problem}; reproduce: ops.get({op.name!r}).call(make_input(Case({shape}, {dim}), {dtype!r}, "
+            f"{device!r}, op=ops.get({op.name!r})), {dim}, {keep})")  # fmt: skip
+
+
 def pytest_generate_tests(metafunc):
     shards = SHARDS[settings_of(metafunc.config).sweep]
     if "shard" in metafunc.fixturenames and shards > 1:
@@ -54,29 +75,19 @@ def test_generated(flag_gems, fl_device, fl_settings, request, any_op, shard):
     session = session_of(request.config)
     quick = fl_settings.sweep == "quick"
     lane = f"{fl_settings.platform.name}/{request.config.option.junitprefix}"
-    lane_seed = zlib.crc32(f"{lane}/{shard}".encode() if shard else lane.encode())
     version, emulated = flag_gems_version(), fl_settings.emulation is not None
     toy = quick and op.interpreter == "toy"
 
-    @seed(lane_seed)
+    @seed(lane_seed(lane, shard))
     @settings(max_examples=BUDGET[fl_settings.sweep] // SHARDS[fl_settings.sweep] // (8 if toy else 1),
               deadline=None, database=None,
               suppress_health_check=list(HealthCheck))  # fmt: skip
     @given(draw=draws(toy, 2**8 if toy else LIMIT[fl_settings.sweep]))
     def check(draw):
-        shape, dim, keepdim, dtype = draw
-        if dtype == "bfloat16" and not fl_settings.platform.has("bf16"):
+        if draw[3] == "bfloat16" and not fl_settings.platform.has("bf16"):
             return
-        call = Call(shape, dim, dtype, routed=session.wraps(op))
-        known = set(op.known_defects(call, version, emulated)) - session.covered
-        if known:
-            return  # its own strict xfail stands for it
-        x = make_input(Case(shape, dim), dtype, fl_device, op=op)
-        keep = keepdim and op.keepdim != "none"
-        problem = disagreement(op, lambda: op.call(x, dim, keep), x, dim, keep)
-        assert problem is None, (
-            f"{problem}; reproduce: ops.get({op.name!r}).call(make_input(Case({shape}, {dim}), {dtype!r}, "
-            f"{fl_device!r}, op=ops.get({op.name!r})), {dim}, {keep})"
-        )
+        problem = problem_of(op, draw, fl_device, routed=session.wraps(op), covered=session.covered,
+                             version=version, emulated=emulated)  # fmt: skip
+        assert problem is None, problem
 
     check()
