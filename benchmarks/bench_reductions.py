@@ -83,9 +83,10 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
              "fast": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim))}  # fmt: skip
     got, want = calls["fast"]().float(), calls["torch"]().float()
     kind = "softmax" if name == "softmax" else "reduce"
+    plan = fastpath.tiles(*fastpath._mnk(shape, dim), device, x.element_size(), kind)  # None: the moved axis
     row = {"op": name, "shape": list(shape), "dim": dim, "dtype": dtype, "bytes": nbytes,
            "error": float((got - want).abs().max() / want.abs().max().clamp_min(1e-30)),
-           "plan": fastpath.tiles(*fastpath._mnk(shape, dim), device, x.element_size(), kind).__dict__}  # fmt: skip
+           "plan": vars(plan) if plan else None}  # fmt: skip
     if graph:  # GPU time alone: the calls replayed from a CUDA graph, no host in the figure
         del calls["torch"]
         row["torch"] = float("nan")

@@ -23,6 +23,12 @@ print(fastpath.device_info('cuda').source)" ;;
   probes)
     (cd /tmp && timeout 180 python3 -m pytest_fl_contract.cli probe --platform nvidia | tee "$OUT/probes.txt" | tail -4)
     (cd /tmp && timeout 180 python3 -m pytest_fl_contract.cli probe --platform nvidia --mutants | tail -2) ;;
+  grid)
+    for extra in "" "--fl-force-workaround"; do
+      echo "== grid limits ${extra:-without the workaround}"
+      (cd /tmp && timeout 300 python3 -m pytest_fl_contract.cli contracts reductions -- --platform nvidia --fl-sweep full -k grid_limits -q -rA $extra \
+        | grep -E "PASSED|FAILED|XFAIL|XPASS|SKIPPED|passed|failed|error" | cut -c1-300 | tee -a "$OUT/grid.txt")
+    done ;;
   large)
     for extra in "" "--fl-force-workaround"; do
       echo "== large index ${extra:-without the workaround}"
@@ -33,12 +39,14 @@ print(fastpath.device_info('cuda').source)" ;;
     # the GPU lane, cold Triton cache then warm (TRITON_CACHE_DIR is shared by the xdist workers)
     export TRITON_CACHE_DIR=/tmp/triton-cache
     rm -rf "$TRITON_CACHE_DIR"
-    # LANE_RUNS="cold" runs once; LANE_K="expr" selects cases (a re-check of some contracts)
+    # LANE_RUNS="cold" runs once; LANE_K="expr" selects cases (a re-check of some contracts);
+    # LANE_ARGS adds pytest arguments (--fl-force-workaround)
     for run in ${LANE_RUNS:-cold warm}; do
       start=$(date +%s.%N)
       (cd /tmp && timeout "${LANE_TIMEOUT:-540}" python3 -m pytest_fl_contract.cli contracts reductions -- --platform nvidia --fl-sweep full -n auto -q \
-        ${LANE_K:+-k "$LANE_K"} --junitxml="$OUT/lane-$run.xml" --durations=15 > "$OUT/lane-$run.txt" 2>&1)
+        ${LANE_K:+-k "$LANE_K"} ${LANE_ARGS} -rfE --junitxml="$OUT/lane-$run.xml" --durations=15 > "$OUT/lane-$run.txt" 2>&1)
       echo "lane $run: exit $?, $(python3 -c "import time; print(round(time.time() - $start, 1))") s wall"
+      grep -E "^(FAILED|ERROR)" "$OUT/lane-$run.txt" | cut -c1-400 | head -40
       grep -E "passed|failed" "$OUT/lane-$run.txt" | tail -1
     done ;;
   sweep)
@@ -52,6 +60,6 @@ print(fastpath.device_info('cuda').source)" ;;
       softmax:2x1266x34:1:bfloat16 mean:1x15x2229:1:float16 sum:81x2x141:1:float32 softmax:2x5x6240:1:bfloat16 \
       sum:4054x255x54:1:bfloat16 sum:220x14x83424:1:bfloat16 sum:20884x1773x6:1:float16 sum:5027x53x1277:1:bfloat16 \
       mean:224421x24x16:1:float32 sum:5x71786x2:1:bfloat16} 2>&1 | tee "$OUT/profile.txt" ;;
-  *) echo "unknown step $what (setup, probes, large, lane, sweep, profile)"; exit 2 ;;
+  *) echo "unknown step $what (setup, probes, grid, large, lane, sweep, profile)"; exit 2 ;;
   esac
 done

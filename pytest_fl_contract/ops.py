@@ -125,6 +125,23 @@ def _past_int32(call: Call) -> bool:
     return call.non_inner and n * k > 2**31 - 1
 
 
+GRID_Y = 65535  # CUDA's limit on grid axes y and z, shared by the CUDA-like backends
+
+
+def _argmin_grid_y(call: Call) -> bool:
+    """argmin launches (cdiv(M, BLOCK_M), K) for a non-inner dim, and its split-K path
+    ((N % 64 == 0 or N == 512), K % 32 == 0, M % 8 == 0, a float) (cdiv(M, 8), cdiv(K, 32)):
+    past 65535 on grid axis y the launch fails (seen on an H200: (2, 5, 127, 129), dim 0)."""
+    m, n, k = _mnk(call)
+    split = (n % 64 == 0 or n == 512) and k % 32 == 0 and m % 8 == 0 and call.dtype.startswith(("float", "bfloat"))
+    return call.non_inner and not call.routed and (-(-k // 32) if split else k) > GRID_Y
+
+
+def _log_softmax_grid_y(call: Call) -> bool:
+    """5.0.2's log_softmax launches (cdiv(M, BLOCK_M), K) (5.4 only for K == 1)."""
+    return call.non_inner and not call.routed and _mnk(call)[2] > GRID_Y
+
+
 def _nan_dropped(*values: str) -> Callable[[Call], bool]:
     """Slices holding a NaN (``values``: planted patterns that make one) of more than one element."""
     return lambda call: call.values in values and call.reduced_size > 1
@@ -157,7 +174,9 @@ class Op:
     dtype_arg: bool = False  # takes dtype= (sum, mean, prod)
     accepts_none: bool = False  # dim=None reduces everything
     fastpath: str | None = None  # "sum" | "mean" | "softmax": the workaround's own kernel takes it
-    interpreter: str = "fast"  # "fast" | "toy": tl.reduce with a combine_fn runs per element there
+    # "fast" | "toy": tl.reduce with a combine_fn runs per element there | "rows": one program
+    # per output row of a moved axis (std: 65537 rows of two take half a minute there)
+    interpreter: str = "fast"
     real_case: bool = False  # the seed's Qwen-VL case is this op
     seed_table: bool = False  # in the seed's verification table (N=4, K=1024, dim=1)
     extreme: str | None = None  # index ops: "max" or "min", the value the index points at
@@ -264,7 +283,8 @@ OPS: tuple[Op, ...] = (
        defects=(_ACCEPTED, _EMPTY, _FP64, OpDefect(_NAN_DROPPED, _nan_dropped("nan"), ("5.0",)),
                 # 5.4's non-inner kernel keeps the NaN; its inner one (where a workaround that
                 # moves the axis to the back sends every call) still drops it
-                OpDefect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and (c.routed or not c.non_inner)))),
+                OpDefect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and (c.routed or not c.non_inner)),
+                OpDefect("grid_y_over_limit", _log_softmax_grid_y, ("5.0",)))),
     Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _torch("argmax"), ("argmax",),
        entries=(EntryPoint("argmax", "index"),), accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
        defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2), OpDefect(_NAN_DROPPED, _nan_dropped("nan")),
@@ -275,14 +295,15 @@ OPS: tuple[Op, ...] = (
                 OpDefect("argmin_inner_out_of_bounds", _argmin_stores_past_end, emulator_only=True),
                 OpDefect("argmin_ignores_nan", lambda c: c.values == "nan" and c.reduced_size > 1),
                 OpDefect("int_input_accepted", _dtype_in("bool")),
-                OpDefect("empty_input_diverges", lambda c: _empty(c) and not _empty_reduced(c)))),
+                OpDefect("empty_input_diverges", lambda c: _empty(c) and not _empty_reduced(c)),
+                OpDefect("grid_y_over_limit", _argmin_grid_y))),
     Op("prod", "flag_gems.ops.prod", "prod_dim", "reduce", ("int",), _torch("prod"), ("prod_dim",),
        entries=(EntryPoint("prod_dim", "reduce"),), dtype_arg=True, interpreter="toy", seed_table=True,
        exempt={"large_inputs": "a product of large inputs overflows by definition"},
        defects=(OpDefect("int_sum_not_promoted", _dtype_in(*_INTS, "bool")), _FP64,
                 OpDefect("empty_input_diverges", _empty_reduced, ("5.0",)))),
     Op("std", "flag_gems.ops.std", "std", "reduce", ("list", "int"), _torch("std"), ("std",),
-       entries=(EntryPoint("std", "reduce"),), keepdim="keyword", accepts_none=True, seed_table=True,
+       entries=(EntryPoint("std", "reduce"),), keepdim="keyword", accepts_none=True, seed_table=True, interpreter="rows",
        defects=(OpDefect("std_overflows", lambda c: c.values == "huge"), _ACCEPTED, _EMPTY_REDUCED, _FP64,
                 OpDefect(_NAN_DROPPED, _nan_dropped("nan", "pos_inf", "inf_minus_inf", "all_neg_inf")))),
     Op("logsumexp", "flag_gems.ops.logsumexp", "logsumexp", "reduce", ("list", "int"), _torch("logsumexp"),

@@ -223,6 +223,27 @@ def test_identical_calls_differ_when_neighbouring_memory_changes(gems, defect):
     assert not torch.equal(results[0], results[1]) and not torch.equal(results[1], results[2])
 
 
+@triton.jit
+def _count_programs(out_ptr):
+    tl.atomic_add(out_ptr, 1)
+
+
+@pytest.mark.parametrize("grid", [(1, 65536), (1, 1, 65536), (2**31, 1)])
+def test_a_grid_past_the_devices_limits_does_not_launch(grid):
+    """The interpreter loops over any grid; the emulated device refuses what a CUDA-like one
+    refuses (y and z at most 65535), before any program runs."""
+    out = torch.zeros(1, dtype=torch.int32)
+    with pytest.raises(RuntimeError, match=r"invalid argument \(emulated launch: grid"):
+        _count_programs[grid](out)
+    assert out.item() == 0
+
+
+def test_a_grid_at_the_limits_launches():
+    out = torch.zeros(1, dtype=torch.int32)
+    _count_programs[(1, 65535)](out)
+    assert out.item() == 65535
+
+
 # -- refusals -------------------------------------------------------------------------------
 
 

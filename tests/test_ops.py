@@ -65,3 +65,21 @@ def test_defect_reach_lists_ops_and_versions():
     assert defect_reach("int32_offset_overflow") == {op: ("5.0",) for op in ("sum", "mean", "softmax", "argmax")}
     assert defect_reach("nan_dropped_by_max") == {"log_softmax": (), "argmax": (), "std": ()}
     assert defect_reach("masked_2d_row_load") == {}  # a compiler defect: not in the op table
+
+
+@pytest.mark.parametrize(
+    "op, call, version, expected",
+    [
+        ("argmin", Call((2, 5, 127, 129), 0), "5.0.2", True),  # K = 81915 on grid y (the H200's draw)
+        ("argmin", Call((2, 65535), 0), "5.4.0.dev0", False),  # at the limit
+        ("argmin", Call((65537, 2), 1), "5.0.2", False),  # inner: K = 1
+        ("argmin", Call((8, 64, 65568), 1), "5.0.2", False),  # split-K: cdiv(K, 32) on y
+        ("argmin", Call((8, 64, 65535 * 32 + 32), 1), "5.0.2", True),
+        ("argmin", Call((2, 65537), 0, "float32", routed=True), "5.0.2", False),  # a moved axis: K = 1
+        ("log_softmax", Call((2, 65537), 0), "5.0.2", True),
+        ("log_softmax", Call((2, 65537), 0), "5.4.0.dev0", False),  # 5.4 tiles K
+        ("sum", Call((2, 65537), 0), "5.0.2", False),
+    ],
+)
+def test_grid_y_over_limit(op, call, version, expected):
+    assert ("grid_y_over_limit" in get(op).known_defects(call, version)) is expected

@@ -35,6 +35,29 @@ def test_tiles_hold_their_invariants(M, N, K, elem, kind, device):
     assert plan.splits == 1 or total <= tm.cost(M, N, K, one, device, elem, kind)[0], "a split pays for its launch"
 
 
+@settings(max_examples=300, deadline=None)
+@given(M=st.integers(1, 1 << 20), N=st.integers(1, 1 << 20), K=st.integers(1, 1 << 31), elem=st.sampled_from([2, 4]),
+       kind=st.sampled_from(["reduce", "softmax"]))  # fmt: skip
+def test_every_plan_is_launchable_or_there_is_none(M, N, K, elem, kind):
+    """Grid axes y and z take 65535 programs: a plan past them fails to launch on the device
+    (the interpreter would loop on), so it is never chosen; past the widest tile there is none."""
+    plan = tm.tiles(M, N, K, H200, elem, kind)
+    widest = 1024 if kind == "reduce" else 2048 // elem
+    if plan is None:
+        assert tm.cdiv(K, widest) > tm.GRID_YZ
+        return
+    assert tm.cdiv(K, plan.block_k) <= tm.GRID_YZ and plan.splits <= tm.GRID_YZ
+    if kind == "reduce" and plan.splits > 1:
+        second = tm.tiles(1, plan.splits, M * K, H200)
+        assert second is not None and tm.cdiv(M * K, second.block_k) <= tm.GRID_YZ
+
+
+def test_the_launch_limit_is_where_a_device_puts_it():
+    assert tm.tiles(2, 2, 65535 * 1024, H200, 4) is not None
+    assert tm.tiles(2, 2, 65535 * 1024 + 1, H200, 4) is None
+    assert tm.tiles(2, 2, 65535 * 512 + 1, H200, 4, "softmax") is None
+
+
 @pytest.mark.parametrize("shape", [(81, 2, 141), (8, 1523, 65), (1, 15, 2229), (30, 624, 33), (2, 1266, 34)])
 def test_a_small_problem_keeps_one_launch(shape):
     """A second launch costs host time whatever the kernel does (measured 5 - 40 us a

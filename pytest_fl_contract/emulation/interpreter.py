@@ -353,6 +353,23 @@ def compiled_nan_semantics(interpreter: Any) -> None:
 
 # -- activation ----------------------------------------------------------------------
 
+def device_grid_limits(interpreter: Any, limits: tuple[int, int, int]) -> None:
+    """Refuse a launch whose grid the device would refuse.  The interpreter loops over any
+    grid, so a kernel that puts a tensor extent on grid axis y (FlagGems' argmin and
+    log_softmax launch (cdiv(M, BLOCK_M), K)) would pass here and fail on every CUDA-like
+    device once that extent passes 65535."""
+    builder = interpreter.interpreter_builder
+    set_grid_dim = builder.set_grid_dim
+
+    def checked(nx: int, ny: int, nz: int) -> None:
+        if nx > limits[0] or ny > limits[1] or nz > limits[2]:
+            raise RuntimeError(f"Triton Error [CUDA]: invalid argument (emulated launch: grid ({nx}, {ny}, {nz}) "
+                               f"past the device's limits {limits})")  # fmt: skip
+        set_grid_dim(nx, ny, nz)
+
+    builder.set_grid_dim = checked
+
+
 # Process-global on purpose: TRITON_INTERPRET, the torch.cuda stand-in and the interpreter's
 # classes are per process, so what was applied to them is too.
 _applied: dict[str, Any] = {}
@@ -408,6 +425,7 @@ def activate(profile: DeviceProfile) -> None:
     interpreter.InterpretedFunction.__globals__ = property(lambda self: self.fn.__globals__)
     interpreter._patch_lang = _lang_visible(interpreter._patch_lang)
     compiled_nan_semantics(interpreter)
+    device_grid_limits(interpreter, profile.max_grid)
     memory.install()  # before any injected defect: its reads pass through the guard too
 
     _stub_missing_modules(found["flag_gems"])

@@ -23,6 +23,9 @@ class DeviceProfile:
     l2_cache_bytes: int
     total_memory: int
     assumption: str
+    # CUDA's launch limits (grid x, y, z), which the CUDA-like backends share: a launch past
+    # them fails on the device ("invalid argument") where the interpreter would just loop
+    max_grid: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
 
 
 PROFILES: dict[str, DeviceProfile] = {

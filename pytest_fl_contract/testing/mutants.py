@@ -500,6 +500,41 @@ def _tail_tile_of_one_row() -> None:
     _wrap("sum", None, make)
 
 
+_HALF_AND_FP32 = ("torch.float32", "torch.float16", "torch.bfloat16")
+
+
+def _column_grid_y() -> None:
+    """A non-inner mean written as one program per (row, column), the column on grid axis y
+    (FlagGems' argmin and log_softmax launch so): right up to 65535 columns, past them no
+    CUDA-like device launches it."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def column_mean(out, x, N, K, BLOCK_N: tl.constexpr):
+        m, k = tl.program_id(0), tl.program_id(1)
+        n = tl.arange(0, BLOCK_N)
+        v = tl.load(x + m * N * K + n * K + k, mask=n < N, other=0.0).to(tl.float32)
+        tl.store(out + m * K + k, tl.sum(v, axis=0) / N)
+
+    def make(orig):
+        def mean_dim(inp, dim, keepdim=False, *, dtype=None):
+            info = _dims(inp, dim)
+            if not info or info[2] == 1 or dtype is not None or str(inp.dtype) not in _HALF_AND_FP32 or not inp.numel():
+                return orig(inp, dim, keepdim, dtype=dtype)
+            d, n, k = info
+            x = inp.contiguous()
+            shape = list(x.shape)
+            shape[d] = 1
+            out = x.new_empty(shape)
+            column_mean[(x.numel() // (n * k), k)](out, x, n, k, BLOCK_N=triton.next_power_of_2(n))
+            return out if keepdim else out.squeeze(d)
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -547,6 +582,8 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("argmax_last_of_ties", "argmax returns the last of tied maxima", "argmax and index", _argmax_last_of_ties),
         Mutant("empty_sum_nan", "the sum of an empty slice is NaN", "sum and empty", _empty_sum_nan),
         Mutant("unit_dims_squeezed", "keepdim=False squeezes every size-1 dim", "mean and empty", _unit_dims_squeezed),
+        Mutant("column_grid_y", "a non-inner mean puts its columns on grid axis y (65535 at most)", "mean and grid",
+               _column_grid_y),
         Mutant("tail_tile_of_one_row", "a one-row tail past a 16-row tile is skipped (N % 16 == 1)", "sum and generated",
                _tail_tile_of_one_row),
     )

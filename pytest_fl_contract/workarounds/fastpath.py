@@ -235,16 +235,19 @@ def _mnk(shape: tuple[int, ...], d: int) -> tuple[int, int, int]:
 
 
 def reduce_dim(x: Any, d: int, keepdim: bool, mean: bool) -> Any:
-    """sum/mean of a contiguous float tensor over non-inner dim ``d``, FlagGems' dtype rule."""
+    """sum/mean of a float tensor over non-inner dim ``d``, FlagGems' dtype rule; NotImplemented
+    where no plan's grid is launchable (``tilemodel.launchable``)."""
     import torch
 
-    x = x.contiguous()
     M, N, K = _mnk(tuple(x.shape), d)
+    device = _device(x)
+    plan = tiles(M, N, K, device, x.element_size())
+    if plan is None:  # no grid the device launches: the moved axis
+        return NotImplemented
+    x = x.contiguous()
     shape = list(x.shape)
     shape[d] = 1
     out = torch.empty(shape, dtype=x.dtype, device=x.device)
-    device = _device(x)
-    plan = tiles(M, N, K, device, x.element_size())
     block_r, block_k, warps, splits = plan.block_r, plan.block_k, plan.warps, plan.splits
     scale = 1.0 / N if mean else 1.0
     if splits == 1:
@@ -270,10 +273,12 @@ def reduce_dim(x: Any, d: int, keepdim: bool, mean: bool) -> Any:
 def softmax_dim(x: Any, d: int, out_dtype: Any = None) -> Any:
     import torch
 
-    x = x.contiguous()
     M, N, K = _mnk(tuple(x.shape), d)
-    out = torch.empty_like(x, dtype=out_dtype or x.dtype)
     plan = tiles(M, N, K, _device(x), x.element_size(), "softmax")
+    if plan is None:  # no grid the device launches: the moved axis
+        return NotImplemented
+    x = x.contiguous()
+    out = torch.empty_like(x, dtype=out_dtype or x.dtype)
     block_r, block_k, warps, splits = plan.block_r, plan.block_k, plan.warps, plan.splits
     if splits == 1:
         grid = (M, cdiv(K, block_k))

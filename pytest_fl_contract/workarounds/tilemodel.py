@@ -60,6 +60,7 @@ STEP = 0.4e-6  # seconds a step of the row loop costs a program: loads pipelined
 LATENCY = 1.0e-6  # seconds from issuing a load to its data (a tail step: a branch waits for its load)
 LAUNCH = 25.0e-6  # host seconds of one launch through FlagGems' launch cache (measured 5-40 us by host CPU)
 SECTOR = 32  # bytes of the smallest memory transaction: a narrower row segment wastes the rest
+GRID_YZ = 65535  # programs a launch takes on grid axes y and z (CUDA's limit, the CUDA-like backends')
 
 
 def cdiv(a: int, b: int) -> int:
@@ -93,8 +94,21 @@ def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind
     return max(launches * LAUNCH, gpu), gpu
 
 
+def _widest(K: int, kind: str, elem: int) -> int:
+    cap = 1024 if kind == "reduce" else 2048 // elem
+    return min(cap, 1 << (max(K, 1) - 1).bit_length())
+
+
+def launchable(M: int, N: int, K: int, plan: Plan, elem: int = 4, kind: str = "reduce") -> bool:
+    """The plan's grids fit the device's launch limits: (M, column blocks, splits) and, for
+    a reduction split over rows, the second launch's (1, column blocks of M * K)."""
+    if M > 2**31 - 1 or cdiv(K, plan.block_k) > GRID_YZ or plan.splits > GRID_YZ:
+        return False
+    return kind != "reduce" or plan.splits == 1 or cdiv(M * K, _widest(M * K, kind, 4)) <= GRID_YZ
+
+
 @functools.lru_cache(maxsize=4096)
-def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce") -> Plan:
+def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce") -> Plan | None:
     """The tiles of a non-inner reduction: the plan of least modelled time (``cost``).
 
     Memory-bound work whose programs each walk the rows of a column block.  Searched:
@@ -108,9 +122,11 @@ def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "re
       host time whatever the kernel does, so a small problem keeps one launch.  One launch
       is also never dearer than the moved-axis path (a copy, then its kernel), so no shape
       goes there for speed.
-    Ties go to less GPU time, then wider columns, then fewer splits."""
-    cap = 1024 if kind == "reduce" else 2048 // elem
-    widest = min(cap, 1 << (max(K, 1) - 1).bit_length())
+    Ties go to less GPU time, then wider columns, then fewer splits.  Plans whose grids the
+    device cannot launch (``launchable``) are not candidates; None when no plan is (more than
+    65535 column blocks of the widest tile): the caller takes the moved axis, whose inner
+    kernel puts every row on grid axis x."""
+    widest = _widest(K, kind, elem)
     best: tuple[tuple[float, float, int, int], Plan] | None = None
     for block_k in (1 << i for i in range(widest.bit_length())):
         for tile in TILES:
@@ -119,9 +135,10 @@ def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "re
                 if splits > 1 and splits * block_r > N:
                     break
                 plan = Plan(block_r, block_k, 4 if block_r * block_k <= 2048 else 8, splits)
+                if not launchable(M, N, K, plan, elem, kind):
+                    continue
                 total, gpu = cost(M, N, K, plan, device, elem, kind)
                 key = (total, gpu, -block_k, splits)
                 if best is None or key < best[0]:
                     best = (key, plan)
-    assert best is not None
-    return best[1]
+    return best[1] if best is not None else None
