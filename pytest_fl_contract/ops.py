@@ -137,6 +137,18 @@ def _argmin_grid_y(call: Call) -> bool:
     return call.non_inner and not call.routed and (-(-k // 32) if split else k) > GRID_Y
 
 
+def _column_tiles_past_grid_y(fp32: int, half: int) -> Callable[[Call], bool]:
+    """Non-inner kernels that put column tiles of at most ``fp32`` (``half`` for fp16/bf16)
+    columns on grid axis y: past 65535 tiles the launch fails (mean's vector path tiles
+    512 / 1024, argmax's TILE_K stops at 512; seen on an H200: (2, 67108867), dim 0)."""
+
+    def applies(call: Call) -> bool:
+        width = half if call.dtype in ("float16", "bfloat16") else fp32
+        return call.non_inner and not call.routed and -(-_mnk(call)[2] // width) > GRID_Y
+
+    return applies
+
+
 def _log_softmax_grid_y(call: Call) -> bool:
     """5.0.2's log_softmax launches (cdiv(M, BLOCK_M), K) (5.4 only for K == 1)."""
     return call.non_inner and not call.routed and _mnk(call)[2] > GRID_Y
@@ -266,7 +278,8 @@ OPS: tuple[Op, ...] = (
                 _INT32)),
     Op("mean", "flag_gems.ops.mean", "mean_dim", "reduce", ("list", "int"), _torch("mean"), ("mean_dim",),
        entries=(EntryPoint("mean_dim", "reduce"),), dtype_arg=True, accepts_none=True, fastpath="mean",
-       defects=(OpDefect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY, _INT32)),
+       defects=(OpDefect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY, _INT32,
+                OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(512, 1024)))),
     Op("softmax", "flag_gems.ops.softmax", "softmax", "along", ("int",), _torch("softmax", takes_keepdim=False),
        ("softmax",),
        entries=(EntryPoint("softmax", "along"), EntryPoint("softmax_out", "along", out="out"),
@@ -288,7 +301,8 @@ OPS: tuple[Op, ...] = (
     Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _torch("argmax"), ("argmax",),
        entries=(EntryPoint("argmax", "index"),), accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
        defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2), OpDefect(_NAN_DROPPED, _nan_dropped("nan")),
-                OpDefect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED, _INT32)),
+                OpDefect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED, _INT32,
+                OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(512, 512)))),
     Op("argmin", "flag_gems.ops.argmin", "argmin", "index", ("int",), _torch("argmin"), ("argmin",),
        accepts_none=True, extreme="min", exempt={"large_inputs": _INDEX},
        defects=(OpDefect("argmin_inner_out_of_bounds", _argmin_rows_past_end),

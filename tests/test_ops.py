@@ -83,3 +83,18 @@ def test_defect_reach_lists_ops_and_versions():
 )
 def test_grid_y_over_limit(op, call, version, expected):
     assert ("grid_y_over_limit" in get(op).known_defects(call, version)) is expected
+
+
+@pytest.mark.parametrize(
+    "op, call, expected",
+    [
+        ("mean", Call((2, 67108867), 0), True),  # 131073 tiles of 512 (the H200's case)
+        ("mean", Call((2, 65535 * 512), 0), False),
+        ("mean", Call((2, 65535 * 512 + 1), 0, "float16"), False),  # half tiles 1024 columns
+        ("mean", Call((2, 65535 * 1024 + 1), 0, "bfloat16"), True),
+        ("argmax", Call((2, 65535 * 512 + 1), 0, "float16"), True),
+        ("sum", Call((2, 67108867), 0), False),  # its heuristic keeps grid y under the limit
+    ],
+)
+def test_column_tiles_past_grid_y(op, call, expected):
+    assert ("grid_y_over_limit" in get(op).known_defects(call, "5.0.2")) is expected

@@ -222,7 +222,8 @@ def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: boo
     except Exception as exc:
         if device_fault(exc):  # never "what torch does", even where torch refuses the input too
             return f"{op.name}: FlagGems' kernel faulted: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]}"
-        got_kind, got = "raises", type(exc).__name__
+        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+        got_kind, got = "raises", f"{type(exc).__name__}" + (f" ({first})" if first else "")
     if got_kind != want_kind:
         shown = f"raised {got}" if got_kind == "raises" else f"returned {tuple(got.shape)} {got.dtype}"
         expected = f"raises {want}" if want_kind == "raises" else f"returns {tuple(want.shape)} {want.dtype}"
