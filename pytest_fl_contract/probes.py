@@ -55,6 +55,9 @@ DEFECTS: dict[str, DefectInfo] = {
         "tl.argmax / tl.max(return_indices=True) breaking ties to the first index (torch's argmax)", ("argmax",)),
     "half_accumulation": DefectInfo("fp16 / bf16 loads converted to fp32 before a reduction", _ALL),
     "custom_reduce_combine": DefectInfo("tl.reduce with a user combine_fn", ("prod",)),
+    "grid_axes": DefectInfo(
+        "a launch grid of up to 65535 programs on axes y and z (flag_gems' non-inner kernels put column "
+        "tiles on y)", ("sum", "mean", "softmax", "log_softmax", "argmax", "argmin", "prod")),
     "int64_offset_arith": DefectInfo(
         "64-bit offset arithmetic past 2**31 (flag_gems takes program ids as int64)", (*_ALL, "logsumexp")),
 }  # fmt: skip

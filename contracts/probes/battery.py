@@ -774,6 +774,36 @@ def _int64(device: str, kernel: Any, span: int = INT64_SPAN) -> tuple[torch.Tens
     return out, expected
 
 
+# -- grid axes y and z at CUDA's 65535 ------------------------------------------------------------
+
+GRID_Y, GRID_Z = 65535, 2
+GRID_Y_INTERPRETED = 4096  # 45 us a program there; the emulator's own limit is tested on its own
+
+
+@triton.jit
+def grid_yz(out_ptr, NZ):
+    y, z = tl.program_id(1), tl.program_id(2)
+    tl.atomic_add(out_ptr + z, 1)  # programs that ran, per z
+    tl.atomic_max(out_ptr + NZ + z, y)  # the largest y seen, per z
+
+
+@triton.jit
+def grid_yz_folded(out_ptr, NZ):
+    y, z = tl.program_id(0), tl.program_id(2)  # a backend that folds y into x: every program says 0
+    tl.atomic_add(out_ptr + z, 1)
+    tl.atomic_max(out_ptr + NZ + z, y)
+
+
+def _grid_yz(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    """(1, 65535, 2) programs count themselves and their largest y per z: FlagGems'
+    non-inner kernels put column tiles on y, up to the 65535 its mean heuristic caps them at.
+    (Atomics, not a store per program: the interpreter runs each program's ops one by one.)"""
+    ny = GRID_Y_INTERPRETED if interpreted() else GRID_Y
+    (out,) = _on(device, torch.zeros(2 * GRID_Z, dtype=torch.int32))
+    kernel[(1, ny, GRID_Z)](out, GRID_Z)
+    return out, np.array([ny] * GRID_Z + [ny - 1] * GRID_Z, dtype=np.int32)
+
+
 # -- the battery ---------------------------------------------------------------------------------
 
 _SEED = f"(N={N}, TILE_N={TILE_N}) "
@@ -848,6 +878,9 @@ PROBES: tuple[Probe, ...] = (
           _half("bfloat16"), half_sum, half_sum_in_half, needs=("bf16",)),
     Probe("reduce_custom_combine", f"(16 lanes, {PROD_VALID} valid) tl.reduce(v, 0, a*b), other=1",
           "custom_reduce_combine", _prod, reduce_prod, reduce_prod_half_tree),
+    Probe("grid_axes_yz", f"(1, {GRID_Y}, {GRID_Z}) grid ({GRID_Y_INTERPRETED} on the interpreter): programs, max y per z",
+          "grid_axes",
+          _grid_yz, grid_yz, grid_yz_folded),
     Probe("int64_offsets", "(int8, 3 programs) offsets pid * (2**30+3) past 2**31", "int64_offset_arith",
           _int64, int64_offsets, int64_offsets_wrapped, needs=("int64",), hardware_only=True),
 )  # fmt: skip
