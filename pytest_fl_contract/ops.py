@@ -125,7 +125,10 @@ def _past_int32(call: Call) -> bool:
     return call.non_inner and n * k > 2**31 - 1
 
 
-GRID_Y = 65535  # CUDA's limit on grid axes y and z, shared by the CUDA-like backends
+# Programs a launch takes on grid axes x, y and z: CUDA's limits, which the CUDA-like backends
+# share (the emulator enforces them, the fast path plans within them, a probe checks y and z).
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+GRID_Y = GRID_LIMITS[1]
 
 
 def _argmin_grid_y(call: Call) -> bool:

@@ -44,12 +44,12 @@ def test_every_plan_is_launchable_or_there_is_none(M, N, K, elem, kind):
     plan = tm.tiles(M, N, K, H200, elem, kind)
     widest = 1024 if kind == "reduce" else 2048 // elem
     if plan is None:
-        assert tm.cdiv(K, widest) > tm.GRID_YZ
+        assert tm.cdiv(K, widest) > tm.GRID_LIMITS[1]
         return
-    assert tm.cdiv(K, plan.block_k) <= tm.GRID_YZ and plan.splits <= tm.GRID_YZ
+    assert tm.cdiv(K, plan.block_k) <= tm.GRID_LIMITS[1] and plan.splits <= tm.GRID_LIMITS[1]
     if kind == "reduce" and plan.splits > 1:
         second = tm.tiles(1, plan.splits, M * K, H200)
-        assert second is not None and tm.cdiv(M * K, second.block_k) <= tm.GRID_YZ
+        assert second is not None and tm.cdiv(M * K, second.block_k) <= tm.GRID_LIMITS[1]
 
 
 def test_the_launch_limit_is_where_a_device_puts_it():

@@ -28,6 +28,8 @@ import torch
 import triton
 import triton.language as tl
 
+from pytest_fl_contract.ops import GRID_LIMITS
+
 N, TILE_N = 4, 8  # the seed's rows: 4 valid rows in an 8-row tile over an 8-row buffer
 K, TILE_K = 3, 4  # the column twin: 3 valid columns in a 4-column tile over a 4-column buffer
 INT64_SPAN = 2**30 + 3  # program 2 reads at 2 * span > 2**31
@@ -776,7 +778,7 @@ def _int64(device: str, kernel: Any, span: int = INT64_SPAN) -> tuple[torch.Tens
 
 # -- grid axes y and z at CUDA's 65535 ------------------------------------------------------------
 
-GRID_Y, GRID_Z = 65535, 2
+GRID_Y, GRID_Z = GRID_LIMITS[1], 2
 GRID_Y_INTERPRETED = 4096  # 45 us a program there; the emulator's own limit is tested on its own
 
 

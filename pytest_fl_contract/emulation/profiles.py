@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ops import GRID_LIMITS
+
 
 @dataclass(frozen=True)
 class DeviceProfile:
@@ -25,7 +27,7 @@ class DeviceProfile:
     assumption: str
     # CUDA's launch limits (grid x, y, z), which the CUDA-like backends share: a launch past
     # them fails on the device ("invalid argument") where the interpreter would just loop
-    max_grid: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    max_grid: tuple[int, int, int] = GRID_LIMITS
 
 
 PROFILES: dict[str, DeviceProfile] = {

@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from ..ops import GRID_LIMITS
+
 
 @dataclass(frozen=True)
 class Device:
@@ -60,7 +62,6 @@ STEP = 0.4e-6  # seconds a step of the row loop costs a program: loads pipelined
 LATENCY = 1.0e-6  # seconds from issuing a load to its data (a tail step: a branch waits for its load)
 LAUNCH = 25.0e-6  # host seconds of one launch through FlagGems' launch cache (measured 5-40 us by host CPU)
 SECTOR = 32  # bytes of the smallest memory transaction: a narrower row segment wastes the rest
-GRID_YZ = 65535  # programs a launch takes on grid axes y and z (CUDA's limit, the CUDA-like backends')
 
 
 def cdiv(a: int, b: int) -> int:
@@ -102,9 +103,10 @@ def _widest(K: int, kind: str, elem: int) -> int:
 def launchable(M: int, N: int, K: int, plan: Plan, elem: int = 4, kind: str = "reduce") -> bool:
     """The plan's grids fit the device's launch limits: (M, column blocks, splits) and, for
     a reduction split over rows, the second launch's (1, column blocks of M * K)."""
-    if M > 2**31 - 1 or cdiv(K, plan.block_k) > GRID_YZ or plan.splits > GRID_YZ:
+    x, y, z = GRID_LIMITS
+    if M > x or cdiv(K, plan.block_k) > y or plan.splits > z:
         return False
-    return kind != "reduce" or plan.splits == 1 or cdiv(M * K, _widest(M * K, kind, 4)) <= GRID_YZ
+    return kind != "reduce" or plan.splits == 1 or cdiv(M * K, _widest(M * K, kind, 4)) <= y
 
 
 @functools.lru_cache(maxsize=4096)
