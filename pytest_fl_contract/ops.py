@@ -128,7 +128,12 @@ def _past_int32(call: Call) -> bool:
 # Programs a launch takes on grid axes x, y and z: CUDA's limits, which the CUDA-like backends
 # share (the emulator enforces them, the fast path plans within them, a probe checks y and z).
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
-GRID_Y = GRID_LIMITS[1]
+
+
+def _past_grid_y(call: Call, columns: int) -> bool:
+    """A non-inner call whose kernel puts a program per ``columns`` inner columns on grid
+    axis y, and more of them than the axis takes (a routed call runs the moved axis: K = 1)."""
+    return call.non_inner and not call.routed and -(-_mnk(call)[2] // columns) > GRID_LIMITS[1]
 
 
 def _argmin_grid_y(call: Call) -> bool:
@@ -137,24 +142,15 @@ def _argmin_grid_y(call: Call) -> bool:
     past 65535 on grid axis y the launch fails (seen on an H200: (2, 5, 127, 129), dim 0)."""
     m, n, k = _mnk(call)
     split = (n % 64 == 0 or n == 512) and k % 32 == 0 and m % 8 == 0 and call.dtype.startswith(("float", "bfloat"))
-    return call.non_inner and not call.routed and (-(-k // 32) if split else k) > GRID_Y
+    return _past_grid_y(call, 32 if split else 1)
 
 
 def _column_tiles_past_grid_y(fp32: int, half: int) -> Callable[[Call], bool]:
     """Non-inner kernels that put column tiles of at most ``fp32`` (``half`` for fp16/bf16)
     columns on grid axis y: past 65535 tiles the launch fails (mean's vector path tiles
-    512 / 1024, argmax's TILE_K stops at 512; seen on an H200: (2, 67108867), dim 0)."""
-
-    def applies(call: Call) -> bool:
-        width = half if call.dtype in ("float16", "bfloat16") else fp32
-        return call.non_inner and not call.routed and -(-_mnk(call)[2] // width) > GRID_Y
-
-    return applies
-
-
-def _log_softmax_grid_y(call: Call) -> bool:
-    """5.0.2's log_softmax launches (cdiv(M, BLOCK_M), K) (5.4 only for K == 1)."""
-    return call.non_inner and not call.routed and _mnk(call)[2] > GRID_Y
+    512 / 1024, argmax's TILE_K stops at 512; seen on an H200: (2, 67108867), dim 0; 5.0.2's
+    log_softmax launches (cdiv(M, BLOCK_M), K): one column a program)."""
+    return lambda call: _past_grid_y(call, half if call.dtype in ("float16", "bfloat16") else fp32)
 
 
 def _nan_dropped(*values: str) -> Callable[[Call], bool]:
@@ -300,7 +296,7 @@ OPS: tuple[Op, ...] = (
                 # 5.4's non-inner kernel keeps the NaN; its inner one (where a workaround that
                 # moves the axis to the back sends every call) still drops it
                 OpDefect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and (c.routed or not c.non_inner)),
-                OpDefect("grid_y_over_limit", _log_softmax_grid_y, ("5.0",)))),
+                OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1), ("5.0",)))),
     Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _torch("argmax"), ("argmax",),
        entries=(EntryPoint("argmax", "index"),), accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
        defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2), OpDefect(_NAN_DROPPED, _nan_dropped("nan")),

@@ -500,15 +500,14 @@ def _tail_tile_of_one_row() -> None:
     _wrap("sum", None, make)
 
 
-_HALF_AND_FP32 = ("torch.float32", "torch.float16", "torch.bfloat16")
-
-
 def _column_grid_y() -> None:
     """A non-inner mean written as one program per (row, column), the column on grid axis y
     (FlagGems' argmin and log_softmax launch so): right up to 65535 columns, past them no
     CUDA-like device launches it."""
     import triton
     import triton.language as tl
+
+    from ..workarounds.fastpath import FLOATS
 
     @triton.jit
     def column_mean(out, x, N, K, BLOCK_N: tl.constexpr):
@@ -520,7 +519,7 @@ def _column_grid_y() -> None:
     def make(orig):
         def mean_dim(inp, dim, keepdim=False, *, dtype=None):
             info = _dims(inp, dim)
-            if not info or info[2] == 1 or dtype is not None or str(inp.dtype) not in _HALF_AND_FP32 or not inp.numel():
+            if not info or info[2] == 1 or dtype is not None or str(inp.dtype) not in FLOATS or not inp.numel():
                 return orig(inp, dim, keepdim, dtype=dtype)
             d, n, k = info
             x = inp.contiguous()

@@ -100,9 +100,9 @@ def _widest(K: int, kind: str, elem: int) -> int:
     return min(cap, 1 << (max(K, 1) - 1).bit_length())
 
 
-def launchable(M: int, N: int, K: int, plan: Plan, elem: int = 4, kind: str = "reduce") -> bool:
+def launchable(M: int, K: int, plan: Plan, kind: str = "reduce") -> bool:
     """The plan's grids fit the device's launch limits: (M, column blocks, splits) and, for
-    a reduction split over rows, the second launch's (1, column blocks of M * K)."""
+    a reduction split over rows, the second launch's (1, column blocks of M * K fp32 partials)."""
     x, y, z = GRID_LIMITS
     if M > x or cdiv(K, plan.block_k) > y or plan.splits > z:
         return False
@@ -137,7 +137,7 @@ def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "re
                 if splits > 1 and splits * block_r > N:
                     break
                 plan = Plan(block_r, block_k, 4 if block_r * block_k <= 2048 else 8, splits)
-                if not launchable(M, N, K, plan, elem, kind):
+                if not launchable(M, K, plan, kind):
                     continue
                 total, gpu = cost(M, N, K, plan, device, elem, kind)
                 key = (total, gpu, -block_k, splits)
