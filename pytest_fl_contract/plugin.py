@@ -106,6 +106,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="contract sweep size (default: quick when emulated, full on hardware)",
     )
     group.addoption(
+        "--fl-autotune",
+        dest="fl_autotune",
+        choices=["rotate", "tuned"],
+        help="hardware lanes: FlagGems' autotuned kernels run one config per kernel and key, untimed "
+        "(rotate, default), or are tuned as FlagGems ships them (tuned)",
+    )
+    group.addoption(
         "--fl-junit-prefix",
         dest="fl_junit_prefix",
         metavar="PREFIX",
@@ -129,6 +136,7 @@ def _options(config: pytest.Config, namespace: Any) -> Options:
         source_root=Path(root).resolve(),
         sweep=namespace.fl_sweep,
         junit_prefix=namespace.fl_junit_prefix,
+        autotune=namespace.fl_autotune,
     )
 
 

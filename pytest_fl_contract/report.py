@@ -16,6 +16,7 @@ def properties(settings: Settings, versions: Mapping[str, str]) -> list[tuple[st
         ("fl_workaround", settings.workaround or "off"),
         ("fl_workaround_why", settings.workaround_why),
         ("fl_sweep", settings.sweep),
+        ("fl_autotune", settings.autotune.mode),
         (
             "fl_emulated",
             f"{settings.emulation.profile}; defects: {', '.join(settings.emulation.defects) or 'none'}"
@@ -40,4 +41,5 @@ def header_lines(settings: Settings, versions: Mapping[str, str], device: str) -
         f"fl-contract layout: {settings.layout.kind} ({settings.layout.how}) | "
         f"workaround: {settings.workaround or 'off'} ({settings.workaround_why}) | sweep: {settings.sweep} | "
         f"interpreter: {'TRITON_INTERPRET=1' if settings.emulation else 'no'}",
+        f"fl-contract autotune: {settings.autotune.line()}",
     ]

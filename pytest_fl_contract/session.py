@@ -84,6 +84,7 @@ class LaneSession:
         self._origin: tuple[str, str] = ("", "")
         self._started = False
         self._withdraw: Any = None
+        self._undo_autotune: Any = None
         self._worker_workaround: str | None = None
 
     # -- bring-up -------------------------------------------------------------------------
@@ -102,6 +103,10 @@ class LaneSession:
             interpreter.activate(get_profile(settings.emulation.profile))
             if settings.emulation.defects:
                 defects.enable(*settings.emulation.defects)
+        else:
+            from . import autotune
+
+            self._undo_autotune = autotune.install(settings.autotune)
         if settings.workaround is not None:
             from .layout import resolve_module
 
@@ -299,6 +304,8 @@ class LaneSession:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._withdraw is not None:
             self._withdraw()
+        if self._undo_autotune is not None:
+            self._undo_autotune()
         if self.workaround is not None and self._module is not None:
             self._module.uninstall()
             self.workaround = None

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from .autotune import MODES as AUTOTUNE_MODES
+from .autotune import Plan
+from .autotune import plan as autotune_plan
 from .errors import FlContractError
 from .layout import Layout, detect_layout
 from .platforms import Detection, Platform, Registry, detect
@@ -33,6 +36,7 @@ class Settings:
     workaround_why: str
     sweep: str
     junit_prefix: str | None
+    autotune: Plan
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Options:
     source_root: Path = Path(".")
     sweep: str | None = None
     junit_prefix: str | None = None
+    autotune: str | None = None
 
 
 def choose_platform_name(opts: Options, environ: Mapping[str, str]) -> tuple[str, str]:
@@ -116,6 +121,10 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
     sweep = opts.sweep or ("quick" if emulation else "full")
     if sweep not in SWEEPS:
         raise FlContractError(f"unknown sweep {sweep!r}; known: {', '.join(SWEEPS)}")
+    if opts.autotune is not None and opts.autotune not in AUTOTUNE_MODES:
+        raise FlContractError(f"unknown --fl-autotune {opts.autotune!r}; known: {', '.join(AUTOTUNE_MODES)}")
+    if opts.autotune is not None and emulation is not None:
+        raise FlContractError("--fl-autotune is for hardware lanes: the emulator times nothing and runs each tuner's first config")
     return Settings(
         registry=registry,
         platform=platform,
@@ -126,6 +135,7 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
         workaround_why=why,
         sweep=sweep,
         junit_prefix=opts.junit_prefix,
+        autotune=autotune_plan(opts.autotune, emulated=emulation is not None),
     )
 
 

@@ -84,6 +84,8 @@ def test_cpu_with_injected_defect_and_profile():
         ({"platform": "iluvatar", "inject": ("masked_2d_row_load",)}, "need --fl-emulate"),
         ({"platform": "cpu", "sweep": "huge"}, "unknown sweep 'huge'"),
         ({"platform": "cpu", "layout": "tarball"}, "unknown layout 'tarball'"),
+        ({"platform": "nvidia", "autotune": "fastest"}, "unknown --fl-autotune 'fastest'; known: rotate, tuned"),
+        ({"platform": "cpu", "autotune": "tuned"}, "--fl-autotune is for hardware lanes"),
     ],
 )
 def test_bad_input_is_one_line(kw, message):

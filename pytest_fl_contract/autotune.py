@@ -1,0 +1,128 @@
+"""How a hardware lane runs FlagGems' autotuned kernels (``triton.autotune``, ``libtuner``).
+
+FlagGems autotunes some reductions (std, prod, ... over ``naive_reduction``'s configs) per
+new key, e.g. per (M, N): each new shape compiles and times every config, then runs the
+fastest.  Only the winner's output is ever checked; the others run for their timing.  On a
+contract lane, whose shapes are nearly all new, that is half the lane's time for no
+coverage (measured: std and prod accuracy cases 6 - 16 s each on an H200, others < 1.1 s).
+
+``rotate`` (the hardware default) runs one config per (kernel, key), picked by a stable
+hash of both, and times nothing: a case compiles one kernel, the same case always gets the
+same config (a failure reproduces), and over a sweep every config runs *and is checked*,
+where tuning checks only the winners.  ``tuned`` keeps FlagGems' own tuning, its Triton
+results cached on disk (``TRITON_CACHE_AUTOTUNING``) so workers and warm runs share them.
+The emulator has no driver to time: it always runs a tuner's first config.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zlib
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from .imports import after_import
+
+MODES = ("rotate", "tuned")
+DEFAULT_MODE = "rotate"
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: str  # rotate | tuned | first (the emulator's)
+    env: tuple[tuple[str, str], ...]  # variables it sets
+    override: bool = False  # over the lane's own values (rotate: never the user's database)
+
+    def line(self) -> str:
+        return {
+            "rotate": "rotate (one config per kernel and key, chosen by hash, none timed)",
+            "tuned": "tuned (FlagGems' own tuning, Triton's results cached on disk)",
+            "first": "first config (the emulator times nothing)",
+        }[self.mode]
+
+
+def plan(mode: str | None, emulated: bool) -> Plan:
+    """What a lane does with autotuned kernels.  ``rotate`` gives FlagGems' tuning database
+    (``FLAGGEMS_DB_URL``) to an in-memory SQLite per process: its one untimed config must
+    never reach the user's database, where real runs would read it as a measured winner."""
+    if emulated:
+        return Plan("first", ())
+    mode = mode or DEFAULT_MODE
+    if mode == "tuned":
+        return Plan("tuned", (("TRITON_CACHE_AUTOTUNING", "1"),))
+    return Plan("rotate", (("FLAGGEMS_DB_URL", "sqlite://"),), override=True)
+
+
+def pick(configs: Sequence[Any], kernel: str, key: Sequence[Any]) -> Any:
+    """One of ``configs``, the same for the same kernel and key in every process (crc32, not
+    ``hash``: string hashing is salted per process, xdist workers would disagree)."""
+    return configs[zlib.crc32(f"{kernel}|{key!r}".encode()) % len(configs)]
+
+
+def tuner_key(tuner: Any, kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The values a tuner keys on (its ``key`` arguments, then every tensor's dtype, as
+    Triton's ``Autotuner.run`` builds it), from the call being tuned."""
+    args = {**(getattr(tuner, "nargs", None) or {}), **kwargs}
+    key: list[Any] = [args[k] for k in tuner.keys if k in args]
+    key += [str(v.dtype) for k, v in args.items() if k in tuner.arg_names and hasattr(v, "dtype")]
+    return tuple(key)
+
+
+def _rotate(autotuner: ModuleType) -> None:
+    """Patch ``Autotuner`` (FlagGems' ``LibTuner`` is a subclass): pruning leaves the one
+    picked config, and timing it is skipped (with one candidate there is nothing to choose)."""
+    cls = autotuner.Autotuner
+    if "__fl_rotate__" in vars(cls):
+        return
+    prune = cls.prune_configs
+
+    def prune_configs(self: Any, kwargs: dict[str, Any], *rest: Any, **more: Any) -> list[Any]:
+        configs = list(prune(self, kwargs, *rest, **more))
+        if len(configs) < 2:
+            return configs
+        kernel = getattr(getattr(self, "base_fn", None), "__name__", type(self).__name__)
+        return [pick(configs, kernel, tuner_key(self, kwargs))]
+
+    def _bench(self: Any, *args: Any, config: Any, **meta: Any) -> list[float]:
+        return [0.0, 0.0, 0.0]
+
+    cls.__fl_rotate__ = (cls.prune_configs, cls._bench)
+    cls.prune_configs, cls._bench = prune_configs, _bench
+
+
+def _unrotate(autotuner: ModuleType) -> None:
+    cls = autotuner.Autotuner
+    if "__fl_rotate__" in vars(cls):
+        cls.prune_configs, cls._bench = cls.__fl_rotate__
+        del cls.__fl_rotate__
+
+
+def install(p: Plan, environ: MutableMapping[str, str] | None = None) -> Callable[[], None]:
+    """Apply a plan on a hardware lane, before flag_gems (and its tuners) are imported: its
+    environment (``tuned`` only where the lane left it unset), then the patch once triton's
+    autotuner module has run.  Returns what undoes both (a lane ends; pytester runs lanes
+    in one process)."""
+    environ = os.environ if environ is None else environ
+    before = {name: environ.get(name) for name, _ in p.env}
+    for name, value in p.env:
+        if p.override:
+            environ[name] = value
+        else:
+            environ.setdefault(name, value)
+    withdraw = after_import("triton.runtime.autotuner", _rotate) if p.mode == "rotate" else (lambda: None)
+
+    def undo() -> None:
+        withdraw()
+        for name, value in before.items():
+            if value is None:
+                environ.pop(name, None)
+            else:
+                environ[name] = value
+        module = sys.modules.get("triton.runtime.autotuner")
+        if module is not None and p.mode == "rotate":
+            _unrotate(module)
+
+    return undo
