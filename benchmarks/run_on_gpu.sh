@@ -36,7 +36,8 @@ print(fastpath.device_info('cuda').source)" ;;
         | grep -E "PASSED|FAILED|XFAIL|XPASS|passed|failed|error" | cut -c1-400 | tee -a "$OUT/large.txt")
     done ;;
   lane)
-    # the GPU lane, cold Triton cache then warm (TRITON_CACHE_DIR is shared by the xdist workers)
+    # the GPU lane, cold Triton cache then warm (TRITON_CACHE_DIR is shared by the xdist workers);
+    # past LANE_TIMEOUT pytest gets SIGINT, so its JUnit report and summary of what ran are still written
     export TRITON_CACHE_DIR=/tmp/triton-cache
     # LANE_RUNS="cold" runs once; LANE_K="expr" selects cases (a re-check of some contracts);
     # LANE_ARGS adds pytest arguments (--fl-force-workaround, --fl-autotune tuned);
@@ -44,11 +45,12 @@ print(fastpath.device_info('cuda').source)" ;;
     [ -n "$LANE_KEEP_CACHE" ] || rm -rf "$TRITON_CACHE_DIR" "$HOME/.flaggems"
     for run in ${LANE_RUNS:-cold warm}; do
       start=$(date +%s.%N)
-      (cd /tmp && timeout "${LANE_TIMEOUT:-540}" python3 -m pytest_fl_contract.cli contracts reductions -- --platform nvidia --fl-sweep full -n auto -q \
+      (cd /tmp && timeout -s INT -k 30 "${LANE_TIMEOUT:-540}" python3 -m pytest_fl_contract.cli contracts reductions -- --platform nvidia --fl-sweep full -n auto -q \
         ${LANE_K:+-k "$LANE_K"} ${LANE_ARGS} -rfE --junitxml="$OUT/lane-$run$LANE_TAG.xml" --durations=15 > "$OUT/lane-$run$LANE_TAG.txt" 2>&1)
       echo "lane $run$LANE_TAG: exit $?, $(python3 -c "import time; print(round(time.time() - $start, 1))") s wall"
       grep -E "^(FAILED|ERROR)" "$OUT/lane-$run$LANE_TAG.txt" | cut -c1-400 | head -40
       grep -E "passed|failed" "$OUT/lane-$run$LANE_TAG.txt" | tail -1
+      python3 "$ROOT/benchmarks/lane_times.py" "$OUT/lane-$run$LANE_TAG.xml" --top 12 | cut -c1-300
     done ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" \
