@@ -165,8 +165,18 @@ def pytest_configure(config: pytest.Config) -> None:
     session = _session(config, config.option)
     if not config.pluginmanager.is_registered(session):
         config.pluginmanager.register(session, "fl_contract_session")
+    if session.settings.emulation is None and not config.pluginmanager.has_plugin("fl_contract_device_watch"):
+        from .devicehealth import DeviceWatch
+
+        config.pluginmanager.register(DeviceWatch(session.settings.platform.device_type), "fl_contract_device_watch")
     if config.option.junitprefix is None:
         config.option.junitprefix = session.settings.junit_prefix or session.settings.platform.name
+    xdist = hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
+    if session.settings.emulation is None and xdist and not config.pluginmanager.has_plugin("fl_contract_schedule"):
+        from .schedule import Schedule
+
+        lane = f"{config.option.junitprefix}/{session.settings.sweep}"
+        config.pluginmanager.register(Schedule(config, lane), "fl_contract_schedule")
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_configure")

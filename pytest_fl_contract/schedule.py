@@ -1,0 +1,76 @@
+"""How a lane spreads over xdist workers: the CPU shared out, the longest cases first.
+
+Every case checks against a float64 reference computed by torch on the CPU, and torch
+gives each process as many threads as the host has cores: sixteen workers on a sixteen-core
+host ran 256 threads.  Each worker gets its share instead (``OMP_NUM_THREADS``, where the
+lane sets it, wins).
+
+xdist hands out cases in collection order, so a lane whose longest cases come last (the
+large-index and grid-limit cases: tens of seconds each) ends with one worker busy and the
+rest idle.  Each run records how long every case took (pytest's cache, per platform and
+sweep); the next orders its cases longest first, the classic longest-processing-time rule,
+so the long ones overlap the short ones.  A first run keeps collection order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from .imports import after_import
+
+CACHE_KEY = "fl_contract/durations"
+
+
+def cpu_share(cpus: int | None, workers: int) -> int:
+    return max(1, (cpus or 1) // max(workers, 1))
+
+
+def longest_first(nodeids: Sequence[str], durations: Mapping[str, float]) -> list[int]:
+    """Indices of ``nodeids``, longest recorded first (stable; a case never timed counts as
+    the median, so a new case neither jumps the queue nor waits for the end).  Unchanged
+    when under half the cases were ever timed: the record is of some other selection."""
+    known = [durations[n] for n in nodeids if n in durations]
+    if not nodeids or len(known) * 2 < len(nodeids):
+        return list(range(len(nodeids)))
+    median = sorted(known)[len(known) // 2]
+    return sorted(range(len(nodeids)), key=lambda i: -durations.get(nodeids[i], median))
+
+
+class Schedule:
+    """Registered by the plugin on every lane run with xdist (``-n``)."""
+
+    def __init__(self, config: pytest.Config, lane: str) -> None:
+        self.config = config
+        self.key = f"{CACHE_KEY}/{lane}"
+        self.seen: dict[str, float] = {}
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None and "OMP_NUM_THREADS" not in os.environ:
+            threads = cpu_share(os.cpu_count(), int(workerinput.get("workercount", 1)))
+            after_import("torch", lambda torch: torch.set_num_threads(threads))
+
+    def _recorded(self) -> dict[str, float]:
+        cache = getattr(self.config, "cache", None)
+        recorded = cache.get(self.key, {}) if cache is not None else {}
+        return recorded if isinstance(recorded, dict) else {}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Every worker collects and must agree on the order: all read the same record."""
+        order = longest_first([item.nodeid for item in items], self._recorded())
+        items[:] = [items[i] for i in order]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not hasattr(self.config, "workerinput"):  # the controller (or a run without xdist) keeps the record
+            self.seen[report.nodeid] = self.seen.get(report.nodeid, 0.0) + float(getattr(report, "duration", 0.0))
+
+    def pytest_sessionfinish(self, session: Any) -> None:
+        cache = getattr(self.config, "cache", None)
+        if cache is None or hasattr(self.config, "workerinput") or not self.seen:
+            return
+        recorded = self._recorded()
+        recorded.update({k: round(v, 3) for k, v in self.seen.items()})
+        cache.set(self.key, recorded)

@@ -1,0 +1,55 @@
+"""Longest cases first on hardware lanes under xdist, from the last run's record."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_fl_contract.schedule import cpu_share, longest_first
+
+
+def test_each_worker_gets_its_share_of_the_cpu():
+    assert cpu_share(16, 16) == 1 and cpu_share(32, 8) == 4 and cpu_share(2, 8) == 1 and cpu_share(None, 4) == 1
+
+
+def test_longest_first_is_stable_and_puts_the_untimed_at_the_median():
+    ids = ["a", "b", "c", "d", "new"]
+    durations = {"a": 0.1, "b": 40.0, "c": 0.1, "d": 5.0}
+    assert [ids[i] for i in longest_first(ids, durations)] == ["b", "d", "new", "a", "c"]
+
+
+def test_a_record_of_another_selection_changes_nothing():
+    assert longest_first(["a", "b", "c"], {"a": 1.0}) == [0, 1, 2]
+    assert longest_first([], {}) == []
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=4), st.floats(0, 100), min_size=1))
+def test_an_order_is_a_permutation_by_duration(durations):
+    ids = sorted(durations)
+    order = longest_first(ids, durations)
+    assert sorted(order) == list(range(len(ids)))
+    times = [durations[ids[i]] for i in order]
+    assert times == sorted(times, reverse=True)
+
+
+CASES = """
+import time, pytest
+@pytest.mark.parametrize("i", range(8))
+def test_short(i):
+    pass
+def test_long():
+    time.sleep(0.3)
+"""
+
+
+def test_the_second_run_starts_with_the_longest_case(pytester, run_subprocess):
+    pytester.makepyfile(test_cases=CASES)
+    args = ("-p", "fl_contract", "--platform", "nvidia", "--fl-no-workaround", "-p", "xdist", "-n", "2", "-p", "no:randomly")
+    assert run_subprocess(*args).ret == 0
+    cache = next(pytester.path.joinpath(".pytest_cache", "v", "fl_contract", "durations").rglob("*"))
+    record = json.loads(next(p for p in cache.parent.rglob("*") if p.is_file()).read_text())
+    assert record["test_cases.py::test_long"] >= 0.3 and len(record) == 9
+    result = run_subprocess(*args, "--collect-only", "-q")
+    assert result.stdout.lines[0] == "test_cases.py::test_long"
