@@ -62,12 +62,20 @@ def cmd_defects(args: argparse.Namespace) -> int:
 
 
 def cmd_contracts(args: argparse.Namespace) -> int:
-    """Run the packaged contract suites: no checkout, no path, the caller's config untouched."""
+    """Run the packaged contract suites: no checkout, no path, the caller's config untouched.
+    An interrupt (Ctrl-C, or ``timeout -s INT`` at a CI step's limit) reaches pytest with the
+    process group; this waits for it to write its summary and the JUnit report of what ran,
+    instead of leaving without them."""
     import subprocess
 
     from .suites import pytest_argv
 
-    return subprocess.call(pytest_argv(args.suites, args.passthrough))
+    child = subprocess.Popen(pytest_argv(args.suites, args.passthrough))
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

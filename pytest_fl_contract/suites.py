@@ -4,12 +4,14 @@
 carries it).  A suite runs with the packaged ``pytest.ini`` as its configuration and its
 directory as the rootdir, so node ids are the same from a checkout and from a wheel, and
 running from inside a vendor's checkout never picks up the vendor's pytest.ini or
-conftest.py (nor writes a cache into site-packages).
+conftest.py.  Its pytest cache (the run record that orders the next run's cases longest
+first) goes to the user's cache directory, never into site-packages.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,8 +37,15 @@ def paths(suites: Sequence[str]) -> list[Path]:
     return [base / s for s in (suites or SUITES)]
 
 
+def cache_dir(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:
+    """``$FL_CONTRACT_CACHE``, else ``$XDG_CACHE_HOME/fl-contract``, else ``~/.cache/fl-contract``."""
+    if environ.get("FL_CONTRACT_CACHE"):
+        return Path(environ["FL_CONTRACT_CACHE"])
+    return Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fl-contract"
+
+
 def pytest_argv(suites: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
     """``python -m pytest`` over the packaged suites, isolated from the caller's configuration."""
     base = root()
     return [sys.executable, "-m", "pytest", "-p", "fl_contract", "-c", str(base / "pytest.ini"),
-            "--rootdir", str(base), "-p", "no:cacheprovider", *map(str, paths(suites)), *extra]  # fmt: skip
+            "--rootdir", str(base), "-o", f"cache_dir={cache_dir() / 'pytest'}", *map(str, paths(suites)), *extra]  # fmt: skip

@@ -53,3 +53,48 @@ def test_the_second_run_starts_with_the_longest_case(pytester, run_subprocess):
     assert record["test_cases.py::test_long"] >= 0.3 and len(record) == 9
     result = run_subprocess(*args, "--collect-only", "-q")
     assert result.stdout.lines[0] == "test_cases.py::test_long"
+
+
+def test_the_packaged_suites_keep_their_record_in_the_users_cache(tmp_path):
+    from pytest_fl_contract import suites
+
+    assert suites.cache_dir({"FL_CONTRACT_CACHE": str(tmp_path)}) == tmp_path
+    assert suites.cache_dir({"XDG_CACHE_HOME": "/x"}) == __import__("pathlib").Path("/x/fl-contract")
+    argv = suites.pytest_argv(["reductions"])
+    assert "-o" in argv and argv[argv.index("-o") + 1].startswith("cache_dir=")
+    assert not any(a.startswith(str(suites.root())) for a in argv if a.startswith("cache_dir="))
+
+
+WRAPPED = """
+import sys, types
+from pytest_fl_contract import cli, suites
+child = '''
+import sys, time
+try:
+    time.sleep(30)
+except KeyboardInterrupt:
+    time.sleep(0.5)  # writing its report
+    open(sys.argv[1], "w").write("report")
+    sys.exit(3)
+'''
+suites.pytest_argv = lambda names, extra: [sys.executable, "-c", child, sys.argv[1]]
+sys.exit(cli.cmd_contracts(types.SimpleNamespace(suites=["reductions"], passthrough=[])))
+"""
+
+
+def test_an_interrupted_lane_waits_for_pytests_report(tmp_path):
+    """Ctrl-C, or a CI step's time limit, signals the whole process group: the wrapper must
+    wait for pytest to write what ran, not leave first."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    report = tmp_path / "lane.xml"
+    env = {**os.environ, "PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen([sys.executable, "-c", WRAPPED, str(report)], start_new_session=True, env=env)
+    time.sleep(1.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=20) == 3
+    assert report.read_text() == "report"
