@@ -6,6 +6,7 @@ live in ``session.LaneSession``.  Loading it imports neither torch nor triton no
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(rotate, default), or are tuned as FlagGems ships them (tuned)",
     )
     group.addoption(
+        "--fl-order",
+        dest="fl_order",
+        choices=["collection", "longest-first"],
+        default="collection",
+        help="hardware lanes under xdist: run cases in collection order (default) or longest first, "
+        "by the durations the last run recorded in pytest's cache",
+    )
+    group.addoption(
         "--fl-junit-prefix",
         dest="fl_junit_prefix",
         metavar="PREFIX",
@@ -177,6 +186,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
         lane = f"{config.option.junitprefix}/{session.settings.sweep}"
         config.pluginmanager.register(Schedule(config, lane), "fl_contract_schedule")
+    workerinput = getattr(config, "workerinput", None)
+    if session.settings.emulation is None and workerinput is not None and not config.pluginmanager.has_plugin("fl_contract_ledger"):
+        from .ledger import LedgerPlugin
+
+        ledger = LedgerPlugin(str(workerinput.get("testrunuid", os.getppid())), session.settings.platform.device_type)
+        config.pluginmanager.register(ledger, "fl_contract_ledger")
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_configure")

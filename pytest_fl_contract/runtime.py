@@ -44,7 +44,7 @@ def free_device_memory(settings: Settings) -> str | float:
     try:
         if module is None or not module.is_available():
             return f"no {settings.platform.device_type} device"
-        free, _total = module.mem_get_info(0)
+        free, _total = module.mem_get_info()  # the current device: a worker's own, on a multi-GPU host
         return free / 2**30
     except Exception as exc:  # a device module without mem_get_info says so
         return f"cannot read the device's memory ({type(exc).__name__})"

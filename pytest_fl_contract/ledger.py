@@ -1,0 +1,140 @@
+"""Cases that declare device memory (``requires_device_memory``) never oversubscribe the
+host together, whatever order xdist runs them in.
+
+Each case checks its own free memory at setup, but xdist workers do that at the same
+moment: on an H200 host, ordering the lane's longest cases first started the four
+large-index cases (32 GiB each, with their float64 references on the host) and the grid-limit
+cases together, and the lane hung.  So the workers of one run share a ledger (a JSON file
+under a lock): a case claims its GiB before it runs and waits while the claims of live
+workers would pass the budget; it releases them at teardown, and its cached blocks go back to
+the device.  A claim of a dead worker does not count.  A case is always admitted alone.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SHARE = 0.6  # of the smaller of device and host memory: the references live on the host
+
+
+@dataclass(frozen=True)
+class Claim:
+    pid: int
+    nodeid: str
+    gib: float
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def admit(claims: list[Claim], need: float, budget: float, is_alive: Callable[[int], bool] = alive) -> bool:
+    """Whether a case needing ``need`` GiB may start beside the live claims."""
+    held = sum(c.gib for c in claims if is_alive(c.pid))
+    return held == 0 or held + need <= budget
+
+
+def budget_gib(device_total: float | None, host_total: float | None) -> float:
+    known = [v for v in (device_total, host_total) if v]
+    return SHARE * min(known) if known else float("inf")
+
+
+def host_total_gib() -> float | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+class Ledger:
+    def __init__(self, path: Path, budget: float, poll: float = 0.2) -> None:
+        self.path, self.budget, self.poll = path, budget, poll
+
+    def _edit(self, change: Callable[[list[Claim]], list[Claim] | None]) -> bool:
+        """Apply ``change`` under the lock; it returns the new claims, or None to leave them."""
+        with open(self.path, "a+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            text = f.read()
+            try:
+                claims = [Claim(**c) for c in json.loads(text)] if text.strip() else []
+            except (ValueError, TypeError):
+                claims = []  # a torn file from a killed worker: start over
+            claims = [c for c in claims if alive(c.pid)]
+            new = change(claims)
+            if new is not None:
+                f.seek(0)
+                f.truncate()
+                f.write(json.dumps([asdict(c) for c in new]))
+            return new is not None
+
+    def acquire(self, nodeid: str, gib: float) -> float:
+        """Wait for room, claim it; returns the seconds waited."""
+        start = time.monotonic()
+        claim = Claim(os.getpid(), nodeid, gib)
+        while not self._edit(lambda cs: [*cs, claim] if admit(cs, gib, self.budget) else None):
+            time.sleep(self.poll)
+        return time.monotonic() - start
+
+    def release(self, nodeid: str) -> None:
+        self._edit(lambda cs: [c for c in cs if not (c.pid == os.getpid() and c.nodeid == nodeid)])
+
+
+class LedgerPlugin:
+    """Registered on hardware lanes run with xdist: all workers of a run share one file."""
+
+    def __init__(self, runid: str, device_type: str) -> None:
+        self.path = Path(tempfile.gettempdir()) / f"fl-contract-ledger-{runid}.json"
+        self.device_type = device_type
+        self._ledger: Ledger | None = None
+
+    def _get(self) -> Ledger:
+        if self._ledger is None:
+            device_total = None
+            try:
+                import torch
+
+                device_total = getattr(torch, self.device_type).mem_get_info()[1] / 2**30
+            except Exception:  # no such module or no device: the host alone bounds it
+                pass
+            self._ledger = Ledger(self.path, budget_gib(device_total, host_total_gib()))
+        return self._ledger
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Iterator[None]:
+        result = yield  # the session's own check first: a case skipped for memory claims none
+        mark = item.get_closest_marker("requires_device_memory")
+        if mark is not None:
+            waited = self._get().acquire(item.nodeid, float(mark.args[0]))
+            item.user_properties.append(("fl_memory_wait_s", f"{waited:.1f}"))
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Any) -> Iterator[None]:
+        try:
+            return (yield)
+        finally:
+            if self._ledger is not None and item.get_closest_marker("requires_device_memory") is not None:
+                try:
+                    import torch
+
+                    getattr(torch, self.device_type).empty_cache()  # the next claimant gets the memory
+                except Exception:
+                    pass
+                self._ledger.release(item.nodeid)
