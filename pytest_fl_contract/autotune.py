@@ -9,25 +9,31 @@ coverage (measured: std and prod accuracy cases 6 - 16 s each on an H200, others
 ``rotate`` (the hardware default) runs one config per (kernel, key), picked by a stable
 hash of both, and times nothing: a case compiles one kernel, the same case always gets the
 same config (a failure reproduces), and over a sweep every config runs *and is checked*,
-where tuning checks only the winners.  ``tuned`` keeps FlagGems' own tuning, its Triton
-results cached on disk (``TRITON_CACHE_AUTOTUNING``) so workers and warm runs share them.
+where tuning checks only the winners.  ``tuned`` keeps FlagGems' own tuning: kernels under
+``triton.autotune`` get Triton's results cached on disk (``TRITON_CACHE_AUTOTUNING``) so
+workers and warm runs share them; ``libtuner`` kernels keep FlagGems' own database, as ever.
 The emulator has no driver to time: it always runs a tuner's first config.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
-import zlib
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from .errors import FlContractError
 from .imports import after_import
 
 MODES = ("rotate", "tuned")
 DEFAULT_MODE = "rotate"
+# FlagGems' tuning database under rotate: in memory, one per process, shared by its threads
+# (plain ``sqlite://`` is one database per thread: a tuner's table made in one is missing in
+# the next)
+PRIVATE_DB = "sqlite:///file:fl_contract_rotate?mode=memory&cache=shared&uri=true"
 
 
 @dataclass(frozen=True)
@@ -53,19 +59,26 @@ def plan(mode: str | None, emulated: bool) -> Plan:
     mode = mode or DEFAULT_MODE
     if mode == "tuned":
         return Plan("tuned", (("TRITON_CACHE_AUTOTUNING", "1"),))
-    return Plan("rotate", (("FLAGGEMS_DB_URL", "sqlite://"),), override=True)
+    return Plan("rotate", (("FLAGGEMS_DB_URL", PRIVATE_DB),), override=True)
 
 
 def pick(configs: Sequence[Any], kernel: str, key: Sequence[Any]) -> Any:
-    """One of ``configs``, the same for the same kernel and key in every process (crc32, not
-    ``hash``: string hashing is salted per process, xdist workers would disagree)."""
-    return configs[zlib.crc32(f"{kernel}|{key!r}".encode()) % len(configs)]
+    """One of ``configs``, the same for the same kernel and key in every process (a digest,
+    not ``hash``: string hashing is salted per process, xdist workers would disagree; and not
+    crc32, whose low bits stay put when keys differ in one digit: (m, 7) chose one config
+    for every m)."""
+    digest = hashlib.blake2b(f"{kernel}|{key!r}".encode(), digest_size=8).digest()
+    return configs[int.from_bytes(digest, "big") % len(configs)]
 
 
 def tuner_key(tuner: Any, kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The values a tuner keys on (its ``key`` arguments, then every tensor's dtype, as
-    Triton's ``Autotuner.run`` builds it), from the call being tuned."""
+    """The key the tuner caches its choice under, from the call being tuned: ``LibTuner``'s
+    own ``get_key`` (its strategies bucket sizes: a bucket is one choice), else Triton's
+    (the ``key`` arguments, then every tensor's dtype)."""
     args = {**(getattr(tuner, "nargs", None) or {}), **kwargs}
+    get_key = getattr(tuner, "get_key", None)
+    if callable(get_key):
+        return tuple(get_key({k: v for k, v in args.items() if k in tuner.arg_names}))
     key: list[Any] = [args[k] for k in tuner.keys if k in args]
     key += [str(v.dtype) for k, v in args.items() if k in tuner.arg_names and hasattr(v, "dtype")]
     return tuple(key)
@@ -106,6 +119,11 @@ def install(p: Plan, environ: MutableMapping[str, str] | None = None) -> Callabl
     autotuner module has run.  Returns what undoes both (a lane ends; pytester runs lanes
     in one process)."""
     environ = os.environ if environ is None else environ
+    if p.mode == "rotate" and "flag_gems.utils.libentry" in sys.modules:
+        raise FlContractError(
+            "flag_gems was imported before the lane started (by a plugin?): rotate could no longer keep "
+            "its untimed choices out of FlagGems' tuning database; run with --fl-autotune tuned"
+        )
     before = {name: environ.get(name) for name, _ in p.env}
     for name, value in p.env:
         if p.override:

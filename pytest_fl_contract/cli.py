@@ -65,17 +65,25 @@ def cmd_contracts(args: argparse.Namespace) -> int:
     """Run the packaged contract suites: no checkout, no path, the caller's config untouched.
     An interrupt (Ctrl-C, or ``timeout -s INT`` at a CI step's limit) reaches pytest with the
     process group; this waits for it to write its summary and the JUnit report of what ran,
-    instead of leaving without them."""
+    instead of leaving without them.  A second interrupt ends pytest (terminate, then kill)."""
     import subprocess
 
     from .suites import pytest_argv
 
     child = subprocess.Popen(pytest_argv(args.suites, args.passthrough))
+    interrupts = 0
     while True:
         try:
-            return child.wait()
+            code = child.wait()
+            return 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell says
         except KeyboardInterrupt:
-            continue
+            interrupts += 1
+            if interrupts >= 2 and child.poll() is None:
+                child.terminate()
+                try:
+                    child.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    child.kill()
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

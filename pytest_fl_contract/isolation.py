@@ -25,6 +25,7 @@ class Spec:
     device: str
     workaround: str | None = None  # module to install() before the call
     seed: int = 0
+    autotune: str | None = None  # the lane's --fl-autotune mode, for FlagGems' tuners in the child
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,12 @@ def run(spec: Spec, timeout: float = 600) -> Verdict:
 def _child(spec: Spec) -> dict[str, Any]:
     import importlib
 
+    from . import autotune, ops
+
+    if spec.autotune in autotune.MODES:
+        autotune.install(autotune.plan(spec.autotune, emulated=False))  # before FlagGems' tuners exist
     import flag_gems  # noqa: F401 - the entry points, as the lane has them
     import torch
-
-    from . import ops
 
     if spec.workaround:
         importlib.import_module(spec.workaround).install()

@@ -99,9 +99,10 @@ class Ledger:
 class LedgerPlugin:
     """Registered on hardware lanes run with xdist: all workers of a run share one file."""
 
-    def __init__(self, runid: str, device_type: str) -> None:
+    def __init__(self, runid: str, device_type: str, pick_device: Callable[[], Any] = lambda: None) -> None:
         self.path = Path(tempfile.gettempdir()) / f"fl-contract-ledger-{runid}.json"
         self.device_type = device_type
+        self.pick_device = pick_device  # the worker's own device first: never a context on device 0
         self._ledger: Ledger | None = None
 
     def _get(self) -> Ledger:
@@ -110,6 +111,7 @@ class LedgerPlugin:
             try:
                 import torch
 
+                self.pick_device()
                 device_total = getattr(torch, self.device_type).mem_get_info()[1] / 2**30
             except Exception:  # no such module or no device: the host alone bounds it
                 pass
@@ -118,12 +120,15 @@ class LedgerPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Iterator[None]:
-        result = yield  # the session's own check first: a case skipped for memory claims none
+        """Claim before the session checks the free memory: that check, made while another
+        worker's heavy case runs, would otherwise skip a case that only had to wait.  A case
+        skipped after all gives its claim back at teardown, which runs after a skip too."""
         mark = item.get_closest_marker("requires_device_memory")
-        if mark is not None:
+        if mark is not None and mark.args and isinstance(mark.args[0], (int, float)) and mark.args[0] > 0:
             waited = self._get().acquire(item.nodeid, float(mark.args[0]))
-            item.user_properties.append(("fl_memory_wait_s", f"{waited:.1f}"))
-        return result
+            if waited >= 0.1 and item.config.getini("junit_family") == "xunit1":  # per-case properties are valid there only
+                item.user_properties.append(("fl_memory_wait_s", f"{waited:.1f}"))
+        return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Any) -> Iterator[None]:

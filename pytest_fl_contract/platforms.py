@@ -26,7 +26,7 @@ _PLATFORM_KEYS = {
     "description", "aliases", "vendor", "device_type", "capabilities", "defects", "exclude_defects",
     "emulation", "copy_source",
 }  # fmt: skip
-_DEFECT_KEYS = {"id", "description", "ops", "workaround", "seen_on"}
+_DEFECT_KEYS = {"id", "description", "ops", "workaround", "seen_on", "faults"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Defect:
     description: str
     ops: tuple[str, ...] = ()
     workaround: str | None = None
+    faults: bool = False  # touches memory it does not own: a device fault is one of its outcomes
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,8 @@ def _validate_defects(defects: Any, source: str, where: str) -> list[dict[str, A
             if not isinstance(defect.get(key), str) or not defect[key]:
                 raise _fail(source, f"{dwhere}.{key}", "required string")
         _check_str_list(defect.get("ops", []), source, f"{dwhere}.ops")
+        if not isinstance(defect.get("faults", False), bool):
+            raise _fail(source, f"{dwhere}.faults", "expected true or false")
     return defects
 
 
@@ -228,7 +231,8 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
             aliases=tuple(a.lower() for a in entry.get("aliases", [])),
             lacks=frozenset(c for c, ok in entry.get("capabilities", {}).items() if not ok),
             defects=tuple(
-                Defect(d["id"], " ".join(d["description"].split()), tuple(d.get("ops", [])), d.get("workaround"))
+                Defect(d["id"], " ".join(d["description"].split()), tuple(d.get("ops", [])), d.get("workaround"),
+                       d.get("faults", False))  # fmt: skip
                 for d in _with_common(entry, common)
             ),
             emulation_profile=(entry.get("emulation") or {}).get("profile"),

@@ -174,24 +174,31 @@ def pytest_configure(config: pytest.Config) -> None:
     session = _session(config, config.option)
     if not config.pluginmanager.is_registered(session):
         config.pluginmanager.register(session, "fl_contract_session")
-    if session.settings.emulation is None and not config.pluginmanager.has_plugin("fl_contract_device_watch"):
-        from .devicehealth import DeviceWatch
-
-        config.pluginmanager.register(DeviceWatch(session.settings.platform.device_type), "fl_contract_device_watch")
     if config.option.junitprefix is None:
         config.option.junitprefix = session.settings.junit_prefix or session.settings.platform.name
-    xdist = hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
-    if session.settings.emulation is None and xdist and not config.pluginmanager.has_plugin("fl_contract_schedule"):
-        from .schedule import Schedule
+    if session.settings.emulation is None:
+        for name, plugin in _hardware_plugins(config, session):
+            if not config.pluginmanager.has_plugin(name):
+                config.pluginmanager.register(plugin(), name)
 
-        lane = f"{config.option.junitprefix}/{session.settings.sweep}"
-        config.pluginmanager.register(Schedule(config, lane), "fl_contract_schedule")
+
+def _hardware_plugins(config: pytest.Config, session: LaneSession) -> list[tuple[str, Any]]:
+    """What a hardware lane adds: the device watch always; under xdist the schedule (every
+    process) and the memory ledger (workers, which share it by the run's id)."""
+    from .devicehealth import DeviceWatch
+    from .ledger import LedgerPlugin
+    from .schedule import Schedule
+
+    s = session.settings
     workerinput = getattr(config, "workerinput", None)
-    if session.settings.emulation is None and workerinput is not None and not config.pluginmanager.has_plugin("fl_contract_ledger"):
-        from .ledger import LedgerPlugin
-
-        ledger = LedgerPlugin(str(workerinput.get("testrunuid", os.getppid())), session.settings.platform.device_type)
-        config.pluginmanager.register(ledger, "fl_contract_ledger")
+    xdist = workerinput is not None or bool(getattr(config.option, "numprocesses", None))
+    plugins: list[tuple[str, Any]] = [("fl_contract_device_watch", lambda: DeviceWatch(s.platform))]
+    if xdist:
+        plugins.append(("fl_contract_schedule", lambda: Schedule(config, f"{config.option.junitprefix}/{s.sweep}")))
+    if workerinput is not None:
+        runid = str(workerinput.get("testrunuid", os.getppid()))
+        plugins.append(("fl_contract_ledger", lambda: LedgerPlugin(runid, s.platform.device_type, session.pick_device)))
+    return plugins
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_configure")

@@ -8,8 +8,10 @@ lane sets it, wins).
 xdist hands out cases in collection order, so a lane whose longest cases come last (the
 large-index and grid-limit cases: tens of seconds each) ends with one worker busy and the
 rest idle.  Each run records how long every case took (pytest's cache, per platform and
-sweep); with ``--fl-order longest-first`` the next orders its cases longest first, the
-classic longest-processing-time rule, so the long ones overlap the short ones.  Not the
+sweep); with ``--fl-order longest-first`` the next orders its cases longest first and has
+xdist hand them out one at a time (``--maxschedchunk 1``: its first batches are otherwise
+runs of consecutive cases, all the long ones to one worker), the longest-processing-time
+rule, so the long ones overlap the short ones.  Not the
 default: on an H200 host that order started every memory-heavy case at once and the lane
 hung at 4010 of 4064 cases; the memory ledger (``ledger.py``) now bounds that, but the
 two together have not run on hardware yet.
@@ -32,6 +34,14 @@ def cpu_share(cpus: int | None, workers: int) -> int:
     return max(1, (cpus or 1) // max(workers, 1))
 
 
+def usable_cpus() -> int | None:
+    """The CPUs this process may run on (a cpuset or affinity mask), as ``-n auto`` counts."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
 def longest_first(nodeids: Sequence[str], durations: Mapping[str, float]) -> list[int]:
     """Indices of ``nodeids``, longest recorded first (stable; a case never timed counts as
     the median, so a new case neither jumps the queue nor waits for the end).  Unchanged
@@ -44,7 +54,8 @@ def longest_first(nodeids: Sequence[str], durations: Mapping[str, float]) -> lis
 
 
 class Schedule:
-    """Registered by the plugin on every lane run with xdist (``-n``)."""
+    """Registered on hardware lanes run with xdist (``-n``): the controller keeps the record,
+    the workers share the CPU and read the record to order their collection alike."""
 
     def __init__(self, config: pytest.Config, lane: str) -> None:
         self.config = config
@@ -52,8 +63,11 @@ class Schedule:
         self.seen: dict[str, float] = {}
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None and "OMP_NUM_THREADS" not in os.environ:
-            threads = cpu_share(os.cpu_count(), int(workerinput.get("workercount", 1)))
+            threads = cpu_share(usable_cpus(), int(workerinput.get("workercount", 1)))
             after_import("torch", lambda torch: torch.set_num_threads(threads))
+        ordered = config.getoption("fl_order", "collection") == "longest-first"
+        if ordered and workerinput is None and getattr(config.option, "maxschedchunk", 0) is None:
+            config.option.maxschedchunk = 1
 
     def _recorded(self) -> dict[str, float]:
         cache = getattr(self.config, "cache", None)
@@ -69,7 +83,7 @@ class Schedule:
         items[:] = [items[i] for i in order]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not hasattr(self.config, "workerinput"):  # the controller (or a run without xdist) keeps the record
+        if not hasattr(self.config, "workerinput"):  # the controller keeps the record
             self.seen[report.nodeid] = self.seen.get(report.nodeid, 0.0) + float(getattr(report, "duration", 0.0))
 
     def pytest_sessionfinish(self, session: Any) -> None:

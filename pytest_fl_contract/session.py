@@ -85,6 +85,7 @@ class LaneSession:
         self._started = False
         self._withdraw: Any = None
         self._undo_autotune: Any = None
+        self._picked: str | None = None  # pick_device's answer once asked ("" for none)
         self._worker_workaround: str | None = None
 
     # -- bring-up -------------------------------------------------------------------------
@@ -149,6 +150,9 @@ class LaneSession:
         """On a host with several devices, xdist worker gwN takes device N mod count (one
         device per worker, round-robin), so ``-n auto`` spreads over every visible device.
         Asked when a contract first needs the device; says what it chose."""
+        if self._picked is not None:
+            return self._picked or None
+        self._picked = ""
         workerinput = getattr(self.config, "workerinput", None)
         if self.settings.emulation is not None or workerinput is None:
             return None
@@ -163,7 +167,8 @@ class LaneSession:
             return None
         index = int(str(workerinput.get("workerid", "gw0")).removeprefix("gw") or 0) % count
         module.set_device(index)  # type: ignore[union-attr]
-        return f"{self.settings.platform.device_type}:{index} of {count}"
+        self._picked = f"{self.settings.platform.device_type}:{index} of {count}"
+        return self._picked
 
     def import_flag_gems(self) -> ModuleType:
         """flag_gems, imported after the emulator and with the workaround in place."""
@@ -221,6 +226,7 @@ class LaneSession:
             return "the emulated device runs on the CPU (hardware lanes only)"
         from .runtime import free_device_memory
 
+        self.pick_device()  # the worker's own device, before anything opens a context on device 0
         return free_device_memory(self.settings)
 
     @pytest.hookimpl(tryfirst=True)

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_fl_contract import autotune
+from pytest_fl_contract.errors import FlContractError
 from pytest_fl_contract.platforms import load_registry
 from pytest_fl_contract.settings import Options, resolve
 
@@ -30,10 +31,17 @@ def test_hardware_lanes_rotate_by_default_and_the_emulator_runs_the_first_config
     assert lane(platform="iluvatar", emulate=True).autotune.mode == "first"
 
 
-@given(st.lists(st.integers(1, 2**40), min_size=1, max_size=6), st.text(max_size=20))
-def test_pick_is_stable(key, kernel):
-    configs = ["a", "b", "c", "d"]
-    assert autotune.pick(configs, kernel, tuple(key)) == autotune.pick(list(configs), kernel, tuple(key))
+def test_pick_is_the_same_in_every_process():
+    """Fixed values: a digest of kernel and key, never Python's per-process salted hash."""
+    assert autotune.pick(list("abcd"), "std_kernel", (5, 7, "torch.float32")) == "a"
+    assert autotune.pick(list("abcd"), "prod_kernel", (3, 4099, "torch.bfloat16")) == "c"
+
+
+@given(st.integers(1, 2**20), st.sampled_from(["std_kernel", "prod_kernel", "sum_kernel"]))
+def test_keys_one_apart_spread_over_the_configs(n, kernel):
+    """Sweeps step one size at a time: 16 neighbouring keys must not all land on one config
+    (crc32 did exactly that: its low bits stay put when one digit changes)."""
+    assert len({autotune.pick(range(4), kernel, (m, n, "torch.float32")) for m in range(1, 17)}) >= 3
 
 
 def test_pick_spreads_over_every_config():
@@ -42,10 +50,30 @@ def test_pick_spreads_over_every_config():
     assert set(counts) == {0, 1, 2, 3} and max(counts.values()) < 2 * min(counts.values())
 
 
+def test_the_key_is_the_tuners_own_when_it_buckets_sizes():
+    class Bucketing:  # FlagGems' LibTuner with a strategy: sizes rounded up to 32
+        keys, arg_names, nargs = ["M", "N"], ["x", "M", "N"], {"M": 33, "N": 7}
+
+        def get_key(self, args):
+            return (-(-args["M"] // 32) * 32, args["N"])
+
+    class Plain:  # Triton's Autotuner
+        keys, arg_names, nargs = ["M", "N"], ["x", "M", "N"], {"M": 33, "N": 7}
+
+    assert autotune.tuner_key(Bucketing(), {}) == (64, 7)
+    assert autotune.tuner_key(Plain(), {}) == (33, 7)
+
+
+def test_rotate_refuses_when_flag_gems_tuners_already_exist(monkeypatch):
+    monkeypatch.setitem(sys.modules, "flag_gems.utils.libentry", object())
+    with pytest.raises(FlContractError, match="flag_gems was imported before the lane started"):
+        autotune.install(autotune.plan("rotate", emulated=False), {})
+
+
 def test_rotate_never_touches_the_users_tuning_database():
     env = {"FLAGGEMS_DB_URL": "sqlite:////home/me/tuned.db", "TRITON_CACHE_AUTOTUNING": "0"}
     undo = autotune.install(autotune.plan("rotate", emulated=False), env)
-    assert env["FLAGGEMS_DB_URL"] == "sqlite://"  # in memory, per process
+    assert env["FLAGGEMS_DB_URL"] == autotune.PRIVATE_DB  # in memory, per process
     undo()
     assert env == {"FLAGGEMS_DB_URL": "sqlite:////home/me/tuned.db", "TRITON_CACHE_AUTOTUNING": "0"}
 

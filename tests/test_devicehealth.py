@@ -50,7 +50,7 @@ from conftest import STATE
 def test_before(i):
     pass
 
-@pytest.mark.xfail(reason="registered: reads past its input", strict=True) if XFAIL else (lambda f: f)
+@pytest.mark.known_defect(XFAIL) if XFAIL else (lambda f: f)
 def test_culprit():
     STATE["lost"] = True  # as a kernel reading past its tensor leaves a CUDA context
 
@@ -60,35 +60,51 @@ def test_after(i):
 """
 
 
-def lane(pytester, run_subprocess, xfail: bool, *args: str):
+FAULTS, QUIET = "argmin_inner_out_of_bounds", "argmax_tile_not_pow2"  # the registry: faults: true / not
+
+
+def lane(pytester, run_subprocess, xfail: str | None, *args: str):
     pytester.makeconftest(FAKE_DEVICE)
-    pytester.makepyfile(test_cases=f"XFAIL = {xfail}\n" + CASES)
+    pytester.makepyfile(test_cases=f"XFAIL = {xfail!r}\n" + CASES)
     return run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-no-workaround", "-rs", *args)
 
 
 def test_xdist_replaces_the_worker_and_every_later_case_runs(pytester, run_subprocess):
-    result = lane(pytester, run_subprocess, False, "-p", "xdist", "-n", "2", "--junitxml=lane.xml")
-    result.assert_outcomes(passed=24, failed=1, skipped=1)
+    result = lane(pytester, run_subprocess, None, "-p", "xdist", "-n", "2", "--junitxml=lane.xml")
+    result.assert_outcomes(passed=24, failed=1)  # the crash report of the ended worker is no second result
     result.stdout.fnmatch_lines([
         "*DeviceLost: the device faulted during this case (RuntimeError: CUDA error: an illegal memory access *); "
-        "its context is lost, so this xdist worker is replaced before the next case",
-        "*worker replaced after a device fault in this case (RuntimeError: CUDA error: *",
+        "its context is lost, so this xdist worker is replaced",
+        "fl-contract: device fault in test_cases.py::test_culprit (RuntimeError: CUDA error: *); its worker was replaced",
     ])  # fmt: skip
     assert "ran on a lost device" not in result.stdout.str()
     from junitparser import Failure, JUnitXml
 
-    failed = [c.name for s in JUnitXml.fromfile(str(pytester.path / "lane.xml")) for c in s if any(isinstance(r, Failure) for r in c.result)]
-    assert failed == ["test_culprit"]  # the culprit, and no case that ran after it
+    cases = [c for s in JUnitXml.fromfile(str(pytester.path / "lane.xml")) for c in s]
+    assert len(cases) == 25  # one testcase per case: the culprit's is closed by the crash report
+    assert [c.name for c in cases if any(isinstance(r, Failure) for r in c.result)] == ["test_culprit"]
 
 
-def test_a_registered_defect_that_faults_is_its_expected_failure(pytester, run_subprocess):
-    result = lane(pytester, run_subprocess, True, "-p", "xdist", "-n", "2")
-    result.assert_outcomes(passed=24, xfailed=1, skipped=1)
+def test_a_run_whose_workers_are_not_replaced_fails_and_says_what_never_ran(pytester, run_subprocess):
+    result = lane(pytester, run_subprocess, FAULTS, "-p", "xdist", "-n", "2", "--max-worker-restart", "0")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the only fault is an expected one; the cases lost are not
+    result.stdout.fnmatch_lines(["fl-contract: * collected cases never ran (xdist stopped replacing workers*"])
+
+
+def test_an_expected_failure_that_faults_stays_expected(pytester, run_subprocess):
+    result = lane(pytester, run_subprocess, FAULTS, "-p", "xdist", "-n", "2")
+    result.assert_outcomes(passed=24, xfailed=1)
     assert result.ret == 0
 
 
+def test_a_fault_under_a_defect_that_never_faults_is_news(pytester, run_subprocess):
+    result = lane(pytester, run_subprocess, QUIET, "-p", "xdist", "-n", "2")
+    result.assert_outcomes(passed=24, failed=1)
+    result.stdout.fnmatch_lines(["*device fault under known defect argmax_tile_not_pow2, which the registry does not list as faulting*"])
+
+
 def test_without_xdist_the_run_stops_with_one_line(pytester, run_subprocess):
-    result = lane(pytester, run_subprocess, False, "-p", "no:randomly")
+    result = lane(pytester, run_subprocess, None, "-p", "no:randomly")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
         "*device lost in test_cases.py::test_culprit (RuntimeError: CUDA error: *); the cases after it did not run*",

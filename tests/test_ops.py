@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fl_contract.ops import Call, defect_reach, get
+from pytest_fl_contract.ops import OPS, Call, defect_reach, get
 
 
 @pytest.mark.parametrize(
@@ -98,3 +98,43 @@ def test_grid_y_over_limit(op, call, version, expected):
 )
 def test_column_tiles_past_grid_y(op, call, expected):
     assert ("grid_y_over_limit" in get(op).known_defects(call, "5.0.2")) is expected
+
+
+# -- disagreement()'s shortcuts for large inputs ---------------------------------------------
+
+
+def _sweeps():
+    from pytest_fl_contract.contracts.reductions import sweeps
+
+    return sweeps
+
+
+@pytest.mark.parametrize("name", [op.name for op in OPS])
+@pytest.mark.parametrize("dim", [0, 1, -1, 3, -4])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float8_e4m3fn"])
+def test_a_large_input_gets_the_outcome_torch_on_the_cpu_gives(monkeypatch, name, dim, dtype):
+    """The meta shortcut (past META_FROM elements) must decide as the CPU does: what raises
+    (a dim out of range, float8) and the result's shape and dtype."""
+    import torch
+
+    sweeps = _sweeps()
+    op = next(o for o in OPS if o.name == name)
+    x = torch.randn(4, 3, 5).to(getattr(torch, dtype))
+    kind, want = sweeps.outcome(lambda: op.torch_fn(x, dim, False))
+    monkeypatch.setattr(sweeps, "META_FROM", 1)
+    got_kind, got = sweeps.torch_outcome(op, x, dim, False)
+    assert got_kind == kind
+    if kind == "ok":
+        assert (tuple(got.shape), got.dtype) == (tuple(want.shape), want.dtype)
+    else:
+        assert got == want
+
+
+def test_magnitude_ignores_what_is_not_finite():
+    import torch
+
+    sweeps = _sweeps()
+    x = torch.tensor([1e3, -2e3, float("nan"), float("inf"), -float("inf")])
+    assert sweeps.magnitude(x) == 2e3 and sweeps.magnitude(torch.tensor([float("nan")])) == 1.0
+    assert sweeps.magnitude(torch.empty(0)) == 1.0 and sweeps.magnitude(torch.tensor([-7, 3])) == 7.0
+    assert torch.isnan(x[2]) and torch.isinf(x[3])  # the input itself untouched

@@ -47,6 +47,12 @@ def test_capabilities_match_flag_gems_lists(registry):
     assert no_cast == {"bpu", "iluvatar", "mps", "tsingmicro"}
 
 
+def test_only_defects_that_touch_foreign_memory_may_fault(registry):
+    """A device fault is the expected failure of these alone (devicehealth.expected_fault)."""
+    faulting = {d.id for d in registry.get("nvidia").defects if d.faults}
+    assert faulting == {"argmin_inner_out_of_bounds", "int32_offset_overflow"}
+
+
 def test_iluvatar_lists_the_masked_load_defect(registry):
     defect = registry.get("iluvatar").defect("masked_2d_row_load")
     assert defect is not None and defect.workaround == "masked_reductions"
@@ -66,6 +72,8 @@ MALFORMED = [
     ("platforms: {x: {device_type: cpu, capabilities: {fp64: maybe}}}", "platforms.x.capabilities.fp64: expected true or false"),
     ("platforms: {x: {device_type: cpu, defects: [{description: d}]}}", r"platforms.x.defects\[0\].id: required string"),
     ("platforms: {x: {device_type: cpu, defects: {}}}", "platforms.x.defects: expected a list"),
+    ("platforms: {x: {device_type: cpu, defects: [{id: a, description: d, faults: sometimes}]}}",
+     r"platforms.x.defects\[0\].faults: expected true or false"),
     ("platforms: {x: {device_type: cpu, aliases: cuda}}", "platforms.x.aliases: expected a list of strings"),
     ("platforms: {x: {device_type: cpu, emulation: {profile: 3}}}", "platforms.x.emulation: expected"),
     ("platforms: {x: {vendor: x}}", "platforms.x.device_type: required for a new platform"),

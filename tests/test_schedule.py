@@ -54,6 +54,10 @@ def test_the_second_run_starts_with_the_longest_case(pytester, run_subprocess):
     assert run_subprocess(*args, "--collect-only", "-q").stdout.lines[0] == "test_cases.py::test_short[0]"
     result = run_subprocess(*args, "--fl-order", "longest-first", "--collect-only", "-q")
     assert result.stdout.lines[0] == "test_cases.py::test_long"
+    pytester.makeconftest("def pytest_configure(config):\n    config._fl_seen = config.option.maxschedchunk\n"
+                          "def pytest_sessionstart(session):\n    print('CHUNK', session.config.option.maxschedchunk)\n")
+    result = run_subprocess(*args, "--fl-order", "longest-first", "-s")
+    result.stdout.fnmatch_lines(["CHUNK 1"])  # xdist hands the ordered cases out one at a time
 
 
 def test_the_packaged_suites_keep_their_record_in_the_users_cache(tmp_path):
@@ -63,7 +67,8 @@ def test_the_packaged_suites_keep_their_record_in_the_users_cache(tmp_path):
     assert suites.cache_dir({"XDG_CACHE_HOME": "/x"}) == __import__("pathlib").Path("/x/fl-contract")
     argv = suites.pytest_argv(["reductions"])
     assert "-o" in argv and argv[argv.index("-o") + 1].startswith("cache_dir=")
-    assert not any(a.startswith(str(suites.root())) for a in argv if a.startswith("cache_dir="))
+    cache = next(a for a in argv if a.startswith("cache_dir=")).removeprefix("cache_dir=")
+    assert not cache.startswith(str(suites.root())) and cache.endswith("fl-contract/pytest")  # never in site-packages
 
 
 WRAPPED = """
@@ -99,3 +104,27 @@ def test_an_interrupted_lane_waits_for_pytests_report(tmp_path):
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=20) == 3
     assert report.read_text() == "report"
+
+
+STUCK = WRAPPED.replace('''    time.sleep(0.5)  # writing its report''', '''    while True:
+        try:
+            time.sleep(30)  # a pytest that hangs in its teardown
+        except KeyboardInterrupt:
+            pass''')
+
+
+def test_a_second_interrupt_ends_a_pytest_that_hangs(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen([sys.executable, "-c", STUCK, str(tmp_path / "x")], start_new_session=True, env=env)
+    time.sleep(1.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(0.5)
+    assert proc.poll() is None  # the first one only waits
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=20) == 128 + signal.SIGTERM

@@ -257,9 +257,16 @@ META_FROM = 1 << 24
 def torch_outcome(op: Op, cpu: Any, dim: Any, keepdim: bool) -> tuple[str, Any]:
     """What torch does with the call: ("ok", result) or ("raises", type).  Float results
     are compared with the float64 reference, so torch's own only gives the shape, the dtype
-    and whether it raises; for a large input those come from its meta kernels (no data),
-    and torch on the CPU decides whenever meta cannot (it raises, or has no kernel)."""
+    and whether it raises.  For a large input, whether it raises is torch on the CPU with a
+    small input of the same rank, dtype and dims of one (meta kernels skip checks the CPU
+    makes: a dim out of range, float8), and the shape and dtype come from the meta kernels."""
+    import torch
+
     if cpu.numel() >= META_FROM and cpu.is_floating_point():
+        small = torch.zeros([min(s, 2) for s in cpu.shape], dtype=cpu.dtype)
+        kind, probe = outcome(lambda: op.torch_fn(small, dim, keepdim))
+        if kind == "raises":
+            return kind, probe
         kind, want = outcome(lambda: op.torch_fn(cpu.to("meta"), dim, keepdim))
         if kind == "ok" and want.is_floating_point():
             return kind, want
@@ -268,14 +275,12 @@ def torch_outcome(op: Op, cpu: Any, dim: Any, keepdim: bool) -> tuple[str, Any]:
 
 def magnitude(cpu: Any) -> float:
     """The largest finite |value| (at least 1): tolerances scale with it, for cancellation.
-    One pass, no copy of the finite elements."""
-    import torch
-
+    One temporary (|x| with NaN and inf zeroed in place), no copy of the finite elements."""
     if not cpu.numel():
         return 1.0
     if not cpu.is_floating_point():
         return max(1.0, float(cpu.abs().max()))
-    return max(1.0, float(torch.where(torch.isfinite(cpu), cpu.abs(), 0).max()))
+    return max(1.0, float(cpu.abs().nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0).max()))
 
 
 def device_fault(exc: BaseException) -> bool:

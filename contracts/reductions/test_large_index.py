@@ -17,6 +17,7 @@ LARGE_OPS = [op for op in ops.OPS if op.name in ("sum", "mean", "softmax", "argm
 @pytest.mark.parametrize("large_op", LARGE_OPS, ids=lambda op: op.name)
 def test_large_index(flag_gems, fl_settings, fl_device, fl_workaround, large_op, large_case):
     spec = isolation.Spec(large_op.name, large_case.shape, large_case.dim, "float32", fl_device,
-                          fl_settings.workaround if fl_workaround is not None else None)  # fmt: skip
+                          fl_settings.workaround if fl_workaround is not None else None,
+                          autotune=fl_settings.autotune.mode)  # fmt: skip
     verdict = isolation.run(spec)
     assert verdict.ok, f"{large_op.name} over dim {large_case.dim} of {large_case.shape}: {verdict.detail}"
