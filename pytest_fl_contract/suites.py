@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .errors import FlContractError
@@ -37,7 +37,7 @@ def paths(suites: Sequence[str]) -> list[Path]:
     return [base / s for s in (suites or SUITES)]
 
 
-def cache_dir(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:
+def cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
     """``$FL_CONTRACT_CACHE``, else ``$XDG_CACHE_HOME/fl-contract``, else ``~/.cache/fl-contract``."""
     if environ.get("FL_CONTRACT_CACHE"):
         return Path(environ["FL_CONTRACT_CACHE"])
