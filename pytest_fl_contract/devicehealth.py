@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from .errors import first_line
 from .platforms import Platform
 
 EXIT_DEVICE_LOST = 75  # EX_TEMPFAIL: the process, not the code under test, is unusable now
@@ -43,8 +44,7 @@ def fault_of(module: Any) -> str | None:
     try:
         module.synchronize()
     except Exception as exc:  # torch.AcceleratorError, RuntimeError: whatever the backend raises
-        first = (str(exc).strip().splitlines() or [""])[0]
-        return f"{type(exc).__name__}: {first}"[:300]
+        return f"{type(exc).__name__}: {first_line(exc)}"[:300]
     return None
 
 

@@ -3,3 +3,8 @@
 
 class FlContractError(Exception):
     """Bad input or an environment we refuse to run in; str() is the whole message."""
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message cut to its first line: drivers append pages of advice."""
+    return (str(exc).strip().splitlines() or [""])[0]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import ops as op_registry
-from .errors import FlContractError
+from .errors import FlContractError, first_line
 from .platforms import Platform, Registry
 
 _ALL = ("sum", "mean", "softmax", "log_softmax", "argmax", "prod", "std")
@@ -138,8 +138,7 @@ def row_of(probe: Any, outcome: Any, mutant: bool = False) -> Row:
 
 def error_row(probe: Any, exc: BaseException) -> Row:
     """A probe whose kernel did not compile or run: a compiler defect too, shown in one line."""
-    first = (str(exc).strip().splitlines() or [""])[0][:200]
-    return Row(probe.id, probe.variant, f"{type(exc).__name__}", "-", "error", probe.defect, first)
+    return Row(probe.id, probe.variant, f"{type(exc).__name__}", "-", "error", probe.defect, first_line(exc)[:200])
 
 
 def run_battery(device: str, platform: Platform | None = None, only: Sequence[str] = (),

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from . import markers, report
-from .errors import FlContractError
+from .errors import FlContractError, first_line
 from .imports import after_import
 from .ops import Op
 from .outcomes import PROPERTY, CaseRecord, CaseTag, Summary, record_of
@@ -132,9 +132,8 @@ class LaneSession:
                     entries = self._module.installed()
                 entries = dict(entries)
             except Exception as exc:
-                first = (str(exc).strip().splitlines() or [""])[0]
                 pytest.exit(
-                    f"workaround {self.settings.workaround}: install() failed: {type(exc).__name__}: {first}",
+                    f"workaround {self.settings.workaround}: install() failed: {type(exc).__name__}: {first_line(exc)}",
                     returncode=pytest.ExitCode.USAGE_ERROR,
                 )
             self.workaround = WorkaroundInfo(self.settings.workaround or "", *self._origin, entries)  # type: ignore[arg-type]
