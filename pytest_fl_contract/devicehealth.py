@@ -145,11 +145,12 @@ class DeviceWatch:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """A run that would pass although collected cases never ran (-x, an interrupt or a
+        failure already fail it, and explain the gap themselves)."""
         missing = self.collected - self.reported
-        if self.collected and missing and not _worker(session.config):
+        if missing and session.exitstatus == pytest.ExitCode.OK and not _worker(session.config):
             self.never_ran = len(missing)
-            if session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for nodeid, fault in self.culprits.items():
