@@ -13,7 +13,9 @@ from collections import Counter, defaultdict
 
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-OPS = ("log_softmax", "softmax", "argmax", "argmin", "mean", "prod", "std", "sum")
+from pytest_fl_contract.ops import OPS  # the one op table (5.4's logsumexp too)
+
+NAMES = sorted((op.name for op in OPS), key=len, reverse=True)  # log_softmax before softmax
 
 
 def outcome(case) -> str:
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         t = float(case.time or 0.0)
         module = re.sub(r".*test_", "", (case.classname or "").split(".")[-1] or "")
-        op = next((o for o in OPS if re.search(rf"(^|[\[\-_]){o}([\]\-]|$)", case.name or "")), "-")
+        op = next((o for o in NAMES if re.search(rf"(^|[\[\-_]){o}([\]\-]|$)", case.name or "")), "-")
         by_contract[module] += t
         by_op[op] += t
         outcomes[outcome(case)] += 1
