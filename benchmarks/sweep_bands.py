@@ -13,14 +13,11 @@ import math
 import sys
 from collections import defaultdict
 
+from bench_reductions import percentile as quantile  # the sweep's own quantile: bands agree with its summary
+
 SIZE_BANDS = ((0, 2**20, "< 1 MB"), (2**20, 20 * 2**20, "1 - 20 MB"), (20 * 2**20, 100 * 2**20, "20 - 100 MB"),
               (100 * 2**20, math.inf, "> 100 MB"))  # fmt: skip
 WORST, LARGE = 1.10, 64 * 2**20
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))] if ordered else math.nan
 
 
 def size_band(row: dict) -> str:
