@@ -3,10 +3,13 @@ routing, keepdim, dim form, out= semantics, install / uninstall / aliased builds
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 import types
+from collections.abc import Iterator
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -64,7 +67,7 @@ class FakeGems:
 
         def softmax(self, dim, half_to_float=False):
             calls.append(("softmax", tuple(self.shape), dim, self.is_contiguous()))
-            return self.softmax(dim)
+            return self.softmax(dim, dtype=torch.float32 if half_to_float else None)
 
         def prod_dim(inp, dim=None, keepdim=False, *, dtype=None):
             return inp.prod(dim, keepdim=keepdim)
@@ -97,6 +100,25 @@ class FakeGems:
 
     def entry(self, module, name):
         return getattr(self.modules[f"flag_gems.ops.{module}"], name)
+
+
+@contextlib.contextmanager
+def installed_fake() -> Iterator[FakeGems]:
+    """A synthetic build with the workaround installed, fast path on: for tests that
+    hypothesis calls many times (a function-scoped fixture would be shared by them)."""
+    gems = FakeGems()
+    saved = {name: sys.modules.get(name) for name in gems.modules}
+    sys.modules.update(gems.modules)
+    try:
+        mr.install()
+        yield gems
+    finally:
+        mr.uninstall()
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
 
 
 @pytest.fixture
@@ -232,21 +254,49 @@ def test_fast_path_takes_float_calls_in_the_accepted_form(monkeypatch):
 @settings(max_examples=40, deadline=None)
 @given(shape=st.lists(st.integers(1, 4), min_size=2, max_size=4), dim=st.integers(-4, 3), keepdim=st.booleans())
 def test_wrapped_sum_equals_torch(shape, dim, keepdim):
-    gems = FakeGems()
-    saved = {name: sys.modules.get(name) for name in gems.modules}
-    sys.modules.update(gems.modules)
-    try:
-        mr.install()  # the fast path may answer: it must equal torch too
+    with installed_fake() as gems:  # the fast path may answer: it must equal torch too
         x = torch.randint(-9, 9, shape).float()
         if -len(shape) <= dim < len(shape):
             assert torch.equal(gems.entry("sum", "sum_dim")(x, [dim], keepdim), x.sum(dim, keepdim=keepdim))
-    finally:
-        mr.uninstall()
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
+
+
+# (op, keepdim or half_to_float, dim form), each variant once and three of them twice
+_VARIANTS = [("sum", False, "list"), ("sum", True, "list"), ("softmax", False, "int"), ("softmax", True, "int"),
+             ("sum", False, "int"), ("sum", False, "list"), ("softmax", False, "int"), ("softmax", True, "int")]  # fmt: skip
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.sampled_from([(2, 3, 4), (6, 3, 4), (3, 2, 4), (2, 12), (4, 3, 2, 2)]), dim=st.integers(-2, 1),
+       dtype=st.sampled_from([torch.float32, torch.float16]), order=st.permutations(range(8)))  # fmt: skip
+def test_memoised_plans_answer_each_call_as_its_own(shape, dim, dtype, order):
+    """Calls that share a shape and a dim, differing in op, keepdim, half_to_float or dim form,
+    in any order: every result is its own call's (a plan remembered under too small a key
+    answers for another; an int dim to sum is refused by the entry point, as unwrapped)."""
+    x = torch.randn(shape).to(dtype)
+    with installed_fake() as gems:
+        for i in order:
+            op, flag, form = _VARIANTS[i]
+            arg = [dim] if form == "list" else dim
+            if op == "sum" and form == "int":
+                with pytest.raises(TypeError):
+                    gems.entry("sum", "sum_dim")(x, arg, flag)
+                continue
+            if op == "sum":
+                got, want = gems.entry("sum", "sum_dim")(x, arg, flag), x.float().sum(dim, keepdim=flag).to(dtype)
             else:
-                sys.modules[name] = module
+                got = gems.entry("softmax", "softmax")(x, arg, flag)
+                want = x.float().softmax(dim).to(torch.float32 if flag else dtype)
+            assert (got.dtype, got.shape) == (want.dtype, want.shape), (op, flag)
+            torch.testing.assert_close(got, want, atol=2e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("dim", [None, [0, 1], [], True, 1.0, torch.tensor(1), [torch.tensor(1)], [True]])
+def test_a_plan_is_remembered_only_for_one_int_dim(dim):
+    """Other dims never take the fast path, and a tensor kept in a key would never be freed."""
+    from pytest_fl_contract import ops
+
+    assert fastpath._key(ops.get("sum"), torch.zeros(2, 3, 4), {"dim": dim}) is None
+    assert fastpath._key(ops.get("sum"), torch.zeros(2, 3, 4), {"dim": [1]}) is not None
 
 
 @pytest.mark.parametrize("kernel", ["reduce", "softmax_stats"])
@@ -301,3 +351,44 @@ def test_fast_binding_is_signature_bind(fn, args, kwargs):
     got = fast(*args, **kwargs)
     assert (got.args, got.kwargs) == (want.args, want.kwargs)
     assert dict(got.arguments) == dict(want.arguments)
+
+
+@pytest.mark.parametrize("call", [lambda f: f(np.ones((2, 3, 4)), [0]), lambda f: f(torch.ones(2, 3, 4), [1], dtype=[1])])
+def test_arguments_the_fast_path_cannot_read_reach_the_entry_point(call):
+    """Not a tensor, an unhashable dtype=: the original's own error, not one of the wrapper's."""
+    with installed_fake() as gems:
+        with pytest.raises(Exception) as wrapped:
+            call(gems.entry("sum", "sum_dim"))
+        mr.uninstall()
+        with pytest.raises(Exception) as unwrapped:
+            call(gems.entry("sum", "sum_dim"))
+    assert (type(wrapped.value), str(wrapped.value)) == (type(unwrapped.value), str(unwrapped.value))
+
+
+def test_a_planned_call_launches_on_its_inputs_device(monkeypatch):
+    """The fast path switches to the input's device around its launches when another is current."""
+    log = []
+
+    class Switch:
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            log.append(("enter", self.index))
+
+        def __exit__(self, *exc):
+            log.append(("exit", self.index))
+
+    monkeypatch.setattr(torch, "fakedev", types.SimpleNamespace(current_device=lambda: 0, device=Switch), raising=False)
+
+    class Probe(fastpath._Planned):
+        def run(self, x):
+            log.append(("run", x))
+            return x
+
+    assert Probe(types.SimpleNamespace(type="fakedev", index=1))("x") == "x"
+    assert log == [("enter", 1), ("run", "x"), ("exit", 1)]
+    log.clear()
+    Probe(types.SimpleNamespace(type="fakedev", index=0))("x")
+    Probe(types.SimpleNamespace(type="cpu", index=None))("x")
+    assert log == [("run", "x"), ("run", "x")]

@@ -8,22 +8,24 @@ and the grid is FlagGems' own (M, cdiv(K, BLOCK_K)), so no transpose is paid.
 
 Covered: sum and mean over a single non-inner dim of fp32/fp16/bf16 input with the
 default dtype, and softmax over a non-inner dim.  Everything else takes the moved-axis
-path.  ``FL_CONTRACT_FASTPATH=0`` turns it off (benchmarks, and contracts of that path).
+path.  ``FL_CONTRACT_FASTPATH=0`` (read when the fast path is first used) turns it off.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 import os
 from collections.abc import Iterator
 from typing import Any
 
+import torch
 import triton
 import triton.language as tl
 
-from .tilemodel import Device, cdiv, device_info, tiles
+from .tilemodel import Device, Plan, cdiv, device_info, tiles
 
 FLOATS = ("torch.float32", "torch.float16", "torch.bfloat16")
 # A dim form the entry point does not accept (the registry's ``dim_forms``) must keep
@@ -33,8 +35,11 @@ _FORM_TYPES: dict[str, tuple[type, ...]] = {"list": (list, tuple), "int": (int,)
 _off: contextvars.ContextVar[bool] = contextvars.ContextVar("fl_fastpath_off", default=False)
 
 
+_ON = os.environ.get("FL_CONTRACT_FASTPATH", "1") != "0"  # read once: on every call it cost a microsecond
+
+
 def enabled() -> bool:
-    return not _off.get() and os.environ.get("FL_CONTRACT_FASTPATH", "1") != "0"
+    return _ON and not _off.get()
 
 
 @contextlib.contextmanager
@@ -196,10 +201,6 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, M, N, K, rows_pe
     _softmax_write_rows(out_ptr, in_ptr, pid_m * N * K, n_start, n_end, k, kmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
 
 
-def _device(x: Any) -> Device:
-    return device_info(x.device.type, x.device.index or 0)
-
-
 def _log2(block_r: int) -> int:
     return block_r.bit_length() - 1
 
@@ -211,16 +212,19 @@ def _launch(kernel: Any) -> Any:
     """FlagGems' own launch cache (``libentry``) around our kernel where FlagGems has it:
     Triton's generic launcher spends tens of microseconds of Python on each call (measured
     on an H200: 35 us against FlagGems' 4 us), more than a small reduction takes."""
+    launcher = _LAUNCHERS.get(id(kernel))
+    if launcher is not None:
+        return launcher
     if not isinstance(kernel, triton.runtime.JITFunction):
         return kernel  # the interpreter's functions, or a test's launch spy: launched as they are
-    if id(kernel) not in _LAUNCHERS:
-        try:
-            from flag_gems.utils import libentry
+    try:
+        from flag_gems.utils import libentry
 
-            _LAUNCHERS[id(kernel)] = libentry()(kernel)
-        except Exception:
-            _LAUNCHERS[id(kernel)] = kernel
-    return _LAUNCHERS[id(kernel)]
+        launcher = libentry()(kernel)
+    except Exception:
+        launcher = kernel
+    _LAUNCHERS[id(kernel)] = launcher
+    return launcher
 
 
 def _chunk(N: int, splits: int, block_r: int) -> int:
@@ -234,79 +238,182 @@ def _mnk(shape: tuple[int, ...], d: int) -> tuple[int, int, int]:
     return math.prod(shape[:d]), shape[d], math.prod(shape[d + 1 :])
 
 
+def _meta(plan: Plan) -> dict[str, int]:
+    return {"BLOCK_R": plan.block_r, "BLOCK_K": plan.block_k, "LOG_R": _log2(plan.block_r), "num_warps": plan.warps}
+
+
+class _Planned:
+    """A call planned once for one shape, dtype and device: everything but the buffers is
+    decided, so a repeated call pays its allocations and launches, no more Python than
+    FlagGems' own entry point (small reductions are host-bound: the host's time is the
+    call's time).  Launches go to the input's device, as FlagGems' own do (its entry points
+    switch devices around theirs): Triton launches on the current one."""
+
+    def __init__(self, where: Any) -> None:
+        module = getattr(torch, where.type, None)
+        self.index = where.index
+        self.current = getattr(module, "current_device", None) if where.index is not None else None
+        self.switch = getattr(module, "device", None)
+
+    def __call__(self, x: Any) -> Any:
+        if self.current is None or self.switch is None or self.current() == self.index:
+            return self.run(x)
+        with self.switch(self.index):
+            return self.run(x)
+
+    def run(self, x: Any) -> Any:
+        raise NotImplementedError
+
+
+class Reduce(_Planned):
+    """A planned sum/mean over dim ``d``."""
+
+    def __init__(self, shape: tuple[int, ...], d: int, keepdim: bool, mean: bool, plan: Plan, device: Device,
+                 where: Any) -> None:  # fmt: skip
+        super().__init__(where)
+        M, N, K = _mnk(shape, d)
+        out_shape = list(shape)
+        out_shape[d] = 1
+        if not keepdim:
+            del out_shape[d]
+        self.out_shape = tuple(out_shape)  # the kernel writes (M, K) contiguously: any view of it
+        self.N, self.K, self.scale = N, K, 1.0 / N if mean else 1.0
+        self.meta = _meta(plan)
+        if plan.splits == 1:
+            self.grid: tuple[int, ...] = (M, cdiv(K, plan.block_k))
+            self.split: tuple[Any, ...] | None = None
+            return
+        rows_per_split = _chunk(N, plan.splits, plan.block_r)
+        splits = cdiv(N, rows_per_split)
+        second = tiles(1, splits, M * K, device)  # partials are fp32
+        assert second is not None  # launchable(plan) checked the second launch's grid
+        self.grid = (M, cdiv(K, plan.block_k), splits)
+        self.split = ((splits, M, K), (M, N, K, rows_per_split), (1, cdiv(M * K, second.block_k)),
+                      (splits, M * K), _meta(second))  # fmt: skip
+
+    def run(self, x: Any) -> Any:
+        out = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
+        if self.split is None:
+            _launch(fl_reduce_rows_kernel)[self.grid](out, x, self.N, self.K, self.scale, **self.meta)
+            return out
+        part_shape, sizes, grid2, sizes2, meta2 = self.split
+        part = torch.empty(part_shape, dtype=torch.float32, device=x.device)
+        _launch(fl_reduce_rows_split_kernel)[self.grid](part, x, *sizes, **self.meta)
+        _launch(fl_reduce_rows_kernel)[grid2](out, part, *sizes2, self.scale, **meta2)
+        return out
+
+
+class Softmax(_Planned):
+    """A planned softmax over dim ``d``."""
+
+    def __init__(self, shape: tuple[int, ...], d: int, out_dtype: Any, plan: Plan, where: Any) -> None:
+        super().__init__(where)
+        M, N, K = _mnk(shape, d)
+        self.shape, self.out_dtype, self.N, self.K = tuple(shape), out_dtype, N, K
+        self.meta = _meta(plan)
+        if plan.splits == 1:
+            self.grid: tuple[int, ...] = (M, cdiv(K, plan.block_k))
+            self.split: tuple[Any, ...] | None = None
+            return
+        rows_per_split = _chunk(N, plan.splits, plan.block_r)
+        splits = cdiv(N, rows_per_split)
+        self.grid = (M, cdiv(K, plan.block_k), splits)
+        self.split = ((splits, M, K), (M, N, K, rows_per_split), splits)
+
+    def run(self, x: Any) -> Any:
+        out = torch.empty(self.shape, dtype=self.out_dtype or x.dtype, device=x.device)
+        if self.split is None:
+            _launch(fl_softmax_rows_kernel)[self.grid](out, x, self.N, self.K, **self.meta)
+            return out
+        stats_shape, sizes, splits = self.split
+        stats_m = torch.empty(stats_shape, dtype=torch.float32, device=x.device)
+        stats_s = torch.empty(stats_shape, dtype=torch.float32, device=x.device)
+        _launch(fl_softmax_stats_split_kernel)[self.grid](stats_m, stats_s, x, *sizes, **self.meta)
+        _launch(fl_softmax_norm_split_kernel)[self.grid](out, x, stats_m, stats_s, *sizes, splits, **self.meta)
+        return out
+
+
+def _device(x: Any) -> Device:
+    return device_info(x.device.type, x.device.index or 0)
+
+
+def prepare(op: Any, x: Any, arguments: dict[str, Any], route: Any) -> Reduce | Softmax | None:
+    """This call's plan, or None where the fast path does not take it: a dim form the entry
+    point refuses, a dtype or dim ``route`` does not send off the non-inner kernel, a grid
+    no device launches (``tilemodel.launchable``: the moved axis takes those)."""
+    dim = arguments.get("dim")
+    if op.fastpath is None or not accepts(op, dim) or x.dtype not in _floats():
+        return None
+    d = route(tuple(x.shape), dim)
+    if d is None:
+        return None
+    M, N, K = _mnk(tuple(x.shape), d)
+    device = _device(x)
+    if op.fastpath in ("sum", "mean"):
+        if arguments.get("dtype") not in (None, x.dtype):
+            return None
+        plan = tiles(M, N, K, device, x.element_size())
+        keepdim = bool(arguments.get("keepdim", False))
+        return None if plan is None else Reduce(tuple(x.shape), d, keepdim, op.fastpath == "mean", plan, device, x.device)
+    if op.fastpath == "softmax":
+        plan = tiles(M, N, K, device, x.element_size(), "softmax")
+        out_dtype = torch.float32 if arguments.get("half_to_float") else None
+        return None if plan is None else Softmax(tuple(x.shape), d, out_dtype, plan, x.device)
+    return None
+
+
+@functools.cache
+def _floats() -> frozenset[Any]:
+    return frozenset(getattr(torch, name.split(".")[1]) for name in FLOATS)
+
+
+_PLANS: dict[tuple[Any, ...], Reduce | Softmax | None] = {}
+_PLANS_MAX = 4096  # distinct calls remembered (a model makes a few dozen)
+
+
+def _key(op: Any, x: Any, arguments: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What decides a call's plan, hashable; None for a dim that is not one int (never the
+    fast path's; and a tensor in a key would be kept alive)."""
+    dim = arguments.get("dim")
+    if type(dim) is not int:
+        if type(dim) not in (list, tuple) or len(dim) != 1 or type(dim[0]) is not int:
+            return None  # more than one dim, or none: never the fast path's
+        dim = (type(dim), dim[0])
+    return (op.name, x.shape, x.dtype, x.device, dim, bool(arguments.get("keepdim", False)),
+            arguments.get("dtype"), bool(arguments.get("half_to_float", False)))  # fmt: skip
+
+
+def try_fast(op: Any, x: Any, arguments: dict[str, Any], route: Any) -> Any:
+    """The fast path's result for this call of ``op``'s entry point, or NotImplemented.
+
+    ``route`` is the workaround's (the normalised non-inner dim, or None).  Plans are
+    memoised by what decides them (``_key``), so a call seen before costs a dict lookup."""
+    if not enabled() or not isinstance(x, torch.Tensor):
+        return NotImplemented
+    key = _key(op, x, arguments)
+    if key is None:
+        return NotImplemented
+    try:
+        plan = _PLANS.get(key, _PLANS)
+    except TypeError:  # an unhashable dtype= or keepdim=: the entry point says what is wrong with it
+        return NotImplemented
+    if plan is _PLANS:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        plan = _PLANS[key] = prepare(op, x, arguments, route)
+    return NotImplemented if plan is None else plan(x.contiguous())
+
+
 def reduce_dim(x: Any, d: int, keepdim: bool, mean: bool) -> Any:
     """sum/mean of a float tensor over non-inner dim ``d``, FlagGems' dtype rule; NotImplemented
     where no plan's grid is launchable (``tilemodel.launchable``)."""
-    import torch
-
-    M, N, K = _mnk(tuple(x.shape), d)
     device = _device(x)
-    plan = tiles(M, N, K, device, x.element_size())
-    if plan is None:  # no grid the device launches: the moved axis
+    plan = tiles(*_mnk(tuple(x.shape), d), device, x.element_size())
+    if plan is None:
         return NotImplemented
-    x = x.contiguous()
-    shape = list(x.shape)
-    shape[d] = 1
-    out = torch.empty(shape, dtype=x.dtype, device=x.device)
-    block_r, block_k, warps, splits = plan.block_r, plan.block_k, plan.warps, plan.splits
-    scale = 1.0 / N if mean else 1.0
-    if splits == 1:
-        grid = (M, cdiv(K, block_k))
-        _launch(fl_reduce_rows_kernel)[grid](out, x, N, K, scale, BLOCK_R=block_r, BLOCK_K=block_k,
-                                             LOG_R=_log2(block_r), num_warps=warps)  # fmt: skip
-    else:
-        rows_per_split = _chunk(N, splits, block_r)
-        splits = cdiv(N, rows_per_split)
-        part = torch.empty((splits, M, K), dtype=torch.float32, device=x.device)
-        grid = (M, cdiv(K, block_k), splits)
-        _launch(fl_reduce_rows_split_kernel)[grid](
-            part, x, M, N, K, rows_per_split, BLOCK_R=block_r, BLOCK_K=block_k, LOG_R=_log2(block_r), num_warps=warps
-        )
-        second = tiles(1, splits, M * K, device)  # partials are fp32
-        _launch(fl_reduce_rows_kernel)[(1, cdiv(M * K, second.block_k))](
-            out, part, splits, M * K, scale, BLOCK_R=second.block_r, BLOCK_K=second.block_k,
-            LOG_R=_log2(second.block_r), num_warps=second.warps,
-        )
-    return out if keepdim else out.squeeze(d)
+    return Reduce(tuple(x.shape), d, keepdim, mean, plan, device, x.device)(x.contiguous())
 
 
 def softmax_dim(x: Any, d: int, out_dtype: Any = None) -> Any:
-    import torch
-
-    M, N, K = _mnk(tuple(x.shape), d)
-    plan = tiles(M, N, K, _device(x), x.element_size(), "softmax")
-    if plan is None:  # no grid the device launches: the moved axis
-        return NotImplemented
-    x = x.contiguous()
-    out = torch.empty_like(x, dtype=out_dtype or x.dtype)
-    block_r, block_k, warps, splits = plan.block_r, plan.block_k, plan.warps, plan.splits
-    if splits == 1:
-        grid = (M, cdiv(K, block_k))
-        _launch(fl_softmax_rows_kernel)[grid](out, x, N, K, BLOCK_R=block_r, BLOCK_K=block_k, LOG_R=_log2(block_r),
-                                              num_warps=warps)  # fmt: skip
-        return out
-    rows_per_split = _chunk(N, splits, block_r)
-    splits = cdiv(N, rows_per_split)
-    stats_m = torch.empty((splits, M, K), dtype=torch.float32, device=x.device)
-    stats_s = torch.empty_like(stats_m)
-    grid = (M, cdiv(K, block_k), splits)
-    _launch(fl_softmax_stats_split_kernel)[grid](stats_m, stats_s, x, M, N, K, rows_per_split,
-                                        BLOCK_R=block_r, BLOCK_K=block_k, LOG_R=_log2(block_r), num_warps=warps)  # fmt: skip
-    _launch(fl_softmax_norm_split_kernel)[grid](out, x, stats_m, stats_s, M, N, K, rows_per_split, splits,
-                                       BLOCK_R=block_r, BLOCK_K=block_k, LOG_R=_log2(block_r), num_warps=warps)  # fmt: skip
-    return out
-
-
-def try_fast(op: Any, x: Any, bound: dict[str, Any], d: int) -> Any:
-    """The fast path's result for this call of ``op``'s entry point, or NotImplemented."""
-    if not enabled() or not accepts(op, bound.get("dim")) or str(x.dtype) not in FLOATS:
-        return NotImplemented
-    if op.fastpath in ("sum", "mean"):
-        if bound.get("dtype") not in (None, x.dtype):
-            return NotImplemented
-        return reduce_dim(x, d, bool(bound.get("keepdim", False)), mean=op.fastpath == "mean")
-    if op.fastpath == "softmax":
-        import torch
-
-        return softmax_dim(x, d, torch.float32 if bound.get("half_to_float") else None)
-    return NotImplemented
+    plan = tiles(*_mnk(tuple(x.shape), d), _device(x), x.element_size(), "softmax")
+    return NotImplemented if plan is None else Softmax(tuple(x.shape), d, out_dtype, plan, x.device)(x.contiguous())

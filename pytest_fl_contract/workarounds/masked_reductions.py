@@ -113,7 +113,7 @@ def _binder(signature: inspect.Signature) -> Callable[..., inspect.BoundArgument
     kinds = inspect.Parameter
     positional = [p.name for p in params if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)]
     keywords = {p.name for p in params if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)}
-    required = [p.name for p in params if p.default is p.empty and p.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD)]
+    required = {p.name for p in params if p.default is p.empty and p.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD)}
     if any(p.kind in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD) for p in params):
         return signature.bind
 
@@ -121,23 +121,35 @@ def _binder(signature: inspect.Signature) -> Callable[..., inspect.BoundArgument
         if len(args) > len(positional) or not keywords.issuperset(kwargs):
             return signature.bind(*args, **kwargs)  # raises TypeError as the call would
         arguments = dict(zip(positional, args))
-        if any(k in arguments for k in kwargs):
-            return signature.bind(*args, **kwargs)
-        arguments.update(kwargs)
-        if not all(name in arguments for name in required):
+        if kwargs:
+            if not arguments.keys().isdisjoint(kwargs):
+                return signature.bind(*args, **kwargs)
+            arguments.update(kwargs)
+        if not arguments.keys() >= required:
             return signature.bind(*args, **kwargs)
         return inspect.BoundArguments(signature, arguments)  # type: ignore[arg-type]
 
     return bind
 
 
+@functools.cache
+def _fastpath() -> Any:
+    """The fast path's module, imported at the first call that may take it (it imports triton)."""
+    from . import fastpath
+
+    return fastpath
+
+
 def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., Any]:
+    from torch import Tensor  # flag_gems is imported: so is torch
+
     signature = inspect.signature(original)
     bind = _binder(signature)
     params = list(signature.parameters)
     moved = target.entry.tensors or (params[0],)
     has_keepdim = "keepdim" in signature.parameters
     out_param = target.out
+    fast = out_param is None and target.attr == target.op.entry and target.op.fastpath is not None
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -145,12 +157,16 @@ def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., 
             bound = bind(*args, **kwargs)
         except TypeError:
             return original(*args, **kwargs)
+        if fast:  # first: a call the fast path planned before costs a lookup, nothing else
+            result = _fastpath().try_fast(target.op, bound.arguments[moved[0]], bound.arguments, route)
+            if result is not NotImplemented:
+                return result
         for name in moved:
             value = bound.arguments[name]
             if hasattr(value, "is_contiguous") and not value.is_contiguous():
                 bound.arguments[name] = value.contiguous()
         first = bound.arguments[moved[0]]
-        d = route(tuple(getattr(first, "shape", ())), bound.arguments.get("dim"))
+        d = route(tuple(first.shape), bound.arguments.get("dim")) if isinstance(first, Tensor) else None
         if d is None:
             out = bound.arguments.get(out_param) if out_param else None
             if out is None or out.is_contiguous():
@@ -162,12 +178,6 @@ def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., 
             out.resize_(scratch.shape)
             out.copy_(scratch)
             return out
-        if out_param is None and target.attr == target.op.entry and target.op.fastpath:
-            from . import fastpath  # imports triton: only once a call is routed
-
-            result = fastpath.try_fast(target.op, first, bound.arguments, d)
-            if result is not NotImplemented:
-                return result
         last = first.ndim - 1
         keepdim = bool(bound.arguments.get("keepdim", False))
         for name in moved:
