@@ -3,7 +3,11 @@ FlagGems defect, in which versions, seen where."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from pytest_fl_contract.ops import OPS, Call, defect_reach, get
 
@@ -112,9 +116,11 @@ def _sweeps():
 @pytest.mark.parametrize("name", [op.name for op in OPS])
 @pytest.mark.parametrize("dim", [0, 1, -1, 3, -4])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float8_e4m3fn"])
-def test_a_large_input_gets_the_outcome_torch_on_the_cpu_gives(monkeypatch, name, dim, dtype):
+@pytest.mark.parametrize("values", [True, False])
+def test_a_large_input_gets_the_outcome_torch_on_the_cpu_gives(monkeypatch, name, dim, dtype, values):
     """The meta shortcut (past META_FROM elements) must decide as the CPU does: what raises
-    (a dim out of range, float8) and the result's shape and dtype."""
+    (a dim out of range, float8) and the result's shape and dtype, with torch's values
+    wanted or not (indices judged by the value they point at)."""
     import torch
 
     sweeps = _sweeps()
@@ -122,10 +128,12 @@ def test_a_large_input_gets_the_outcome_torch_on_the_cpu_gives(monkeypatch, name
     x = torch.randn(4, 3, 5).to(getattr(torch, dtype))
     kind, want = sweeps.outcome(lambda: op.torch_fn(x, dim, False))
     monkeypatch.setattr(sweeps, "META_FROM", 1)
-    got_kind, got = sweeps.torch_outcome(op, x, dim, False)
+    got_kind, got = sweeps.torch_outcome(op, x, dim, False, values)
     assert got_kind == kind
     if kind == "ok":
         assert (tuple(got.shape), got.dtype) == (tuple(want.shape), want.dtype)
+        if values and not want.is_floating_point():  # compared exactly: torch's own indices
+            assert got.device == want.device and torch.equal(got, want)
     else:
         assert got == want
 
@@ -138,3 +146,83 @@ def test_magnitude_ignores_what_is_not_finite():
     assert sweeps.magnitude(x) == 2e3 and sweeps.magnitude(torch.tensor([float("nan")])) == 1.0
     assert sweeps.magnitude(torch.empty(0)) == 1.0 and sweeps.magnitude(torch.tensor([-7, 3])) == 7.0
     assert torch.isnan(x[2]) and torch.isinf(x[3])  # the input itself untouched
+
+
+_SPECIALS = st.sampled_from([0.0, -0.0, 1.0, -1.5, 1e-30, 3e38, 1e300, math.inf, -math.inf, math.nan])
+_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), _SPECIALS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pairs=st.lists(st.tuples(_VALUES, _VALUES), min_size=1, max_size=12),
+       rtol=st.sampled_from([0.0, 1e-7, 4 * 2.0**-23, 0.5]), atol=st.sampled_from([0.0, 1e-30, 1e-5, 1.0]))  # fmt: skip
+@example(pairs=[(math.inf, math.inf), (-math.inf, -math.inf), (math.nan, math.nan), (-0.0, 0.0)], rtol=0.0, atol=0.0)
+@example(pairs=[(1e308, -1e308)], rtol=4.0, atol=0.0)
+@example(pairs=[(1.0, 1.0)] * 7 + [(1.0, 2.0)], rtol=0.0, atol=0.0)  # the last block differs
+@example(pairs=[(math.inf, 1.0)], rtol=0.5, atol=1.0)
+@example(pairs=[(1.0, math.inf)], rtol=0.5, atol=1.0)
+def test_the_fast_comparison_is_torch_isclose(pairs, rtol, atol):
+    """sweeps.assert_close passes exactly where torch.isclose(equal_nan=True) holds everywhere,
+    and on its own (torch's assert_close, the slow one, only words a failure)."""
+    import torch
+
+    got = torch.tensor([a for a, _ in pairs], dtype=torch.float64)
+    want = torch.tensor([b for _, b in pairs], dtype=torch.float64)
+    close = bool(torch.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True).all())
+    sweeps = _sweeps()
+    block = sweeps._BLOCK
+    for sweeps._BLOCK in (block, 3):  # one block, and several with a short last one
+        try:
+            if close:
+                real, torch.testing.assert_close = torch.testing.assert_close, None  # called: a TypeError
+                try:
+                    sweeps.assert_close(got.clone(), want.clone(), rtol=rtol, atol=atol)
+                finally:
+                    torch.testing.assert_close = real
+            else:
+                with pytest.raises(AssertionError):
+                    sweeps.assert_close(got.clone(), want.clone(), rtol=rtol, atol=atol)
+        finally:
+            sweeps._BLOCK = block
+
+
+@settings(max_examples=200, deadline=None)
+@given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=3), data=st.data(), keepdim=st.booleans())
+def test_the_std_reference_is_torch_std(shape, data, keepdim):
+    """The two-pass std gives torch's float64 std: same shape, NaN and inf where torch has
+    them, values to float64 rounding, over int, list and None dims."""
+    import torch
+
+    n = math.prod(shape)
+    x = torch.tensor(data.draw(st.lists(_VALUES, min_size=n, max_size=n)), dtype=torch.float64).reshape(shape)
+    dim = data.draw(st.one_of(st.none(), st.integers(0, len(shape) - 1),
+                              st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True)))  # fmt: skip
+    want = x.std(dim=dim, keepdim=keepdim)
+    got = get("std").reference(x, dim, keepdim)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-300, equal_nan=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), data=st.data(), keepdim=st.booleans())
+def test_an_index_is_judged_by_the_value_it_points_at(shape, data, keepdim):
+    """argmax/argmin: torch's own index always agrees, ties and NaN included; an index moved
+    off every extremum of its slice never does."""
+    import torch
+
+    sweeps = _sweeps()
+    n = math.prod(shape)
+    values = st.one_of(st.sampled_from([0.0, 1.0, -1.0, math.inf, -math.inf, math.nan]), st.floats(-4, 4))
+    x = torch.tensor(data.draw(st.lists(values, min_size=n, max_size=n)), dtype=torch.float32).reshape(shape)
+    dim = data.draw(st.integers(0, len(shape) - 1))
+    for name in ("argmax", "argmin"):
+        op = get(name)
+        right = op.torch_fn(x, dim, keepdim)
+        assert sweeps.disagreement(op, lambda r=right: r, x, dim, keepdim) is None
+        best = op.torch_fn(x.double(), dim, True)
+        at = x.gather(dim, best)
+        others = (x != at) & ~(x.isnan() & at.isnan())  # positions holding no extremum
+        if not bool(others.any()):
+            continue
+        wrong = torch.where(others.any(dim, keepdim=True), others.float().argmax(dim, keepdim=True), best)
+        wrong = wrong if keepdim else wrong.squeeze(dim)
+        assert sweeps.disagreement(op, lambda w=wrong: w, x, dim, keepdim) is not None
