@@ -117,9 +117,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fl-order",
         dest="fl_order",
         choices=["collection", "longest-first"],
-        default="collection",
-        help="hardware lanes under xdist: run cases in collection order (default) or longest first, "
-        "by the durations the last run recorded in pytest's cache",
+        default="longest-first",
+        help="hardware lanes under xdist: run cases longest first, by the durations the last run "
+        "recorded in pytest's cache (default; collection order while there is no record), or in "
+        "collection order",
     )
     group.addoption(
         "--fl-junit-prefix",

@@ -51,12 +51,12 @@ def test_the_second_run_starts_with_the_longest_case(pytester, run_subprocess):
     cache = next(pytester.path.joinpath(".pytest_cache", "v", "fl_contract", "durations").rglob("*"))
     record = json.loads(next(p for p in cache.parent.rglob("*") if p.is_file()).read_text())
     assert record["test_cases.py::test_long"] >= 0.3 and len(record) == 9
-    assert run_subprocess(*args, "--collect-only", "-q").stdout.lines[0] == "test_cases.py::test_short[0]"
-    result = run_subprocess(*args, "--fl-order", "longest-first", "--collect-only", "-q")
-    assert result.stdout.lines[0] == "test_cases.py::test_long"
+    result = run_subprocess(*args, "--fl-order", "collection", "--collect-only", "-q")
+    assert result.stdout.lines[0] == "test_cases.py::test_short[0]"
+    assert run_subprocess(*args, "--collect-only", "-q").stdout.lines[0] == "test_cases.py::test_long"  # the default
     pytester.makeconftest("def pytest_configure(config):\n    config._fl_seen = config.option.maxschedchunk\n"
                           "def pytest_sessionstart(session):\n    print('CHUNK', session.config.option.maxschedchunk)\n")
-    result = run_subprocess(*args, "--fl-order", "longest-first", "-s")
+    result = run_subprocess(*args, "-s")
     result.stdout.fnmatch_lines(["CHUNK 1"])  # xdist hands the ordered cases out one at a time
 
 
