@@ -46,6 +46,7 @@ class Call:
     layout: str = "contiguous"  # contiguous | transposed | permute | step | expand | offset
     values: str = "normal"  # normal, or a special-value kind: nan, pos_inf, inf_minus_inf, huge, ...
     routed: bool = False  # a workaround wraps the op: a non-inner call may run FlagGems' inner kernel
+    placement: str = "current"  # current | other: the input lives on another device than the current one
 
     @property
     def reduced(self) -> tuple[int, ...]:
@@ -336,7 +337,8 @@ OPS: tuple[Op, ...] = (
        entries=(EntryPoint("std", "reduce"),), keepdim="keyword", accepts_none=True, seed_table=True, interpreter="rows",
        reference_fn=_std_two_pass,
        defects=(OpDefect("std_overflows", lambda c: c.values == "huge"), _ACCEPTED, _EMPTY_REDUCED, _FP64,
-                OpDefect(_NAN_DROPPED, _nan_dropped("nan", "pos_inf", "inf_minus_inf", "all_neg_inf")))),
+                OpDefect(_NAN_DROPPED, _nan_dropped("nan", "pos_inf", "inf_minus_inf", "all_neg_inf")),
+                OpDefect("launch_on_current_device", lambda c: c.placement == "other" and c.dim is not None, ("5.0",)))),
     Op("logsumexp", "flag_gems.ops.logsumexp", "logsumexp", "reduce", ("list", "int"), _torch("logsumexp"),
        ("logsumexp",), entries=(EntryPoint("logsumexp", "reduce"),), seed_table=True,
        defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),

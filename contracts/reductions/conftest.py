@@ -71,7 +71,7 @@ def call_of(params: dict, routed: bool = False) -> Call | None:
     case = next((v for v in params.values() if isinstance(v, Case)), None)
     if case is None:
         return None
-    extra = {k: params[k] for k in ("dtype", "layout", "values") if isinstance(params.get(k), str)}
+    extra = {k: params[k] for k in ("dtype", "layout", "values", "placement") if isinstance(params.get(k), str)}
     return Call(case.shape, case.dim, routed=routed, **extra)
 
 

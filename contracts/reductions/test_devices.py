@@ -10,8 +10,9 @@ from pytest_fl_contract.contracts.reductions.sweeps import Case, check, make_inp
 CASES = [Case((3, 5, 64), 1), Case((3, 64, 5), 2)]  # routed by a workaround, and forwarded
 
 
+@pytest.mark.parametrize("placement", ["other"])  # what a known defect reads (ops.Call.placement)
 @pytest.mark.parametrize("device_case", CASES, ids=lambda c: c.id)
-def test_another_devices_tensor(flag_gems, fl_device, any_op, device_case):
+def test_another_devices_tensor(flag_gems, fl_device, any_op, device_case, placement):
     import torch
 
     module = getattr(torch, torch.device(fl_device).type, None)
