@@ -226,3 +226,12 @@ def test_an_index_is_judged_by_the_value_it_points_at(shape, data, keepdim):
         wrong = torch.where(others.any(dim, keepdim=True), others.float().argmax(dim, keepdim=True), best)
         wrong = wrong if keepdim else wrong.squeeze(dim)
         assert sweeps.disagreement(op, lambda w=wrong: w, x, dim, keepdim) is not None
+
+
+def test_another_devices_tensor_is_std_s_known_defect_in_5_0_only():
+    """Seen on a two-H200 host: 5.0.2's std over a dim launches on the current device."""
+    other, here = Call((3, 5, 64), 1, placement="other"), Call((3, 5, 64), 1)
+    assert "launch_on_current_device" in get("std").known_defects(other, "5.0.2")
+    assert "launch_on_current_device" not in get("std").known_defects(here, "5.0.2")
+    assert "launch_on_current_device" not in get("std").known_defects(other, "5.4.0.dev0")
+    assert "launch_on_current_device" not in get("sum").known_defects(other, "5.0.2")
