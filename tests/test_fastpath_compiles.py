@@ -14,6 +14,7 @@ import pytest
 from .conftest import ROOT
 
 SCRIPT = textwrap.dedent('''
+    import itertools
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -21,17 +22,17 @@ SCRIPT = textwrap.dedent('''
 
     F32, HALF = "*fp32", "*bf16"
     CASES = [
-        (fp.fl_reduce_rows_kernel, dict(out_ptr=F32, in_ptr=F32, N="i32", K="i32", scale="fp32"), (64, 64)),
-        (fp.fl_reduce_rows_split_kernel, dict(part_ptr=F32, in_ptr=HALF, M="i32", N="i32", K="i32",
+        (fp.fl_reduce_rows_kernel, dict(out_ptr=F32, in_ptr=F32, MK="i32", N="i32", K="i32", scale="fp32"), (64, 64)),
+        (fp.fl_reduce_rows_split_kernel, dict(part_ptr=F32, in_ptr=HALF, MK="i32", N="i32", K="i32",
                                               rows_per_split="i32"), (32, 128)),
-        (fp.fl_softmax_rows_kernel, dict(out_ptr=HALF, in_ptr=HALF, N="i32", K="i32"), (16, 512)),
-        (fp.fl_softmax_stats_split_kernel, dict(m_ptr=F32, s_ptr=F32, in_ptr=F32, M="i32", N="i32", K="i32",
+        (fp.fl_softmax_rows_kernel, dict(out_ptr=HALF, in_ptr=HALF, MK="i32", N="i32", K="i32"), (16, 512)),
+        (fp.fl_softmax_stats_split_kernel, dict(m_ptr=F32, s_ptr=F32, in_ptr=F32, MK="i32", N="i32", K="i32",
                                                 rows_per_split="i32"), (8, 256)),
-        (fp.fl_softmax_norm_split_kernel, dict(out_ptr=F32, in_ptr=F32, m_ptr=F32, s_ptr=F32, M="i32", N="i32",
+        (fp.fl_softmax_norm_split_kernel, dict(out_ptr=F32, in_ptr=F32, m_ptr=F32, s_ptr=F32, MK="i32", N="i32",
                                                K="i32", rows_per_split="i32", splits="i32"), (8, 256)),
     ]
-    for fn, signature, (block_r, block_k) in CASES:
-        consts = {"BLOCK_R": block_r, "BLOCK_K": block_k, "LOG_R": block_r.bit_length() - 1}
+    for (fn, signature, (block_r, block_k)), flat in itertools.product(CASES, (False, True)):
+        consts = {"BLOCK_R": block_r, "BLOCK_K": block_k, "LOG_R": block_r.bit_length() - 1, "FLAT": flat}
         source = ASTSource(fn=fn, signature={**signature, **{k: "constexpr" for k in consts}}, constexprs=consts)
         kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
         print(fn.__name__, len(kernel.asm["cubin"]))
@@ -44,4 +45,4 @@ def test_fast_path_kernels_compile_for_sm90():
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert len(done.stdout.splitlines()) == 5
+    assert len(done.stdout.splitlines()) == 10

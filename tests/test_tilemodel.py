@@ -23,39 +23,46 @@ sizes = st.one_of(st.integers(1, 64), st.integers(1, 1 << 22), st.sampled_from([
        kind=st.sampled_from(["reduce", "softmax"]), device=st.sampled_from([H200, SMALL]))  # fmt: skip
 def test_tiles_hold_their_invariants(M, N, K, elem, kind, device):
     plan = tm.tiles(M, N, K, device, elem, kind)
+    if plan is None:  # an output of more than 2**31 - 1 blocks of the widest tile (terabytes)
+        assert tm.cdiv(M * K, 1024 if kind == "reduce" else 2048 // elem) > tm.GRID_LIMITS[0]
+        return
     pow2 = lambda v: v > 0 and v & (v - 1) == 0  # noqa: E731
     assert pow2(plan.block_r) and pow2(plan.block_k) and pow2(plan.splits)
     assert plan.block_r <= N, "a row block never reaches past the rows (no row mask exists to cut it)"
     assert plan.block_r * plan.block_k <= max(tm.TILES)
     assert plan.block_r * plan.splits <= N, "every split holds at least one whole row block"
     assert plan.block_k <= (1024 if kind == "reduce" else 2048 // elem)
-    assert plan.block_k <= 1 << (K - 1).bit_length(), "no column block wider than K needs"
+    assert plan.block_k <= 1 << (M * K - 1).bit_length(), "no column block wider than the M * K output needs"
     total, gpu = tm.cost(M, N, K, plan, device, elem, kind)
-    one = tm.Plan(plan.block_r, plan.block_k, plan.warps, 1)
+    one = tm.Plan(plan.block_r, plan.block_k, plan.warps, 1, plan.flat)
     assert plan.splits == 1 or total <= tm.cost(M, N, K, one, device, elem, kind)[0], "a split pays for its launch"
 
 
 @settings(max_examples=300, deadline=None)
-@given(M=st.integers(1, 1 << 20), N=st.integers(1, 1 << 20), K=st.integers(1, 1 << 31), elem=st.sampled_from([2, 4]),
+@given(M=st.integers(1, 1 << 31), N=st.integers(1, 1 << 20), K=st.integers(1, 1 << 31), elem=st.sampled_from([2, 4]),
        kind=st.sampled_from(["reduce", "softmax"]))  # fmt: skip
 def test_every_plan_is_launchable_or_there_is_none(M, N, K, elem, kind):
-    """Grid axes y and z take 65535 programs: a plan past them fails to launch on the device
-    (the interpreter would loop on), so it is never chosen; past the widest tile there is none."""
+    """Column blocks of the flattened (M, K) output go on grid axis x (2**31 - 1 programs),
+    splits on z (65535): a plan past them fails to launch on the device (the interpreter
+    would loop on), so it is never chosen; past the widest tile on x there is none."""
     plan = tm.tiles(M, N, K, H200, elem, kind)
     widest = 1024 if kind == "reduce" else 2048 // elem
     if plan is None:
-        assert tm.cdiv(K, widest) > tm.GRID_LIMITS[1]
+        assert tm.cdiv(M * K, widest) > tm.GRID_LIMITS[0]
         return
-    assert tm.cdiv(K, plan.block_k) <= tm.GRID_LIMITS[1] and plan.splits <= tm.GRID_LIMITS[1]
+    assert tm.programs(M, K, plan) <= tm.GRID_LIMITS[0] and plan.splits <= tm.GRID_LIMITS[2]
     if kind == "reduce" and plan.splits > 1:
         second = tm.tiles(1, plan.splits, M * K, H200)
-        assert second is not None and tm.cdiv(M * K, second.block_k) <= tm.GRID_LIMITS[1]
+        assert second is not None and tm.cdiv(M * K, second.block_k) <= tm.GRID_LIMITS[0]
 
 
 def test_the_launch_limit_is_where_a_device_puts_it():
-    assert tm.tiles(2, 2, 65535 * 1024, H200, 4) is not None
-    assert tm.tiles(2, 2, 65535 * 1024 + 1, H200, 4) is None
-    assert tm.tiles(2, 2, 65535 * 512 + 1, H200, 4, "softmax") is None
+    """Grid axis y (65535) no longer bounds K: a (2, 2, 65535 * 1024 + 1) problem has a plan;
+    only past 2**31 - 1 blocks of the widest tile on axis x is there none."""
+    assert tm.tiles(2, 2, 65535 * 1024 + 1, H200, 4) is not None
+    assert tm.tiles(1, 2, (2**31 - 1) * 1024, H200, 4) is not None
+    assert tm.tiles(1, 2, (2**31 - 1) * 1024 + 1, H200, 4) is None
+    assert tm.tiles(1, 2, (2**31 - 1) * 512 + 1, H200, 4, "softmax") is None
 
 
 @pytest.mark.parametrize("shape", [(81, 2, 141), (8, 1523, 65), (1, 15, 2229), (30, 624, 33), (2, 1266, 34)])
@@ -71,12 +78,29 @@ def test_a_long_thin_problem_splits_its_rows():
     assert plan.splits > 1
 
 
-def test_large_tiles_are_not_chosen_where_small_ones_hide_latency():
-    """Measured on an H200 (benchmarks/results): 1024-element tiles beat the 8192-element
-    ones of the earlier fit 2 - 4x on (4054, 255, 54), (220, 14, 83424), (20884, 1773, 6)."""
-    assert tm.tiles(4054, 255, 54, H200, 2).block_r * tm.tiles(4054, 255, 54, H200, 2).block_k <= 1024
-    assert tm.tiles(220, 14, 83424, H200, 2).block_r == 1
-    assert tm.tiles(20884, 1773, 6, H200, 2).block_r == 128
+@pytest.mark.parametrize("shape", [(20884, 1773, 6, 2), (93748, 168, 5, 4), (9425906, 12, 2, 2), (21157, 47, 11, 2)])
+def test_short_rows_of_many_m_are_blocked_flat(shape):
+    """Measured on an H200 (benchmarks/results/h200-plan-grid-*): a program per m reading a
+    few columns ran 1.1 - 10x slower than blocks of the flattened output (9425906x12x2 fp16:
+    6.8 ms against 0.66 ms)."""
+    M, N, K, elem = shape
+    assert tm.tiles(M, N, K, H200, elem).flat
+
+
+@pytest.mark.parametrize("shape", [(18, 1767, 10324), (3, 518, 176351)])
+def test_few_long_columns_split_their_rows(shape):
+    """Measured: (18, 1767, 10324) fp32 in one launch of 198 programs 674 us, split 32 or 64
+    ways 355 - 372 us (bytes in flight, not tile width, set the pace)."""
+    assert tm.tiles(*shape, H200, 4).splits >= 8
+
+
+def test_softmax_keeps_vector_loads_where_rows_are_long():
+    """Softmax over flattened blocks ran 3x slower for the same tiles (loads not provably
+    contiguous): only rows shorter than FLAT_SOFTMAX bytes go flat."""
+    assert not tm.tiles(13, 118, 120057, H200, 2, "softmax").flat
+    assert not tm.tiles(2474, 588, 114, H200, 4, "softmax").flat
+    assert tm.tiles(246857, 4, 24, H200, 2, "softmax").flat
+    assert all(p.block_r * p.block_k <= max(tm.TILES) for p in tm.candidates(64, 64, 64, 4, "softmax"))
 
 
 def test_device_figures_are_read_through_the_platforms_module(monkeypatch):

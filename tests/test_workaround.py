@@ -312,9 +312,9 @@ def test_fast_path_offsets_are_int64_past_2g(kernel):
     memory.MEMORY.watch = []
     try:
         if kernel == "reduce":
-            fastpath.fl_reduce_rows_kernel[(1, 1)](out, buf, 3, K, 1.0, BLOCK_R=2, BLOCK_K=64, LOG_R=1)
+            fastpath.fl_reduce_rows_kernel[(1,)](out, buf, K, 3, K, 1.0, BLOCK_R=2, BLOCK_K=64, LOG_R=1, FLAT=False)
         else:
-            fastpath.fl_softmax_stats_split_kernel[(1, 1, 1)](out, out.clone(), buf, 1, 3, K, 3, BLOCK_R=2, BLOCK_K=64, LOG_R=1)
+            fastpath.fl_softmax_stats_split_kernel[(1, 1, 1)](out, out.clone(), buf, K, 3, K, 3, BLOCK_R=2, BLOCK_K=64, LOG_R=1, FLAT=False)
         highest = max(high for _, high in memory.MEMORY.watch)
         lowest = min(low for low, _ in memory.MEMORY.watch)
     finally:
@@ -392,3 +392,26 @@ def test_a_planned_call_launches_on_its_inputs_device(monkeypatch):
     Probe(types.SimpleNamespace(type="fakedev", index=0))("x")
     Probe(types.SimpleNamespace(type="cpu", index=None))("x")
     assert log == [("run", "x"), ("run", "x")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(M=st.integers(1, 9), N=st.integers(1, 300), K=st.integers(1, 9), kind=st.sampled_from(["sum", "mean", "softmax"]),
+       log_r=st.integers(0, 5), log_k=st.integers(0, 6), log_s=st.integers(0, 4), flat=st.booleans())  # fmt: skip
+def test_every_plan_answers_as_torch(M, N, K, kind, log_r, log_k, log_s, flat):
+    """Whatever plan the model picks - column blocks per m or of the flattened output (which
+    span several m or end mid-m), row
+    blocks with a binary tail, splits whose last one is short - the kernels give torch's
+    answer: the model decides speed, never the result."""
+    from pytest_fl_contract.workarounds import tilemodel as tm
+
+    block_r = 1 << min(log_r, N.bit_length() - 1)
+    splits = max(1, min(1 << log_s, N // block_r))
+    plan = tm.Plan(block_r, 1 << log_k, 4, splits, flat)
+    x = torch.randn(M, N, K)
+    if kind == "softmax":
+        got, want = fastpath.Softmax(x.shape, 1, None, plan, x.device).run(x), x.softmax(1)
+    else:
+        device = tm.Device(4, 1e12, "test")
+        got = fastpath.Reduce(x.shape, 1, False, kind == "mean", plan, device, x.device).run(x)
+        want = x.mean(1) if kind == "mean" else x.sum(1)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)

@@ -4,6 +4,8 @@ Python (no Triton), so the report header and tests can ask it without a compiler
 from __future__ import annotations
 
 import functools
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..ops import GRID_LIMITS
@@ -16,6 +18,8 @@ class Device:
     sms: int
     bandwidth: float  # bytes per second
     source: str
+    threads_per_sm: int = 2048  # what CUDA-class GPUs since sm_80 hold; read where reported
+    regs_per_sm: int = 65536
 
 
 ASSUMED = Device(sms=32, bandwidth=1.0e12, source="assumed: 32 SMs, 1 TB/s (the device module reports neither)")
@@ -34,34 +38,45 @@ def device_info(device_type: str, index: int = 0) -> Device:
         sms = int(props.multi_processor_count)
     except Exception:
         return ASSUMED
+    occupancy = {"threads_per_sm": int(getattr(props, "max_threads_per_multi_processor", 0) or 2048),
+                 "regs_per_sm": int(getattr(props, "regs_per_multiprocessor", 0) or 65536)}  # fmt: skip
     clock = getattr(props, "memory_clock_rate", 0) or 0  # kHz
     bus = getattr(props, "memory_bus_width", 0) or 0  # bits
     name = getattr(props, "name", device_type)
     if clock and bus:
         bandwidth = 2 * clock * 1e3 * bus / 8  # double data rate
-        return Device(sms, bandwidth, f"{name}: {sms} SMs, {bandwidth / 1e12:.2f} TB/s (read from torch.{device_type})")
+        return Device(sms, bandwidth, f"{name}: {sms} SMs, {bandwidth / 1e12:.2f} TB/s (read from torch.{device_type})",
+                      **occupancy)  # fmt: skip
     return Device(sms, ASSUMED.bandwidth * sms / ASSUMED.sms,
                   f"{name}: {sms} SMs (read from torch.{device_type}), bandwidth assumed "
-                  f"{ASSUMED.bandwidth * sms / ASSUMED.sms / 1e12:.2f} TB/s (not reported)")  # fmt: skip
+                  f"{ASSUMED.bandwidth * sms / ASSUMED.sms / 1e12:.2f} TB/s (not reported)", **occupancy)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Rows a step, columns a program, warps, and splits of the rows (a second launch)."""
+    """Rows a step, columns a program, warps, splits of the rows (a second launch), and how
+    columns are blocked."""
 
     block_r: int
     block_k: int
     warps: int
     splits: int
+    flat: bool = False  # column blocks of the flattened (M, K) output (K < block_k), not per m
 
 
 # The time model's constants, each a property of the hardware class, not of a shape:
-TILES = (1024, 2048, 4096)  # elements a program's tile may hold (fp32 accumulators: 8 - 32 a thread at 4 warps)
-SLOTS = 8 * 1024  # tile elements an SM keeps in flight: 8 programs of 1024, 2 of 4096
-STEP = 0.4e-6  # seconds a step of the row loop costs a program: loads pipelined, about half a latency
-LATENCY = 1.0e-6  # seconds from issuing a load to its data (a tail step: a branch waits for its load)
+# Elements a program's tile holds: 8 a thread at 4 warps.  Measured on an H200 over 18 drawn
+# problems (benchmarks/results/h200-plan-grid-*): 2048- and 4096-element tiles ran 1.2 - 3.3x
+# slower than 1024 (softmax worst: a thread's share lives in registers, more of it spills or
+# lowers residency), in no case faster by more than 4%.
+TILES = (1024,)
+LATENCY = 1.0e-6  # seconds from issuing a load to its data on a busy device: a row step waits for its load
+EFFICIENCY = 0.88  # share of the nominal bandwidth a streaming kernel reaches (an H200's copy: 4.25 of 4.81 TB/s)
+BASE_REGS = 32  # registers a thread holds besides its share of the tile (indices, pointers, loop state)
+MAX_PROGRAMS = 32  # resident programs (thread blocks) an SM takes at most
 LAUNCH = 25.0e-6  # host seconds of one launch through FlagGems' launch cache (measured 5-40 us by host CPU)
-SECTOR = 32  # bytes of the smallest memory transaction: a narrower row segment wastes the rest
+FLAT_SOFTMAX_COST = 3.0  # softmax over flattened blocks, same tiles: 2.5 - 3.4x slower on an H200 (see ``tiles``)
+OPEN = 128  # bytes a contiguous run costs beyond its own to start (DRAM row opening, request overhead)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -73,23 +88,52 @@ def _pow2_at_most(n: int) -> int:
     return 1 << (max(n, 1).bit_length() - 1)
 
 
+def resident(plan: Plan, device: Device, kind: str = "reduce") -> int:
+    """Programs of this plan an SM holds at once: its threads, its registers (a thread keeps
+    its share of the tile in fp32: the sum's accumulator and loaded value, softmax's value,
+    exponent and loaded value), or the SM's program limit, whichever binds first."""
+    threads = plan.warps * 32
+    regs = BASE_REGS + plan.block_r * plan.block_k / threads * (2 if kind == "reduce" else 3)
+    return max(1, min(device.threads_per_sm // threads, int(device.regs_per_sm // (threads * regs)), MAX_PROGRAMS))
+
+
+def programs(M: int, K: int, plan: Plan) -> int:
+    """Programs of a plan's launch on grid axis x (times ``splits`` on z)."""
+    return cdiv(M * K, plan.block_k) if plan.flat else M * cdiv(K, plan.block_k)
+
+
 def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind: str = "reduce") -> tuple[float, float]:
     """(time, GPU time) of a plan in seconds, as the model sees it.
 
-    Time is the larger of the host's launches and the GPU's work; the GPU's work is the
-    larger of latency (waves of programs, each a chain of pipelined row steps and one
-    unpipelined step per tail branch) and bandwidth (bytes over the device's bandwidth,
-    less what row segments narrower than a sector waste).  Softmax walks its rows twice
-    (statistics, then values) and writes as much as it reads."""
+    Time is the larger of the host's launches and the GPU's work.  The GPU's work has two
+    limits.  Latency: each program walks its rows one step at a time and a step waits for
+    its load (LATENCY, plus its bytes at the SM's share of the bandwidth); programs run in
+    waves of what the SMs hold (``resident``), so the bytes in flight, not the tile, set the
+    pace (Little's law: too few programs cannot fill the memory system however wide each
+    is).  Bandwidth: the bytes over what the device streams, each contiguous run paying
+    OPEN bytes' time to start.  Near where the two meet neither is reached, so they
+    are combined as a soft maximum (a 4-norm).  Softmax walks its rows twice (statistics,
+    then values) and writes as much as it reads."""
     passes, traffic = (2, 3) if kind == "softmax" else (1, 1)
-    programs = M * cdiv(K, plan.block_k) * plan.splits
-    per_sm = max(1, SLOTS // (plan.block_r * plan.block_k))
-    waves = cdiv(programs, per_sm * device.sms)
+    waves = cdiv(programs(M, K, plan) * plan.splits, resident(plan, device, kind) * device.sms)
     rows_each = cdiv(N, plan.splits)
     steps, tail = rows_each // plan.block_r, bin(rows_each % plan.block_r).count("1")
-    sector = 1.0 if plan.block_k >= K else min(1.0, plan.block_k * elem / SECTOR)
-    floor = traffic * M * N * K * elem / (device.bandwidth * sector)
-    gpu = max(waves * passes * (steps * STEP + (tail + 1) * LATENCY), floor)
+    # a step reads, per m its columns touch, one contiguous run: block_r whole rows where
+    # the block spans whole rows (K <= block_k), else block_k elements of each row
+    run = (plan.block_r * K if plan.block_k >= K else plan.block_k) * elem  # whole rows of an m are one run
+    lanes = min(K, plan.block_k) if not plan.flat else min(M * K, plan.block_k)
+    share = run / (run + OPEN)  # of the bandwidth a run gets
+    step = LATENCY + plan.block_r * lanes * elem / share / (device.bandwidth / device.sms)
+    latency = waves * passes * (steps * step + (tail + 1) * LATENCY)
+    moved = traffic * M * N * K * elem / share
+    if plan.splits > 1:  # partial results written and read back in fp32
+        moved += 2 * plan.splits * M * K * 4
+        if kind == "softmax":  # every split's program merges every split's (max, sum): splits**2
+            moved += 2 * plan.splits * plan.splits * M * K * 4
+    floor = moved / (device.bandwidth * EFFICIENCY)
+    gpu = (latency**4 + floor**4) ** 0.25
+    if plan.flat and kind == "softmax":
+        gpu *= FLAT_SOFTMAX_COST
     launches = 1 if plan.splits == 1 else 2
     gpu += (launches - 1) * LATENCY
     return max(launches * LAUNCH, gpu), gpu
@@ -101,46 +145,56 @@ def _widest(K: int, kind: str, elem: int) -> int:
 
 
 def launchable(M: int, K: int, plan: Plan, kind: str = "reduce") -> bool:
-    """The plan's grids fit the device's launch limits: (M, column blocks, splits) and, for
-    a reduction split over rows, the second launch's (1, column blocks of M * K fp32 partials)."""
-    x, y, z = GRID_LIMITS
-    if M > x or cdiv(K, plan.block_k) > y or plan.splits > z:
+    """The plan's grids fit the device's launch limits: (column blocks of the M * K output,
+    1, splits) and, for a reduction split over rows, the second launch's (column blocks of
+    the M * K fp32 partials,)."""
+    x, _, z = GRID_LIMITS
+    if programs(M, K, plan) > x or plan.splits > z:
         return False
-    return kind != "reduce" or plan.splits == 1 or cdiv(M * K, _widest(M * K, kind, 4)) <= y
+    return kind != "reduce" or plan.splits == 1 or cdiv(M * K, _widest(M * K, kind, 4)) <= x
 
 
 @functools.lru_cache(maxsize=4096)
 def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce") -> Plan | None:
     """The tiles of a non-inner reduction: the plan of least modelled time (``cost``).
 
-    Memory-bound work whose programs each walk the rows of a column block.  Searched:
-    - Columns: powers of two up to what K needs (at most 1024 elements, 2 KB a row for
+    Memory-bound work whose programs each walk the rows of a block of output columns (the
+    (M, K) output flattened, so a block may span several m).  Searched:
+    - Columns: powers of two up to what M * K needs (at most 1024 elements, 2 KB a row for
       softmax, whose per-column statistics live in registers).  Narrow blocks give more
-      programs (a small problem's only parallelism) and pay in sectors half read.
-    - Tile size (TILES): small tiles keep many programs in flight on each SM, which is how
-      a GPU hides load latency; large ones take fewer steps.  Rows per step are what the
-      tile leaves, at most N (no partial row block to mask).
+      programs (a small problem's only parallelism) and pay in short contiguous runs.  A
+      block wider than K takes several m (``flat``), or one m with lanes idle; flat loads
+      cannot be proven contiguous, which a sum does not feel (memory-bound) and softmax
+      does (FLAT_SOFTMAX_COST: exp and three memory operations an element, issued singly).
+    - Rows per step: what the tile (TILES) leaves, at most N (no partial row block to mask).
     - Splits of the rows (a second launch combines them in a fixed order).  A launch costs
       host time whatever the kernel does, so a small problem keeps one launch.  One launch
       is also never dearer than the moved-axis path (a copy, then its kernel), so no shape
       goes there for speed.
     Ties go to less GPU time, then wider columns, then fewer splits.  Plans whose grids the
-    device cannot launch (``launchable``) are not candidates; None when no plan is (more than
-    65535 column blocks of the widest tile): the caller takes the moved axis, whose inner
-    kernel puts every row on grid axis x."""
-    widest = _widest(K, kind, elem)
+    device cannot launch (``launchable``) are not candidates; None when no plan is (more
+    than 2**31 - 1 column blocks of the widest tile): the caller takes the moved axis."""
     best: tuple[tuple[float, float, int, int], Plan] | None = None
+    for plan in candidates(M, N, K, elem, kind):
+        total, gpu = cost(M, N, K, plan, device, elem, kind)
+        key = (total, gpu, -plan.block_k, plan.splits)
+        if best is None or key < best[0]:
+            best = (key, plan)
+    return best[1] if best is not None else None
+
+
+def candidates(M: int, N: int, K: int, elem: int = 4, kind: str = "reduce") -> Iterator[Plan]:
+    """Every launchable plan ``tiles`` weighs (``benchmarks/plan_grid.py`` times them)."""
+    widest = _widest(M * K, kind, elem)
     for block_k in (1 << i for i in range(widest.bit_length())):
-        for tile in TILES:
+        # wider than K: blocks of the flattened output, and for the first such width also
+        # per m with idle lanes (softmax's vector loads need it; see FLAT_SOFTMAX_COST)
+        modes = (False,) if block_k <= K else (True, False) if block_k < 2 * K else (True,)
+        for flat, tile in itertools.product(modes, TILES):
             block_r = _pow2_at_most(min(max(1, tile // block_k), max(N, 1)))
             for splits in (1 << i for i in range(13)):
                 if splits > 1 and splits * block_r > N:
                     break
-                plan = Plan(block_r, block_k, 4 if block_r * block_k <= 2048 else 8, splits)
-                if not launchable(M, K, plan, kind):
-                    continue
-                total, gpu = cost(M, N, K, plan, device, elem, kind)
-                key = (total, gpu, -block_k, splits)
-                if best is None or key < best[0]:
-                    best = (key, plan)
-    return best[1] if best is not None else None
+                plan = Plan(block_r, block_k, 4 if block_r * block_k <= 2048 else 8, splits, flat)
+                if launchable(M, K, plan, kind):
+                    yield plan
