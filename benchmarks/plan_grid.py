@@ -1,0 +1,127 @@
+"""How good is the tile model's choice?  For problems drawn as ``bench_reductions.py``
+draws them (another seed than the sweep's), time many candidate plans on the GPU and put
+the model's pick against the fastest measured.  A check of the model, not a fit: its
+constants are hardware properties, and the sweep (another sample) is what is quoted.
+
+    python benchmarks/plan_grid.py --cases 16 --seed 11 --min-mb 8 [--shapes op:MxNxK:dim:dtype ...] [--json PATH]
+
+Candidates per case: the model's 8 cheapest plans, the cheapest plan of each tile size
+and column width, and the plan an earlier model chose where
+``benchmarks/_tilemodel_v1.py`` exists (kept out of git; a copy of the old module).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import random
+import sys
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from bench_reductions import draw, parse  # noqa: E402
+
+
+def candidates(M: int, N: int, K: int, device, elem: int, kind: str) -> list[tuple[float, object]]:
+    from pytest_fl_contract.workarounds import tilemodel as tm
+
+    out = [(tm.cost(M, N, K, plan, device, elem, kind)[1], plan) for plan in tm.candidates(M, N, K, elem, kind)]
+    out.sort(key=lambda c: c[0])
+    picked = out[:8]
+    for group in {(p.block_r * p.block_k, p.block_k, p.flat) for _, p in out}:
+        picked.append(min((c for c in out if (c[1].block_r * c[1].block_k, c[1].block_k, c[1].flat) == group),
+                          key=lambda c: c[0]))  # fmt: skip
+    seen, unique = set(), []
+    for c in picked:
+        if c[1] not in seen:
+            seen.add(c[1])
+            unique.append(c)
+    return unique
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--min-mb", type=float, default=8.0, help="only problems at least this large (MB)")
+    parser.add_argument("--shapes", nargs="*", default=[], help="op:MxNxK:dim:dtype cases timed first")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+
+    import torch
+    import triton
+
+    from pytest_fl_contract.workarounds import fastpath
+    from pytest_fl_contract.workarounds import tilemodel as tm
+
+    try:
+        import _tilemodel_v1 as old
+    except ImportError:
+        old = None
+    device = fastpath.device_info("cuda")
+    print(device.source, flush=True)
+    rng = random.Random(args.seed)
+    cases = [parse(s) for s in args.shapes]
+    while len(cases) < len(args.shapes) + args.cases:
+        op, shape, dim, dtype = draw(rng)
+        elem = 4 if dtype == "float32" else 2
+        if math.prod(shape) * elem >= args.min_mb * 2**20:
+            cases.append((op, shape, dim, dtype))
+    rows, wrong = [], []
+    for op, shape, dim, dtype in cases:
+        x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
+        M, N, K = fastpath._mnk(shape, dim)
+        kind = "softmax" if op == "softmax" else "reduce"
+        chosen = tm.tiles(M, N, K, device, x.element_size(), kind)
+        plans = candidates(M, N, K, device, x.element_size(), kind)
+        if chosen not in {p for _, p in plans}:  # host-bound: the widest plan under the launch's cost
+            plans.append((tm.cost(M, N, K, chosen, device, x.element_size(), kind)[1], chosen))
+        earlier = None
+        if old is not None:
+            was = old.tiles(M, N, K, old.Device(device.sms, device.bandwidth, "v1"), x.element_size(), kind)
+            earlier = tm.Plan(was.block_r, was.block_k, was.warps, was.splits) if was else None  # its kernel: per m
+            if earlier is not None and earlier not in {p for _, p in plans}:
+                plans.append((tm.cost(M, N, K, earlier, device, x.element_size(), kind)[1], earlier))
+        timed = []
+        if op == "softmax":
+            want = torch.softmax(x.float(), dim)
+        else:
+            want = x.float().sum(dim) / (shape[dim] if op == "mean" else 1)
+        for predicted, plan in plans:
+            if kind == "softmax":
+                call = functools.partial(fastpath.Softmax(shape, dim, None, plan, x.device).run, x)
+            else:
+                call = functools.partial(fastpath.Reduce(shape, dim, False, op == "mean", plan, device, x.device).run, x)
+            got = call().float()
+            error = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+            ms = triton.testing.do_bench(call, warmup=5, rep=10, return_mode="median")
+            timed.append({"plan": vars(plan), "predicted_ms": predicted * 1e3, "ms": ms, "error": error})
+            if not error <= (1e-4 if dtype == "float32" else 1e-2):
+                wrong.append(f"{op} {shape} {dtype} {plan}: error {error:.1e}")
+        best = min(t["ms"] for t in timed)
+        pick = next(t["ms"] for t in timed if t["plan"] == vars(chosen))
+        was = next((t["ms"] for t in timed if earlier is not None and t["plan"] == vars(earlier)), float("nan"))
+        row = {"op": op, "shape": list(shape), "dim": dim, "dtype": dtype, "chosen": vars(chosen), "chosen_ms": pick,
+               "best_ms": best, "earlier": vars(earlier) if earlier else None, "earlier_ms": was, "plans": timed}  # fmt: skip
+        rows.append(row)
+        fastest = min(timed, key=lambda t: t["ms"])["plan"]
+        print(f"{op:8} {'x'.join(map(str, shape)):>20} {dtype:9} {math.prod(shape) * x.element_size() / 2**20:8.1f} MB "
+              f"model {pick:.3f} ms ({pick / best:.2f}x best)  earlier {was:.3f} ({was / best:.2f}x)  best {best:.3f} "
+              f"r{fastest['block_r']} k{fastest['block_k']} w{fastest['warps']} s{fastest['splits']}  "
+              f"chosen r{chosen.block_r} k{chosen.block_k} s{chosen.splits}  ({len(timed)} plans)", flush=True)  # fmt: skip
+    ratios = sorted(r["chosen_ms"] / r["best_ms"] for r in rows)
+    earlier = sorted(r["earlier_ms"] / r["best_ms"] for r in rows if not math.isnan(r["earlier_ms"]))
+    print(f"\nmodel's pick / fastest timed: median {ratios[len(ratios) // 2]:.2f}x, worst {ratios[-1]:.2f}x ({len(ratios)} cases)")
+    if earlier:
+        print(f"earlier model's pick / fastest: median {earlier[len(earlier) // 2]:.2f}x, worst {earlier[-1]:.2f}x")
+    print(f"correctness: {sum(len(r['plans']) for r in rows) - len(wrong)} of {sum(len(r['plans']) for r in rows)} "
+          "plans within tolerance of torch" + "".join(f"\n  WRONG {w}" for w in wrong))  # fmt: skip
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as sink:
+            json.dump({"device_model": device.source, "seed": args.seed, "rows": rows}, sink, indent=1)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
