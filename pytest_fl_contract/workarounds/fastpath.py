@@ -4,10 +4,11 @@ The seed's table shows what Iluvatar's compiler gets right: 1-D masks and the pe
 loop.  These kernels walk the reduced axis in blocks of BLOCK_R *whole* rows (their 2-D
 mask is the column condition broadcast over rows that all exist) and finish the last
 ``N % BLOCK_R`` rows in smaller whole blocks.  No row condition exists to be dropped, and
-no transpose is paid.  A program's columns are BLOCK_K consecutive (m, k) pairs of the
-(M, K) output, flattened: where K is small a program takes several m at once (each m's
-rows are one contiguous run), so a (10**7, 12, 2) sum is ten thousand programs reading
-long runs, not ten million reading 8 bytes each; the grid's only large axis is x.
+no transpose is paid.  A program's columns are a block of one m (contiguous: vector loads)
+or, where K is small, BLOCK_K consecutive (m, k) pairs of the flattened (M, K) output, so a
+program takes several m at once (each m's rows are one contiguous run): a (10**7, 12, 2)
+sum is ten thousand programs reading long runs, not ten million reading 8 bytes each.
+Columns go on grid axis x, splits of the rows on z (``_columns``).
 
 Covered: sum and mean over a single non-inner dim of fp32/fp16/bf16 input with the
 default dtype, and softmax over a non-inner dim.  Everything else takes the moved-axis
@@ -61,29 +62,29 @@ def accepts(op: Any, dim: Any) -> bool:
 
 
 @triton.jit
-def _sum_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
+def _sum_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
               LOG_R: tl.constexpr):  # fmt: skip
-    """fp32 column sums of rows [n_start, n_end): whole BLOCK_R blocks under the column
-    mask alone, then the rest in whole blocks of BLOCK_R/2, /4, ... 1 rows (its binary
+    """fp32 column sums of rows [n_start, n_end) (``col``: each column's offset of row 0,
+    from ``_columns``): whole BLOCK_R blocks under the column mask alone, then the rest in whole blocks of BLOCK_R/2, /4, ... 1 rows (its binary
     digits: at most LOG_R more steps, never a row mask)."""
     rows = tl.arange(0, BLOCK_R)
     n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
     acc = tl.zeros([BLOCK_R, BLOCK_K], dtype=tl.float32)
     for n0 in range(n_start, n_full, BLOCK_R):
-        ptrs = in_ptr + base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        ptrs = in_ptr + (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
         acc += tl.load(ptrs, mask=kmask[None, :], other=0.0).to(tl.float32)
     total = tl.sum(acc, axis=0)
     n = n_full
     for level in tl.static_range(1, LOG_R + 1):
         if n + (BLOCK_R >> level) <= n_end:
-            ptrs = in_ptr + base + (n + tl.arange(0, BLOCK_R >> level))[:, None].to(tl.int64) * K + k[None, :]
+            ptrs = in_ptr + (n + tl.arange(0, BLOCK_R >> level))[:, None].to(tl.int64) * K + col[None, :]
             total += tl.sum(tl.load(ptrs, mask=kmask[None, :], other=0.0).to(tl.float32), axis=0)
             n += BLOCK_R >> level
     return total
 
 
 @triton.jit
-def _softmax_stats_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
+def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                         LOG_R: tl.constexpr):  # fmt: skip
     """Column max and sum of exp over rows [n_start, n_end), online, same row walk."""
     rows = tl.arange(0, BLOCK_R)
@@ -91,7 +92,7 @@ def _softmax_stats_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.c
     m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
     s = tl.zeros([BLOCK_K], dtype=tl.float32)
     for n0 in range(n_start, n_full, BLOCK_R):
-        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        offs = (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
         x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
         m_new = tl.maximum(m, tl.max(x, axis=0))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
@@ -100,7 +101,7 @@ def _softmax_stats_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.c
     n = n_full
     for level in tl.static_range(1, LOG_R + 1):
         if n + (BLOCK_R >> level) <= n_end:
-            offs = base + (n + tl.arange(0, BLOCK_R >> level))[:, None].to(tl.int64) * K + k[None, :]
+            offs = (n + tl.arange(0, BLOCK_R >> level))[:, None].to(tl.int64) * K + col[None, :]
             x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
             m_new = tl.maximum(m, tl.max(x, axis=0))
             m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
@@ -111,19 +112,19 @@ def _softmax_stats_rows(in_ptr, base, n_start, n_end, k, kmask, K, BLOCK_R: tl.c
 
 
 @triton.jit
-def _softmax_write_rows(out_ptr, in_ptr, base, n_start, n_end, k, kmask, K, m, inv,
+def _softmax_write_rows(out_ptr, in_ptr, n_start, n_end, col, kmask, K, m, inv,
                         BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr):  # fmt: skip
     rows = tl.arange(0, BLOCK_R)
     n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
     for n0 in range(n_start, n_full, BLOCK_R):
-        offs = base + (n0 + rows)[:, None].to(tl.int64) * K + k[None, :]
+        offs = (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
         x = tl.load(in_ptr + offs, mask=kmask[None, :], other=0.0).to(tl.float32)
         y = tl.exp(x - m[None, :]) * inv[None, :]
         tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=kmask[None, :])
     n = n_full
     for level in tl.static_range(1, LOG_R + 1):
         if n + (BLOCK_R >> level) <= n_end:
-            offs = base + (n + tl.arange(0, BLOCK_R >> level))[:, None].to(tl.int64) * K + k[None, :]
+            offs = (n + tl.arange(0, BLOCK_R >> level))[:, None].to(tl.int64) * K + col[None, :]
             x = tl.load(in_ptr + offs, mask=kmask[None, :], other=0.0).to(tl.float32)
             y = tl.exp(x - m[None, :]) * inv[None, :]
             tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=kmask[None, :])
@@ -160,7 +161,7 @@ def _split_rows(N, rows_per_split):
 def fl_reduce_rows_kernel(out_ptr, in_ptr, MK, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                           LOG_R: tl.constexpr, FLAT: tl.constexpr):  # fmt: skip
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
-    total = _sum_rows(in_ptr, 0, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R) * scale
+    total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R) * scale
     tl.store(out_ptr + c, total.to(out_ptr.dtype.element_ty), mask=cmask)
 
 
@@ -172,7 +173,7 @@ def fl_reduce_rows_split_kernel(
     when cdiv(M * K, BLOCK_K) programs alone cannot fill the GPU (few, long columns)."""
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
-    part = _sum_rows(in_ptr, 0, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R)
+    part = _sum_rows(in_ptr, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R)
     tl.store(part_ptr + pid_s * MK + c, part, mask=cmask)
 
 
@@ -180,8 +181,8 @@ def fl_reduce_rows_split_kernel(
 def fl_softmax_rows_kernel(out_ptr, in_ptr, MK, N, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                            LOG_R: tl.constexpr, FLAT: tl.constexpr):  # fmt: skip
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
-    m, s = _softmax_stats_rows(in_ptr, 0, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R)
-    _softmax_write_rows(out_ptr, in_ptr, 0, 0, N, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
+    m, s = _softmax_stats_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R)
+    _softmax_write_rows(out_ptr, in_ptr, 0, N, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
 
 
 @triton.jit
@@ -191,7 +192,7 @@ def fl_softmax_stats_split_kernel(
     """Per split of rows: the column max and sum of exp, into (split, m, k)."""
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
-    m, s = _softmax_stats_rows(in_ptr, 0, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R)
+    m, s = _softmax_stats_rows(in_ptr, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R)
     tl.store(m_ptr + pid_s * MK + c, m, mask=cmask)
     tl.store(s_ptr + pid_s * MK + c, s, mask=cmask)
 
@@ -214,7 +215,7 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, MK, N, K, rows_p
         mi = tl.load(m_ptr + stat, mask=cmask, other=float("-inf"))
         s += tl.load(s_ptr + stat, mask=cmask, other=0.0) * tl.exp(mi - m_safe)
         stat += MK
-    _softmax_write_rows(out_ptr, in_ptr, 0, n_start, n_end, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
+    _softmax_write_rows(out_ptr, in_ptr, n_start, n_end, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
 
 
 def _log2(block_r: int) -> int:
