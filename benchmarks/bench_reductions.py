@@ -171,7 +171,7 @@ def main() -> int:
         r = rows[-1]
         print(f"{i + 1:4d} {r['op']:8} {'x'.join(map(str, r['shape'])):>22} d{r['dim']} {r['dtype']:9} "
               f"{r['bytes'] / 2**20:9.2f} MB  torch {r['torch']:.4f}  native {r['native']:.4f}  fast {r['fast']:.4f} "
-              f"({r['fast'] / r['native']:.2f}x, loop {r.get('loop_fast', nan) / r.get('loop_native', nan):.2f}x)  moved {r.get('moved', float('nan')):.4f}  "
+              f"({r['fast'] / r['native']:.2f}x, loop {r.get('loop_fast', nan) / r.get('loop_native', nan):.2f}x)  moved {r.get('moved', nan):.4f}  "
               f"{100 * r['fast_copy_share']:5.1f}% of copy  err {r['error']:.1e}", flush=True)  # fmt: skip
 
     ratios = [r["fast"] / r["native"] for r in rows]

@@ -120,7 +120,7 @@ def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind
     steps, tail = rows_each // plan.block_r, bin(rows_each % plan.block_r).count("1")
     # a step reads, per m its columns touch, one contiguous run: block_r whole rows where
     # the block spans whole rows (K <= block_k), else block_k elements of each row
-    run = (plan.block_r * K if plan.block_k >= K else plan.block_k) * elem  # whole rows of an m are one run
+    run = (plan.block_r * K if plan.block_k >= K else plan.block_k) * elem
     lanes = min(K, plan.block_k) if not plan.flat else min(M * K, plan.block_k)
     share = run / (run + OPEN)  # of the bandwidth a run gets
     step = LATENCY + plan.block_r * lanes * elem / share / (device.bandwidth / device.sms)
