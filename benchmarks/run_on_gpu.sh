@@ -45,12 +45,15 @@ print(fastpath.device_info('cuda').source)" ;;
     [ -n "$LANE_KEEP_CACHE" ] || rm -rf "$TRITON_CACHE_DIR" "$HOME/.flaggems"
     for run in ${LANE_RUNS:-cold warm}; do
       start=$(date +%s.%N)
-      (cd /tmp && timeout -s INT -k 30 "${LANE_TIMEOUT:-540}" python3 -m pytest_fl_contract.cli contracts reductions -- --platform nvidia --fl-sweep full -n auto -q \
-        ${LANE_K:+-k "$LANE_K"} ${LANE_ARGS} -rfE --junitxml="$OUT/lane-$run$LANE_TAG.xml" --durations=15 > "$OUT/lane-$run$LANE_TAG.txt" 2>&1)
+      # lane_timeline.py: when each worker started, was ready and ran each case (what sets the wall time)
+      (cd /tmp && FL_TIMELINE="$OUT/timeline-$run$LANE_TAG" PYTHONPATH="$PYTHONPATH:$ROOT/benchmarks" \
+        timeout -s INT -k 30 "${LANE_TIMEOUT:-540}" python3 -m pytest_fl_contract.cli contracts reductions -- --platform nvidia --fl-sweep full -n auto -q \
+        -p lane_timeline ${LANE_K:+-k "$LANE_K"} ${LANE_ARGS} -rfE --junitxml="$OUT/lane-$run$LANE_TAG.xml" --durations=15 > "$OUT/lane-$run$LANE_TAG.txt" 2>&1)
       echo "lane $run$LANE_TAG: exit $?, $(python3 -c "import time; print(round(time.time() - $start, 1))") s wall"
       grep -E "^(FAILED|ERROR)" "$OUT/lane-$run$LANE_TAG.txt" | cut -c1-400 | head -40
       grep -E "passed|failed" "$OUT/lane-$run$LANE_TAG.txt" | tail -1
       python3 "$ROOT/benchmarks/lane_times.py" "$OUT/lane-$run$LANE_TAG.xml" --top 12 | cut -c1-300
+      python3 "$ROOT/benchmarks/lane_timeline.py" "$OUT/timeline-$run$LANE_TAG" --top 8 | tee "$OUT/timeline-$run$LANE_TAG.txt" | cut -c1-200
     done ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" \

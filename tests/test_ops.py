@@ -189,11 +189,15 @@ def test_the_fast_comparison_is_torch_isclose(pairs, rtol, atol):
 @given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=3), data=st.data(), keepdim=st.booleans())
 def test_the_std_reference_is_torch_std(shape, data, keepdim):
     """The two-pass std gives torch's float64 std: same shape, NaN and inf where torch has
-    them, values to float64 rounding, over int, list and None dims."""
+    them, values to float64 rounding, over int, list and None dims.  Finite values whose
+    squares overflow float64 are not drawn: there torch disagrees with itself (NaN over an
+    inner dim, inf over an outer one, for the same slice); the contracts' largest values
+    are 1e30 (special_values' "huge")."""
     import torch
 
     n = math.prod(shape)
-    x = torch.tensor(data.draw(st.lists(_VALUES, min_size=n, max_size=n)), dtype=torch.float64).reshape(shape)
+    fits = st.one_of(st.floats(-1e150, 1e150), st.sampled_from([math.inf, -math.inf, math.nan, 0.0, -0.0, 1e-300]))
+    x = torch.tensor(data.draw(st.lists(fits, min_size=n, max_size=n)), dtype=torch.float64).reshape(shape)
     dim = data.draw(st.one_of(st.none(), st.integers(0, len(shape) - 1),
                               st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True)))  # fmt: skip
     want = x.std(dim=dim, keepdim=keepdim)
@@ -235,3 +239,54 @@ def test_another_devices_tensor_is_std_s_known_defect_in_5_0_only():
     assert "launch_on_current_device" not in get("std").known_defects(here, "5.0.2")
     assert "launch_on_current_device" not in get("std").known_defects(other, "5.4.0.dev0")
     assert "launch_on_current_device" not in get("sum").known_defects(other, "5.0.2")
+
+
+@settings(max_examples=120, deadline=None)
+@given(shape=st.lists(st.integers(1, 6), min_size=1, max_size=4), data=st.data(), keepdim=st.booleans())
+def test_references_by_slab_are_the_whole_reference(shape, data, keepdim):
+    """A large input's reference is made a slab at a time (``blocks``): the slabs cover the
+    input and the result once each, in step, for every op kind and dim form, so the pieces
+    put together are the whole reference; and a result wrong at one element is caught
+    (check and disagreement alike) and named by its index in the whole result."""
+
+    sweeps = _sweeps()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sweeps, "BLOCKWISE_FROM", 1)
+        patch.setattr(sweeps, "_REF_BLOCK", data.draw(st.integers(1, 40)))
+        _slabs_hold(sweeps, shape, data, keepdim)
+
+
+def _slabs_hold(sweeps, shape, data, keepdim) -> None:
+    import torch
+
+    x = torch.randn(shape, dtype=torch.float32)
+    op = get(data.draw(st.sampled_from(["sum", "std", "softmax", "logsumexp", "prod"])))
+    rank = len(shape)
+    dims = st.integers(-rank, rank - 1)
+    dim = data.draw(dims if op.kind == "along" or op.name == "prod" else st.one_of(
+        dims, st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True)))  # fmt: skip
+    keep = keepdim and op.kind == "reduce"
+    whole = op.reference(x, dim, keep)
+    seen = torch.zeros(whole.shape, dtype=torch.int64)
+    taken = torch.zeros(x.shape, dtype=torch.int64)
+    for src, dst in sweeps.blocks(tuple(x.shape), dim, keep, op.kind):
+        torch.testing.assert_close(op.reference(x[src], dim, keep), whole[dst], rtol=1e-12, atol=1e-12, equal_nan=True)
+        seen[dst] += 1
+        taken[src] += 1
+    assert bool((seen == 1).all()) and bool((taken == 1).all())
+    got = op.torch_fn(x, dim, keep)
+    assert sweeps.disagreement(op, lambda: got, x, dim, keep) is None
+    if isinstance(dim, int):
+        sweeps.check(op, got, x, dim, keep)
+    if got.numel() == 0:
+        return
+    at = data.draw(st.integers(0, got.numel() - 1))
+    wrong = got.clone()
+    value = float(wrong.view(-1)[at])
+    wrong.view(-1)[at] = value + 1e3 if math.isfinite(value) else 0.0  # a NaN std of one element: 0 is wrong
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(at), got.shape))
+    problem = sweeps.disagreement(op, lambda: wrong, x, dim, keep)
+    assert problem is not None and f"at {index}:" in problem
+    if isinstance(dim, int):
+        with pytest.raises(AssertionError):
+            sweeps.check(op, wrong, x, dim, keep)

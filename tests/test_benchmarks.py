@@ -1,0 +1,42 @@
+"""The lane timeline (benchmarks/lane_timeline.py): what the GPU lane's wall time is read from."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def test_the_timeline_names_each_workers_start_and_cases(pytester: pytest.Pytester, monkeypatch, capsys) -> None:
+    pytester.makepyfile(test_some="""
+        import time, pytest
+        @pytest.mark.parametrize("i", range(6))
+        def test_case(i):
+            time.sleep(0.3 if i == 5 else 0.01)
+    """)  # fmt: skip
+    folder = pytester.path / "timeline"
+    monkeypatch.setenv("FL_TIMELINE", str(folder))
+    monkeypatch.setenv("PYTHONPATH", f"{BENCHMARKS}")
+    result = pytester.runpytest_subprocess("-p", "lane_timeline", "-n", "2", "-p", "no:randomly")
+    result.assert_outcomes(passed=6)
+    assert sorted(p.name for p in folder.iterdir()) == ["controller.jsonl", "gw0.jsonl", "gw1.jsonl"]
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import lane_timeline
+
+    assert lane_timeline.report(folder, top=1) == 0
+    out = capsys.readouterr().out
+    assert "2 workers" in out and "gw0" in out and "gw1" in out
+    longest = out.split("longest cases of the run:")[1]
+    assert "test_case[5]" in longest and "0.3" in longest  # the one slow case, timed
+
+
+def test_no_controller_log_is_one_line_and_exit_2(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import lane_timeline
+
+    assert lane_timeline.report(tmp_path) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert sys.modules["lane_timeline"].IMPORTED > 0
