@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .tilemodel import Device, Plan, cdiv, device_info, programs, tiles
+from .tilemodel import Device, Plan, cdiv, device_info, programs, second_plan, tiles
 
 FLOATS = ("torch.float32", "torch.float16", "torch.bfloat16")
 # A dim form the entry point does not accept (the registry's ``dim_forms``) must keep
@@ -303,8 +303,7 @@ class Reduce(_Planned):
             return
         rows_per_split = _chunk(N, plan.splits, plan.block_r)
         splits = cdiv(N, rows_per_split)
-        second = tiles(1, splits, M * K, device)  # partials are fp32: (1, splits, M * K)
-        assert second is not None  # launchable(plan) checked the second launch's grid
+        second = second_plan(splits, M * K, device)  # partials are fp32: (1, splits, M * K), one launch
         self.grid = (programs(M, K, plan), 1, splits)
         self.split = ((splits, M, K), (M * K, N, K, rows_per_split), (programs(1, M * K, second),),
                       (M * K, splits, M * K), _meta(second))  # fmt: skip

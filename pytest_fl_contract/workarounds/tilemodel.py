@@ -126,17 +126,30 @@ def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind
     step = LATENCY + plan.block_r * lanes * elem / share / (device.bandwidth / device.sms)
     latency = waves * passes * (steps * step + (tail + 1) * LATENCY)
     moved = traffic * M * N * K * elem / share
-    if plan.splits > 1:  # partial results written and read back in fp32
-        moved += 2 * plan.splits * M * K * 4
-        if kind == "softmax":  # every split's program merges every split's (max, sum): splits**2
-            moved += 2 * plan.splits * plan.splits * M * K * 4
+    chained = 0.0  # after the split launch, what must wait for all of it
+    if plan.splits > 1 and kind == "softmax":
+        # (max, sum) of every split written, then every program merges every split's, a load
+        # at a time (each waits for the one before: the merge is in split order): splits**2
+        moved += 2 * plan.splits * M * K * 4 + 2 * plan.splits * plan.splits * M * K * 4
+        latency += waves * 2 * plan.splits * LATENCY
+    elif plan.splits > 1:  # fp32 partials written, then a second launch reduces (1, splits, M * K)
+        moved += plan.splits * M * K * 4
+        chained = cost(1, plan.splits, M * K, second_plan(plan.splits, M * K, device), device)[1]
     floor = moved / (device.bandwidth * EFFICIENCY)
     gpu = (latency**4 + floor**4) ** 0.25
     if plan.flat and kind == "softmax":
         gpu *= FLAT_SOFTMAX_COST
     launches = 1 if plan.splits == 1 else 2
-    gpu += (launches - 1) * LATENCY
+    gpu += (launches - 1) * LATENCY + chained
     return max(launches * LAUNCH, gpu), gpu
+
+
+def second_plan(splits: int, MK: int, device: Device) -> Plan:
+    """The plan of a split reduction's second launch: (1, splits, M * K) fp32 partials, one
+    launch (its kernel has no splits of its own)."""
+    plan = tiles(1, splits, MK, device, 4, "reduce", one_launch=True)
+    assert plan is not None  # launchable() checked its grid for the first launch's plan
+    return plan
 
 
 def _widest(K: int, kind: str, elem: int) -> int:
@@ -155,7 +168,7 @@ def launchable(M: int, K: int, plan: Plan, kind: str = "reduce") -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce") -> Plan | None:
+def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce", one_launch: bool = False) -> Plan | None:
     """The tiles of a non-inner reduction: the plan of least modelled time (``cost``).
 
     Memory-bound work whose programs each walk the rows of a block of output columns (the
@@ -167,7 +180,8 @@ def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "re
       cannot be proven contiguous, which a sum does not feel (memory-bound) and softmax
       does (FLAT_SOFTMAX_COST: exp and three memory operations an element, issued singly).
     - Rows per step: what the tile (TILES) leaves, at most N (no partial row block to mask).
-    - Splits of the rows (a second launch combines them in a fixed order).  A launch costs
+    - Splits of the rows (a second launch combines them in a fixed order, and waits for the
+      first: its own walk over the partials is part of the plan's cost).  A launch costs
       host time whatever the kernel does, so a small problem keeps one launch.  One launch
       is also never dearer than the moved-axis path (a copy, then its kernel), so no shape
       goes there for speed.
@@ -176,6 +190,9 @@ def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "re
     than 2**31 - 1 column blocks of the widest tile): the caller takes the moved axis."""
     best: tuple[tuple[float, float, int, int], Plan] | None = None
     for plan in candidates(M, N, K, elem, kind):
+        if one_launch and plan.splits > 1:
+            continue
+
         total, gpu = cost(M, N, K, plan, device, elem, kind)
         key = (total, gpu, -plan.block_k, plan.splits)
         if best is None or key < best[0]:
