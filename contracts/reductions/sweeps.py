@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from pytest_fl_contract.ops import OPS, Op, installed, non_inner_kernels
+from pytest_fl_contract.slabs import slabs
 
 # -- sweeps -----------------------------------------------------------------------------
 
@@ -220,26 +221,13 @@ def check(op: Op, got: Any, x: Any, d: int, keepdim: bool = False) -> None:
 
 
 def blocks(shape: tuple[int, ...], dim: Any, keepdim: bool, kind: str) -> list[tuple[tuple[slice, ...], ...]]:
-    """(input index, result index) pairs that cover a call's input and result a slab of one
-    kept axis at a time, so its float64 reference is made and compared slab by slab: 2**27
-    elements in float64 at once are 1 GiB of fresh pages, 3.4 - 6.3 s on one thread for a
-    grid-limit case (mostly page faults), where slabs of 2**20 stay in cache.  Below
-    ``BLOCKWISE_FROM`` elements, or with no kept axis to cut, one pair covers everything."""
-    whole = [((), ())]
-    n = math.prod(shape)
-    if n < BLOCKWISE_FROM or dim is None or not shape:
-        return whole
-    reduced = {d % len(shape) for d in (dim if isinstance(dim, (list, tuple)) else [dim])}
-    kept = [a for a in range(len(shape)) if a not in reduced]
-    if not kept:
-        return whole
-    axis = max(kept, key=lambda a: shape[a])
-    step = max(1, _REF_BLOCK // max(n // shape[axis], 1))
-    if step >= shape[axis]:
-        return whole
-    out_axis = axis if kind == "along" or keepdim else axis - sum(d < axis for d in reduced)
-    cut = [slice(start, start + step) for start in range(0, shape[axis], step)]
-    return [((slice(None),) * axis + (s,), (slice(None),) * out_axis + (s,)) for s in cut]
+    """(input index, result index) pairs (``slabs``) over which a call's float64 reference is
+    made and compared: 2**27 elements in float64 at once are 1 GiB of fresh pages, 3.4 -
+    6.3 s on one thread for a grid-limit case (mostly page faults), where slabs of 2**20
+    stay in cache.  Below ``BLOCKWISE_FROM`` elements, one pair covers everything."""
+    if math.prod(shape) < BLOCKWISE_FROM:
+        return [((), ())]
+    return slabs(shape, dim, keepdim, kind == "along", _REF_BLOCK)
 
 
 BLOCKWISE_FROM = 1 << 22
