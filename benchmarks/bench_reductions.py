@@ -22,6 +22,7 @@ import json
 import math
 import platform
 import random
+import statistics
 import sys
 import time
 from importlib import metadata
@@ -85,9 +86,13 @@ def back_to_back(fn, budget_s: float = 0.02) -> float:
     return start.elapsed_time(end) / calls
 
 
-def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: bool = False) -> dict:
+def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: bool = False, rounds: int = 1) -> dict:
     """One case: torch, FlagGems' native kernel, the workaround (fast path), optionally the
-    moved axis; and the fast path's error against torch."""
+    moved axis; and the fast path's error against torch.  With ``rounds`` > 1, native and
+    fast are timed that many times, alternating, and each figure is the median of its
+    rounds (kept under "rounds"): two sweeps of the same cases and plans on two H200s gave
+    the same plan's do_bench time 0.2 - 1.6x apart under 20 MB (p10 - p90), native's 0.1 -
+    3.7x, so one timing of a small case says little."""
     import torch
 
     from pytest_fl_contract import ops
@@ -114,10 +119,15 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
     if graph:  # GPU time alone: the calls replayed from a CUDA graph, no host in the figure
         del calls["torch"]
         row["torch"] = float("nan")
-    for label, call in calls.items():
-        row[label] = bench(call)
-    if not graph:
-        row["loop_native"], row["loop_fast"] = back_to_back(calls["native"]), back_to_back(calls["fast"])
+    timed: dict[str, list[float]] = {}
+    for label in [lab for lab in calls if lab not in ("native", "fast")] + ["native", "fast"] * rounds:
+        timed.setdefault(label, []).append(bench(calls[label]))
+        if label == "fast" and not graph:
+            timed.setdefault("loop_native", []).append(back_to_back(calls["native"]))
+            timed.setdefault("loop_fast", []).append(back_to_back(calls["fast"]))
+    row.update({label: statistics.median(times) for label, times in timed.items()})
+    if rounds > 1:
+        row["rounds"] = timed
     if moved and not graph:
         with fastpath.disabled():
             row["moved"] = bench(calls["fast"])
@@ -133,6 +143,7 @@ def main() -> int:
     parser.add_argument("--shapes", nargs="*", default=[], help="op:MxNxK:dim:dtype cases")
     parser.add_argument("--moved-every", type=int, default=4, help="time the moved axis on every k-th case")
     parser.add_argument("--rep", type=int, default=40, help="do_bench repetition budget (ms)")
+    parser.add_argument("--rounds", type=int, default=1, help="time native and fast this many times, alternating; medians")
     parser.add_argument("--json", help="write results here")
     parser.add_argument("--graph", action="store_true",
                         help="time CUDA-graph replays (GPU time only: a host's Python speed drops out)")
@@ -164,7 +175,7 @@ def main() -> int:
     for i, case in enumerate(cases):
         moved = bool(args.moved_every) and i % args.moved_every == 0
         try:
-            rows.append(measure(case, bench, dev, device, copy_gbs, moved, args.graph))
+            rows.append(measure(case, bench, dev, device, copy_gbs, moved, args.graph, max(1, args.rounds)))
         except Exception as exc:  # one case that cannot be timed (a graph capture refused) is said, not fatal
             print(f"{i + 1:4d} {case}: not measured: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
             continue
@@ -177,7 +188,7 @@ def main() -> int:
     ratios = [r["fast"] / r["native"] for r in rows]
     moved = [r["moved"] / r["native"] for r in rows if "moved" in r]
     print(f"\ndevice {torch.cuda.get_device_name(0)} ({device.source}); copy ceiling {copy_gbs:.0f} GB/s; "
-          f"{len(rows)} cases, seed {args.seed}, {time.monotonic() - start:.0f}s")  # fmt: skip
+          f"{len(rows)} cases, seed {args.seed}, {args.rounds} round(s), {time.monotonic() - start:.0f}s")  # fmt: skip
     print(f"fast / native: median {percentile(ratios, 0.5):.2f}x, p90 {percentile(ratios, 0.9):.2f}x, "
           f"worst {max(ratios, default=float('nan')):.2f}x")  # fmt: skip
     loops = [r["loop_fast"] / r["loop_native"] for r in rows if "loop_fast" in r]
@@ -199,7 +210,7 @@ def main() -> int:
     if args.json:
         versions = {d: metadata.version(d) for d in ("torch", "triton", "flag_gems")}
         result = {"device": torch.cuda.get_device_name(0), "device_model": device.source, "copy_gbs": copy_gbs,
-                  "seed": args.seed, "graph": args.graph, "versions": versions, "python": platform.python_version(), "rows": rows}  # fmt: skip
+                  "seed": args.seed, "graph": args.graph, "rounds": args.rounds, "versions": versions, "python": platform.python_version(), "rows": rows}  # fmt: skip
         with open(args.json, "w", encoding="utf-8") as sink:
             json.dump(result, sink, indent=1)
     return 0 if not bad else 1

@@ -3,7 +3,7 @@
 # and its own torch / triton (never replaced), with flag-gems and the few packages it lacks
 # as wheels in .whl/ (see benchmarks/results/README.md).  Writes under $OUT (default ./out).
 #
-#   bash benchmarks/run_on_gpu.sh setup probes large lane sweep
+#   bash benchmarks/run_on_gpu.sh setup probes large lane sweep startup
 set -o pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out}
@@ -56,9 +56,12 @@ print(fastpath.device_info('cuda').source)" ;;
       python3 "$ROOT/benchmarks/lane_timeline.py" "$OUT/timeline-$run$LANE_TAG" --top 8 | tee "$OUT/timeline-$run$LANE_TAG.txt" | cut -c1-200
     done ;;
   sweep)
-    timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" \
+    timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" ${ROUNDS:+--rounds "$ROUNDS"} \
       ${GRAPH:+--graph} --json "$OUT/sweep.json" > "$OUT/sweep.txt" 2>&1
     echo "sweep: exit $?"; tail -12 "$OUT/sweep.txt" ;;
+  startup)
+    # a lane's fixed cost: collection and a first case's phases, one process and 16 at once
+    (cd /tmp && timeout 240 python3 "$ROOT/benchmarks/startup_profile.py" --workers "${STARTUP_WORKERS:-16}" 2>&1 | tee "$OUT/startup.txt") ;;
   profile)
     # where the fast path's time goes on the sweep's worst cases (host vs GPU), PLANS=1 adds plans around the model's
     timeout "${PROFILE_TIMEOUT:-300}" python3 "$ROOT/benchmarks/profile_fastpath.py" ${PLANS:+--plans} ${PROFILE_CASES:-\
@@ -66,6 +69,6 @@ print(fastpath.device_info('cuda').source)" ;;
       softmax:2x1266x34:1:bfloat16 mean:1x15x2229:1:float16 sum:81x2x141:1:float32 softmax:2x5x6240:1:bfloat16 \
       sum:4054x255x54:1:bfloat16 sum:220x14x83424:1:bfloat16 sum:20884x1773x6:1:float16 sum:5027x53x1277:1:bfloat16 \
       mean:224421x24x16:1:float32 sum:5x71786x2:1:bfloat16} 2>&1 | tee "$OUT/profile.txt" ;;
-  *) echo "unknown step $what (setup, probes, grid, large, lane, sweep, profile)"; exit 2 ;;
+  *) echo "unknown step $what (setup, probes, grid, large, lane, sweep, startup, profile)"; exit 2 ;;
   esac
 done

@@ -11,7 +11,8 @@ rest idle.  Each run records how long every case took (pytest's cache, per platf
 sweep), and the next orders its cases longest first and has xdist hand them out one at a
 time (``--maxschedchunk 1``: its first batches are otherwise runs of consecutive cases, all
 the long ones to one worker), the longest-processing-time rule, so the long ones overlap
-the short ones (``--fl-order collection`` keeps collection order).  That order starts the
+the short ones (xdist's first batch is two consecutive cases a worker: they are dealt so
+that no worker gets two of the longest) (``--fl-order collection`` keeps collection order).  That order starts the
 memory-heavy cases together: before the memory ledger (``ledger.py``) it hung an H200 lane
 at 4010 of 4064 cases; with it, four ordered runs on H200s finished: cold 49 - 54 s
 against 61 - 68 s in collection order, warm 42 - 47 s.
@@ -42,15 +43,30 @@ def usable_cpus() -> int | None:
         return os.cpu_count()
 
 
-def longest_first(nodeids: Sequence[str], durations: Mapping[str, float]) -> list[int]:
+# xdist's first batch gives every worker this many consecutive cases, whatever
+# --maxschedchunk says (``LoadScheduling.schedule``: ``max(node_chunksize, 2)``).
+FIRST_BATCH = 2
+
+
+def longest_first(nodeids: Sequence[str], durations: Mapping[str, float], workers: int = 1) -> list[int]:
     """Indices of ``nodeids``, longest recorded first (stable; a case never timed counts as
     the median, so a new case neither jumps the queue nor waits for the end).  Unchanged
-    when under half the cases were ever timed: the record is of some other selection."""
+    when under half the cases were ever timed: the record is of some other selection.
+
+    With ``workers`` (xdist), the first ``FIRST_BATCH`` cases of each worker are dealt like
+    cards, snaking: worker i gets the i-th longest and the (2W - 1 - i)-th.  In plain
+    longest-first order the first batch gave one H200 worker the two longest cases (large
+    index, 10 s each) and another the next two, so the lane waited 21 s on two workers."""
     known = [durations[n] for n in nodeids if n in durations]
     if not nodeids or len(known) * 2 < len(nodeids):
         return list(range(len(nodeids)))
     median = sorted(known)[len(known) // 2]
-    return sorted(range(len(nodeids)), key=lambda i: -durations.get(nodeids[i], median))
+    order = sorted(range(len(nodeids)), key=lambda i: -durations.get(nodeids[i], median))
+    dealt = FIRST_BATCH * workers
+    if workers < 2 or len(order) < dealt:
+        return order
+    head = [order[r * workers + (w if r % 2 == 0 else workers - 1 - w)] for w in range(workers) for r in range(FIRST_BATCH)]
+    return head + order[dealt:]
 
 
 class Schedule:
@@ -79,7 +95,8 @@ class Schedule:
         """Every worker collects and must agree on the order: all read the same record."""
         if self.config.getoption("fl_order", "longest-first") != "longest-first":
             return
-        order = longest_first([item.nodeid for item in items], self._recorded())
+        workers = int(getattr(self.config, "workerinput", {}).get("workercount", 1))
+        order = longest_first([item.nodeid for item in items], self._recorded(), workers)
         items[:] = [items[i] for i in order]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -128,3 +128,28 @@ def test_a_second_interrupt_ends_a_pytest_that_hangs(tmp_path):
     assert proc.poll() is None  # the first one only waits
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=20) == 128 + signal.SIGTERM
+
+
+@given(st.lists(st.floats(0, 100), min_size=1, max_size=80), st.integers(2, 16))
+def test_xdists_first_batch_never_gives_a_worker_two_of_the_longest(times, workers):
+    """xdist starts each worker on FIRST_BATCH consecutive cases: worker w runs cases 2w
+    and 2w + 1 first.  Dealt in a snake, each worker's first pair holds one of the W
+    longest and no pair outlasts plain order's first (the two longest together); past the
+    first batch the order stays longest first."""
+    from pytest_fl_contract.schedule import FIRST_BATCH
+
+    ids = [f"t{i}" for i in range(len(times))]
+    durations = dict(zip(ids, times))
+    order = longest_first(ids, durations, workers)
+    assert sorted(order) == list(range(len(ids)))
+    plain = longest_first(ids, durations)
+    if len(ids) < FIRST_BATCH * workers:
+        assert order == plain
+        return
+    ranked = [times[i] for i in plain]
+    top = set(plain[:workers])
+    for w in range(workers):
+        pair = order[FIRST_BATCH * w : FIRST_BATCH * (w + 1)]
+        assert len(top.intersection(pair)) == 1
+        assert sum(times[i] for i in pair) <= ranked[0] + ranked[1]
+    assert order[FIRST_BATCH * workers :] == plain[FIRST_BATCH * workers :]

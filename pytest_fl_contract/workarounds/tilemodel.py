@@ -71,6 +71,7 @@ class Plan:
 # lowers residency), in no case faster by more than 4%.
 TILES = (1024,)
 LATENCY = 1.0e-6  # seconds from issuing a load to its data on a busy device: a row step waits for its load
+L2_LATENCY = 0.3e-6  # the same for data the previous launch just wrote, still in L2 (~500 cycles at 1.7 GHz)
 EFFICIENCY = 0.88  # share of the nominal bandwidth a streaming kernel reaches (an H200's copy: 4.25 of 4.81 TB/s)
 BASE_REGS = 32  # registers a thread holds besides its share of the tile (indices, pointers, loop state)
 MAX_PROGRAMS = 32  # resident programs (thread blocks) an SM takes at most
@@ -102,7 +103,8 @@ def programs(M: int, K: int, plan: Plan) -> int:
     return cdiv(M * K, plan.block_k) if plan.flat else M * cdiv(K, plan.block_k)
 
 
-def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind: str = "reduce") -> tuple[float, float]:
+def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind: str = "reduce",
+         latency_s: float = LATENCY) -> tuple[float, float]:  # fmt: skip
     """(time, GPU time) of a plan in seconds, as the model sees it.
 
     Time is the larger of the host's launches and the GPU's work.  The GPU's work has two
@@ -113,7 +115,8 @@ def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind
     is).  Bandwidth: the bytes over what the device streams, each contiguous run paying
     OPEN bytes' time to start.  Near where the two meet neither is reached, so they
     are combined as a soft maximum (a 4-norm).  Softmax walks its rows twice (statistics,
-    then values) and writes as much as it reads."""
+    then values) and writes as much as it reads.  ``latency_s``: a load's latency, L2's for
+    a launch that reads what the one before it wrote."""
     passes, traffic = (2, 3) if kind == "softmax" else (1, 1)
     waves = cdiv(programs(M, K, plan) * plan.splits, resident(plan, device, kind) * device.sms)
     rows_each = cdiv(N, plan.splits)
@@ -123,18 +126,18 @@ def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind
     run = (plan.block_r * K if plan.block_k >= K else plan.block_k) * elem
     lanes = min(K, plan.block_k) if not plan.flat else min(M * K, plan.block_k)
     share = run / (run + OPEN)  # of the bandwidth a run gets
-    step = LATENCY + plan.block_r * lanes * elem / share / (device.bandwidth / device.sms)
-    latency = waves * passes * (steps * step + (tail + 1) * LATENCY)
+    step = latency_s + plan.block_r * lanes * elem / share / (device.bandwidth / device.sms)
+    latency = waves * passes * (steps * step + (tail + 1) * latency_s)
     moved = traffic * M * N * K * elem / share
     chained = 0.0  # after the split launch, what must wait for all of it
     if plan.splits > 1 and kind == "softmax":
         # (max, sum) of every split written, then every program merges every split's, a load
-        # at a time (each waits for the one before: the merge is in split order): splits**2
+        # at a time from L2 (each waits for the one before: the merge is in split order)
         moved += 2 * plan.splits * M * K * 4 + 2 * plan.splits * plan.splits * M * K * 4
-        latency += waves * 2 * plan.splits * LATENCY
+        latency += waves * 2 * plan.splits * L2_LATENCY
     elif plan.splits > 1:  # fp32 partials written, then a second launch reduces (1, splits, M * K)
         moved += plan.splits * M * K * 4
-        chained = cost(1, plan.splits, M * K, second_plan(plan.splits, M * K, device), device)[1]
+        chained = cost(1, plan.splits, M * K, second_plan(plan.splits, M * K, device), device, latency_s=L2_LATENCY)[1]
     floor = moved / (device.bandwidth * EFFICIENCY)
     gpu = (latency**4 + floor**4) ** 0.25
     if plan.flat and kind == "softmax":
