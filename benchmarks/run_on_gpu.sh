@@ -54,6 +54,8 @@ print(fastpath.device_info('cuda').source)" ;;
       grep -E "passed|failed" "$OUT/lane-$run$LANE_TAG.txt" | tail -1
       python3 "$ROOT/benchmarks/lane_times.py" "$OUT/lane-$run$LANE_TAG.xml" --top 12 | cut -c1-300
       python3 "$ROOT/benchmarks/lane_timeline.py" "$OUT/timeline-$run$LANE_TAG" --top 8 | tee "$OUT/timeline-$run$LANE_TAG.txt" | cut -c1-200
+      # one file per process is more than the device tool brings back: one archive instead
+      tar -C "$OUT" -czf "$OUT/timeline-$run$LANE_TAG.tgz" "timeline-$run$LANE_TAG" && rm -rf "$OUT/timeline-$run$LANE_TAG"
     done ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" ${ROUNDS:+--rounds "$ROUNDS"} \
