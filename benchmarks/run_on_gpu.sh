@@ -64,6 +64,18 @@ print(fastpath.device_info('cuda').source)" ;;
   startup)
     # a lane's fixed cost: collection and a first case's phases, one process and 16 at once
     (cd /tmp && timeout 240 python3 "$ROOT/benchmarks/startup_profile.py" --workers "${STARTUP_WORKERS:-16}" 2>&1 | tee "$OUT/startup.txt") ;;
+  workerprofile)
+    # one worker's collection and first case under cProfile, beside 15 more of the same (the
+    # contention of a 16-worker lane's start)
+    suite=$(cd /tmp && python3 -c "import os, pytest_fl_contract.contracts as c; print(os.path.dirname(c.__file__))")/reductions  # the installed suite, not the checkout
+    [ -d "$suite" ] || { echo "workerprofile: no installed suite ($suite)"; exit 1; }
+    args=(-p fl_contract --platform nvidia --fl-sweep full "$suite" -q -p no:cacheprovider -k "test_accuracy and sum-1x2x64-d1-float32")
+    for _ in $(seq 15); do (cd /tmp && python3 -m pytest "${args[@]}" > /dev/null 2>&1) & done
+    (cd /tmp && python3 -m cProfile -o "$OUT/worker.prof" -m pytest "${args[@]}" 2>&1 | tail -2)
+    wait
+    python3 -c "import pstats; s = pstats.Stats('$OUT/worker.prof'); s.sort_stats('cumulative').print_stats(60); s.print_stats('pytest_fl_contract', 40); s.sort_stats('tottime').print_stats(25)" \
+      > "$OUT/worker-profile.txt" 2>&1
+    grep -E "function calls|^ +[0-9]" "$OUT/worker-profile.txt" | cut -c1-170 | head -140 ;;
   profile)
     # where the fast path's time goes on the sweep's worst cases (host vs GPU), PLANS=1 adds plans around the model's
     timeout "${PROFILE_TIMEOUT:-300}" python3 "$ROOT/benchmarks/profile_fastpath.py" ${PLANS:+--plans} ${PROFILE_CASES:-\
@@ -71,6 +83,6 @@ print(fastpath.device_info('cuda').source)" ;;
       softmax:2x1266x34:1:bfloat16 mean:1x15x2229:1:float16 sum:81x2x141:1:float32 softmax:2x5x6240:1:bfloat16 \
       sum:4054x255x54:1:bfloat16 sum:220x14x83424:1:bfloat16 sum:20884x1773x6:1:float16 sum:5027x53x1277:1:bfloat16 \
       mean:224421x24x16:1:float32 sum:5x71786x2:1:bfloat16} 2>&1 | tee "$OUT/profile.txt" ;;
-  *) echo "unknown step $what (setup, probes, grid, large, lane, sweep, startup, profile)"; exit 2 ;;
+  *) echo "unknown step $what (setup, probes, grid, large, lane, sweep, startup, workerprofile, profile)"; exit 2 ;;
   esac
 done
