@@ -14,8 +14,8 @@ export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
 for what in "$@"; do
   case "$what" in
   setup)
-    python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$ROOT"/.whl/*.whl || exit 1
-    python3 -m pip install -q --upgrade --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site "$ROOT" || exit 1
+    python3 -m pip install -q --upgrade --no-index --no-deps --no-cache-dir --target /tmp/site "$ROOT"/.whl/*.whl || exit 1
+    python3 -m pip install -q --upgrade --no-index --no-deps --no-build-isolation --target /tmp/site "$ROOT" || exit 1
     nvidia-smi -L
     python3 -c "import torch, triton, flag_gems; from pytest_fl_contract.workarounds import fastpath; \
 print('torch', torch.__version__, 'triton', triton.__version__, 'flag_gems', flag_gems.__version__); \
