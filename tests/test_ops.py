@@ -117,15 +117,17 @@ def _sweeps():
 @pytest.mark.parametrize("dim", [0, 1, -1, 3, -4])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float8_e4m3fn"])
 @pytest.mark.parametrize("values", [True, False])
-def test_a_large_input_gets_the_outcome_torch_on_the_cpu_gives(monkeypatch, name, dim, dtype, values):
-    """The meta shortcut (past META_FROM elements) must decide as the CPU does: what raises
-    (a dim out of range, float8) and the result's shape and dtype, with torch's values
-    wanted or not (indices judged by the value they point at)."""
+@pytest.mark.parametrize("shape", [(4, 3, 5), (1, 7, 2, 9), (3, 2, 2)])
+def test_a_large_input_gets_the_outcome_torch_on_the_cpu_gives(monkeypatch, name, dim, dtype, values, shape):
+    """The shortcut past META_FROM elements (a small input whose extents name their dims)
+    must decide as the CPU does: what raises (a dim out of range, float8) and the result's
+    shape and dtype, with torch's values wanted or not (indices judged by the value they
+    point at); equal extents and extents of one included."""
     import torch
 
     sweeps = _sweeps()
     op = next(o for o in OPS if o.name == name)
-    x = torch.randn(4, 3, 5).to(getattr(torch, dtype))
+    x = torch.randn(shape).to(getattr(torch, dtype))
     kind, want = sweeps.outcome(lambda: op.torch_fn(x, dim, False))
     monkeypatch.setattr(sweeps, "META_FROM", 1)
     got_kind, got = sweeps.torch_outcome(op, x, dim, False, values)

@@ -305,19 +305,21 @@ def torch_outcome(op: Op, cpu: Any, dim: Any, keepdim: bool, values: bool = True
     """What torch does with the call: ("ok", result) or ("raises", type).  Float results
     are compared with the float64 reference, and without ``values`` (indices checked by the
     value they point at) no result is, so torch's own only gives the shape, the dtype and
-    whether it raises.  For a large input, whether it raises is torch on the CPU with a
-    small input of the same rank, dtype and dims of one (meta kernels skip checks the CPU
-    makes: a dim out of range, float8), and the shape and dtype come from the meta kernels."""
+    whether it raises.  For a large input those come from torch on the CPU with a small
+    input of the same rank and dtype whose extents name their dims (2 + i; extents 0 and 1
+    kept): the result's extents map back to the input's.  Not torch's meta kernels: they
+    skip checks the CPU makes (a dim out of range, float8) and import sympy on first use
+    (3.4 s of an H200 worker's first large case)."""
     import torch
 
     if cpu.numel() >= META_FROM and cpu.is_floating_point():
-        small = torch.zeros([min(s, 2) for s in cpu.shape], dtype=cpu.dtype)
-        kind, probe = outcome(lambda: op.torch_fn(small, dim, keepdim))
+        label = [s if s < 2 else 2 + i for i, s in enumerate(cpu.shape)]
+        kind, probe = outcome(lambda: op.torch_fn(torch.zeros(label, dtype=cpu.dtype), dim, keepdim))
         if kind == "raises":
             return kind, probe
-        kind, want = outcome(lambda: op.torch_fn(cpu.to("meta"), dim, keepdim))
-        if kind == "ok" and (want.is_floating_point() or not values):
-            return kind, want
+        if probe.is_floating_point() or not values:
+            extent = {2 + i: s for i, s in enumerate(cpu.shape) if s >= 2}
+            return "ok", torch.empty([extent.get(v, v) for v in probe.shape], dtype=probe.dtype, device="meta")
     return outcome(lambda: op.torch_fn(cpu, dim, keepdim))
 
 
