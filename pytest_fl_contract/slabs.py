@@ -10,7 +10,9 @@ from typing import Any
 Index = tuple[slice, ...]
 
 
-def slabs(shape: tuple[int, ...], dim: Any, keepdim: bool, keeps_shape: bool, elements: int) -> list[tuple[Index, Index]]:
+def slabs(
+    shape: tuple[int, ...], dim: Any, keepdim: bool, keeps_shape: bool, elements: int
+) -> list[tuple[Index, Index]]:
     """(input index, result index) pairs that cover the input and the result of a reduction
     over ``dim`` (an int, a list, or None) once each, cut along the largest kept axis into
     slabs of about ``elements`` input elements.  ``keeps_shape``: the op keeps the input's
