@@ -57,16 +57,19 @@ def phases(device: str) -> dict[str, float]:
 
 
 def timed(argvs: list[list[str]]) -> list[float]:
-    """Wall seconds of each command, all started at once."""
+    """Wall seconds of each command, all started at once: each its own exit, polled (waiting
+    on them in turn would stamp an early one with a later one's end)."""
     start = time.perf_counter()
-    procs = [subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for a in argvs]
-    ends = []
-    for p in procs:
-        out, _ = p.communicate()
-        ends.append(time.perf_counter() - start)
-        if p.returncode != 0:
-            print(f"  a command failed (exit {p.returncode}): {out.strip().splitlines()[-1:]}")
-    return ends
+    procs = [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for a in argvs]
+    ends: dict[int, float] = {}
+    while len(ends) < len(procs):
+        for i, p in enumerate(procs):
+            if i not in ends and p.poll() is not None:
+                ends[i] = time.perf_counter() - start
+                if p.returncode != 0:
+                    print(f"  a command failed (exit {p.returncode}): {' '.join(argvs[i][:6])} ...")
+        time.sleep(0.02)
+    return [ends[i] for i in range(len(procs))]
 
 
 def main() -> int:
@@ -82,7 +85,7 @@ def main() -> int:
     for n in (1, args.workers):
         ends = timed([COLLECT] * n)
         print(f"collection, {n} at once: median {statistics.median(ends):.1f} s, last {max(ends):.1f} s")
-        start = time.perf_counter()
+        start = time.perf_counter()  # each child times its own phases; here only when all are done
         procs = [subprocess.Popen(child, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
         runs = []
         for p in procs:

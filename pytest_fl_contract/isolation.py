@@ -10,6 +10,7 @@ signal or the device error from its output) as one failed case.  Hardware lanes 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
@@ -85,7 +86,8 @@ def compare(op: Any, x: Any, got: Any, dim: int, elements: int = 1 << 26) -> dic
     for src, dst in slabs(tuple(x.shape), dim, False, op.kind == "along", elements):
         want = op.torch_fn(x[src], dim, False)
         scale = max(scale, float(want.max()), -float(want.min()))
-        gap = max(gap, float(got[dst].sub(want).abs_().max()))
+        # NaN counts as an infinite gap: Python's max() would drop it (max(0.0, nan) is 0.0)
+        gap = max(gap, float(got[dst].sub(want).abs_().nan_to_num_(nan=math.inf).max()))
     error = gap / max(scale, 1e-30)
     bound = 1e-4
     return {"ok": error <= bound, "detail": f"relative error {error:.3g} against torch on the device (bound {bound:g})"}

@@ -11,8 +11,8 @@ rest idle.  Each run records how long every case took (pytest's cache, per platf
 sweep), and the next orders its cases longest first and has xdist hand them out one at a
 time (``--maxschedchunk 1``: its first batches are otherwise runs of consecutive cases, all
 the long ones to one worker), the longest-processing-time rule, so the long ones overlap
-the short ones (xdist's first batch is two consecutive cases a worker: they are dealt so
-that no worker gets two of the longest) (``--fl-order collection`` keeps collection order).  That order starts the
+the short ones (xdist's first batch is at least two consecutive cases a worker: they are
+dealt so that no worker gets two of the longest) (``--fl-order collection`` keeps collection order).  That order starts the
 memory-heavy cases together: before the memory ledger (``ledger.py``) it hung an H200 lane
 at 4010 of 4064 cases; with it, four ordered runs on H200s finished: cold 49 - 54 s
 against 61 - 68 s in collection order, warm 42 - 47 s.
@@ -43,29 +43,35 @@ def usable_cpus() -> int | None:
         return os.cpu_count()
 
 
-# xdist's first batch gives every worker this many consecutive cases, whatever
-# --maxschedchunk says (``LoadScheduling.schedule``: ``max(node_chunksize, 2)``).
-FIRST_BATCH = 2
+def first_batch(cases: int, workers: int, maxschedchunk: int | None) -> int:
+    """Consecutive cases xdist's load scheduler hands each worker first (``LoadScheduling.
+    schedule``): one each, round robin, under two cases a worker; else a quarter of a
+    worker's share capped at ``--maxschedchunk``, and at least two whatever that says."""
+    if cases < 2 * workers:
+        return 1
+    return max(min(cases // workers // 4, cases if maxschedchunk is None else maxschedchunk), 2)
 
 
-def longest_first(nodeids: Sequence[str], durations: Mapping[str, float], workers: int = 1) -> list[int]:
+def longest_first(nodeids: Sequence[str], durations: Mapping[str, float], workers: int = 1,
+                  batch: int = 2) -> list[int]:  # fmt: skip
     """Indices of ``nodeids``, longest recorded first (stable; a case never timed counts as
     the median, so a new case neither jumps the queue nor waits for the end).  Unchanged
     when under half the cases were ever timed: the record is of some other selection.
 
-    With ``workers`` (xdist), the first ``FIRST_BATCH`` cases of each worker are dealt like
-    cards, snaking: worker i gets the i-th longest and the (2W - 1 - i)-th.  In plain
-    longest-first order the first batch gave one H200 worker the two longest cases (large
-    index, 10 s each) and another the next two, so the lane waited 21 s on two workers."""
+    With ``workers`` (xdist), each worker's first ``batch`` cases (``first_batch``) are
+    dealt like cards, snaking: worker i gets the i-th longest, then the (2W - 1 - i)-th, and
+    so on.  In plain longest-first order xdist's first batch of two gave one H200 worker the
+    two longest cases (large index, 10 s each) and another the next two, so the lane waited
+    21 s on two workers."""
     known = [durations[n] for n in nodeids if n in durations]
     if not nodeids or len(known) * 2 < len(nodeids):
         return list(range(len(nodeids)))
     median = sorted(known)[len(known) // 2]
     order = sorted(range(len(nodeids)), key=lambda i: -durations.get(nodeids[i], median))
-    dealt = FIRST_BATCH * workers
-    if workers < 2 or len(order) < dealt:
+    dealt = batch * workers
+    if workers < 2 or batch < 2 or len(order) < dealt:
         return order
-    head = [order[r * workers + (w if r % 2 == 0 else workers - 1 - w)] for w in range(workers) for r in range(FIRST_BATCH)]
+    head = [order[r * workers + (w if r % 2 == 0 else workers - 1 - w)] for w in range(workers) for r in range(batch)]
     return head + order[dealt:]
 
 
@@ -96,7 +102,10 @@ class Schedule:
         if self.config.getoption("fl_order", "longest-first") != "longest-first":
             return
         workers = int(getattr(self.config, "workerinput", {}).get("workercount", 1))
-        order = longest_first([item.nodeid for item in items], self._recorded(), workers)
+        chunk = getattr(self.config.option, "maxschedchunk", None)
+        chunk = 1 if chunk is None else chunk  # what the controller set (__init__), unless the user did
+        batch = first_batch(len(items), workers, chunk)
+        order = longest_first([item.nodeid for item in items], self._recorded(), workers, batch)
         items[:] = [items[i] for i in order]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -18,8 +18,8 @@ def slabs(
     slabs of about ``elements`` input elements.  ``keeps_shape``: the op keeps the input's
     shape (softmax).  One pair of ``()`` (everything) where there is no kept axis to cut."""
     whole: list[tuple[Index, Index]] = [((), ())]
-    if dim is None or not shape:
-        return whole
+    if dim is None or not shape or (isinstance(dim, (list, tuple)) and not dim):
+        return whole  # dim=[] reduces everything, as None does (torch's sum and mean)
     reduced = {d % len(shape) for d in (dim if isinstance(dim, (list, tuple)) else [dim])}
     kept = [a for a in range(len(shape)) if a not in reduced and shape[a] > 1]
     if not kept:

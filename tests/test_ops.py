@@ -315,6 +315,29 @@ def test_the_isolated_child_compares_a_slab_at_a_time(shape, data):
         return
     wrong = got.clone()
     at = data.draw(st.integers(0, got.numel() - 1))
-    wrong.view(-1)[at] = (wrong.view(-1)[at] + 1) % x.shape[dim] if op.kind == "index" else wrong.view(-1)[at] + 1.0
+    if op.kind == "index":
+        wrong.view(-1)[at] = (wrong.view(-1)[at] + 1) % x.shape[dim]
+    else:  # off by one, or NaN (Python's max() drops a NaN gap unless it is made infinite)
+        wrong.view(-1)[at] = data.draw(st.sampled_from([float(wrong.view(-1)[at]) + 1.0, math.nan, math.inf]))
     verdict = isolation.compare(op, x, wrong, dim, elements)
     assert not verdict["ok"], verdict["detail"]
+
+
+def test_an_empty_dim_list_reduces_everything_past_the_slab_threshold(monkeypatch):
+    """sum/mean take dim=[] as every dim (a 0-d result): no kept axis to cut, one slab; and
+    check() names the block of a wrong element past the threshold."""
+    import torch
+
+    from pytest_fl_contract.slabs import slabs
+
+    sweeps = _sweeps()
+    assert slabs((4, 5), [], False, False, 1) == [((), ())]
+    monkeypatch.setattr(sweeps, "BLOCKWISE_FROM", 1)
+    monkeypatch.setattr(sweeps, "_REF_BLOCK", 5)
+    x = torch.randn(6, 5)
+    op = get("sum")
+    assert sweeps.disagreement(op, lambda: x.sum(dim=[]), x, []) is None
+    wrong = x.sum(dim=1)
+    wrong[4] += 1.0
+    with pytest.raises(AssertionError, match=r"block \[4:5\]"):
+        sweeps.check(op, wrong, x, 1)

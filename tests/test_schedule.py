@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -130,26 +131,64 @@ def test_a_second_interrupt_ends_a_pytest_that_hangs(tmp_path):
     assert proc.wait(timeout=20) == 128 + signal.SIGTERM
 
 
-@given(st.lists(st.floats(0, 100), min_size=1, max_size=80), st.integers(2, 16))
-def test_xdists_first_batch_never_gives_a_worker_two_of_the_longest(times, workers):
-    """xdist starts each worker on FIRST_BATCH consecutive cases: worker w runs cases 2w
-    and 2w + 1 first.  Dealt in a snake, each worker's first pair holds one of the W
-    longest and no pair outlasts plain order's first (the two longest together); past the
-    first batch the order stays longest first."""
-    from pytest_fl_contract.schedule import FIRST_BATCH
-
+@given(st.lists(st.floats(0, 100), min_size=1, max_size=80), st.integers(2, 16), st.integers(1, 4))
+def test_xdists_first_batch_never_gives_a_worker_two_of_the_longest(times, workers, batch):
+    """Worker w runs cases batch * w .. batch * (w + 1) - 1 first.  Dealt in a snake, each
+    worker's first batch holds exactly one of the W longest, its r-th case is the one of
+    rank r * W + w (r even) or r * W + W - 1 - w (r odd); past the first batch the order
+    stays longest first."""
     ids = [f"t{i}" for i in range(len(times))]
     durations = dict(zip(ids, times))
-    order = longest_first(ids, durations, workers)
+    order = longest_first(ids, durations, workers, batch)
     assert sorted(order) == list(range(len(ids)))
     plain = longest_first(ids, durations)
-    if len(ids) < FIRST_BATCH * workers:
+    if len(ids) < batch * workers or batch < 2:
         assert order == plain
         return
-    ranked = [times[i] for i in plain]
     top = set(plain[:workers])
     for w in range(workers):
-        pair = order[FIRST_BATCH * w : FIRST_BATCH * (w + 1)]
-        assert len(top.intersection(pair)) == 1
-        assert sum(times[i] for i in pair) <= ranked[0] + ranked[1]
-    assert order[FIRST_BATCH * workers :] == plain[FIRST_BATCH * workers :]
+        mine = order[batch * w : batch * (w + 1)]
+        assert len(top.intersection(mine)) == 1
+        assert mine == [plain[r * workers + (w if r % 2 == 0 else workers - 1 - w)] for r in range(batch)]
+    assert order[batch * workers :] == plain[batch * workers :]
+
+
+@pytest.mark.parametrize("cases", [3, 7, 31, 32, 200, 4080])
+@pytest.mark.parametrize("workers", [2, 16])
+@pytest.mark.parametrize("chunk", [None, 1, 8])
+def test_first_batch_is_what_xdists_load_scheduler_sends(cases, workers, chunk):
+    """first_batch() against xdist's own LoadScheduling, fed fake workers: what each worker
+    is sent first, for the selections and --maxschedchunk values a lane meets."""
+    from types import SimpleNamespace
+
+    from xdist.scheduler.load import LoadScheduling
+
+    from pytest_fl_contract.schedule import first_batch
+
+    class Node:
+        def __init__(self, name: str) -> None:
+            self.sent: list[int] = []
+            self.gateway = SimpleNamespace(id=name)
+
+        def send_runtest_some(self, indices: list[int]) -> None:
+            self.sent.extend(indices)
+
+        def send_runtest_all(self) -> None:
+            self.sent.extend(range(cases))
+
+        def shutdown(self) -> None:
+            pass
+
+    config = SimpleNamespace(getvalue=lambda name: [f"{workers}*popen"], getoption=lambda name: chunk)
+    scheduler = LoadScheduling(config)  # type: ignore[arg-type]
+    nodes = [Node(f"gw{i}") for i in range(workers)]
+    for node in nodes:
+        scheduler.add_node(node)  # type: ignore[arg-type]
+    for node in nodes:
+        scheduler.add_node_collection(node, [f"t{i}" for i in range(cases)])  # type: ignore[arg-type]
+    scheduler.schedule()
+    batch = first_batch(cases, workers, chunk)
+    if batch == 1:  # under two cases a worker xdist deals them round robin: worker w gets case w first
+        assert [node.sent[0] for node in nodes[:cases]] == list(range(min(cases, workers)))
+    else:  # worker w gets cases batch * w .. batch * (w + 1) - 1 first
+        assert all(node.sent == list(range(batch * w, batch * (w + 1))) for w, node in enumerate(nodes))

