@@ -11,9 +11,9 @@ rest idle.  Each run records how long every case took (pytest's cache, per platf
 sweep), and the next orders its cases longest first and has xdist hand them out one at a
 time (``--maxschedchunk 1``: its first batches are otherwise runs of consecutive cases, all
 the long ones to one worker), the longest-processing-time rule, so the long ones overlap
-the short ones (xdist's first batch is at least two consecutive cases a worker: they are
-dealt so that no worker gets two of the longest) (``--fl-order collection`` keeps collection order).  That order starts the
-memory-heavy cases together: before the memory ledger (``ledger.py``) it hung an H200 lane
+the short ones (``--fl-order collection`` keeps collection order).  xdist's first batch is
+still at least two consecutive cases a worker (``first_batch``): those are dealt so that no
+worker gets two of the longest.  That order starts the memory-heavy cases together: before the memory ledger (``ledger.py``) it hung an H200 lane
 at 4010 of 4064 cases; with it, four ordered runs on H200s finished: cold 49 - 54 s
 against 61 - 68 s in collection order, warm 42 - 47 s.
 """

@@ -334,7 +334,7 @@ def magnitude(cpu: Any) -> float:
         return 1.0
     if not cpu.is_floating_point():
         return max(1.0, float(cpu.abs().max()))
-    flat = cpu.reshape(-1)  # in blocks: no temporary of the input's size
+    flat = cpu.reshape(-1)
     return max(1.0, *(float(flat[i : i + _REF_BLOCK].abs().nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0).max())
                       for i in range(0, flat.numel(), _REF_BLOCK)))  # fmt: skip
 
