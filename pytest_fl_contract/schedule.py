@@ -13,9 +13,10 @@ time (``--maxschedchunk 1``: its first batches are otherwise runs of consecutive
 the long ones to one worker), the longest-processing-time rule, so the long ones overlap
 the short ones (``--fl-order collection`` keeps collection order).  xdist's first batch is
 still at least two consecutive cases a worker (``first_batch``): those are dealt so that no
-worker gets two of the longest.  That order starts the memory-heavy cases together: before the memory ledger (``ledger.py``) it hung an H200 lane
-at 4010 of 4064 cases; with it, four ordered runs on H200s finished: cold 49 - 54 s
-against 61 - 68 s in collection order, warm 42 - 47 s.
+worker gets two of the longest.  That order starts the memory-heavy cases together:
+before the memory ledger (``ledger.py``) it hung an H200 lane at 4010 of 4064 cases; with
+it, four ordered runs on H200s finished: cold 49 - 54 s against 61 - 68 s in collection
+order, warm 42 - 47 s.
 """
 
 from __future__ import annotations
