@@ -113,13 +113,16 @@ def report(folder: Path, top: int = 12) -> int:
           f"workers done: first {min(ends):.1f} s, median {statistics.median(ends):.1f} s, last {max(ends):.1f} s")  # fmt: skip
     end, name, *_, cases = max(rows)
     print(f"the last worker to finish, {name} ({end:.1f} s), ran:")
+    _longest(cases, t0, top)
+    longest = [e for r in rows for e in r[7]]
+    print(f"the {min(top, len(longest))} longest cases of the run:")
+    _longest(longest, t0, top)
+    return 0
+
+
+def _longest(cases: list[dict[str, Any]], t0: float, top: int) -> None:
     for e in sorted(cases, key=lambda e: e["end"] - e["at"], reverse=True)[:top]:
         print(f"  {e['at'] - t0:6.1f} - {e['end'] - t0:6.1f} s  {e['end'] - e['at']:6.2f} s  {e['nodeid']}")
-    longest = sorted((e for r in rows for e in r[7]), key=lambda e: e["end"] - e["at"], reverse=True)[:top]
-    print(f"the {len(longest)} longest cases of the run:")
-    for e in longest:
-        print(f"  {e['at'] - t0:6.1f} - {e['end'] - t0:6.1f} s  {e['end'] - e['at']:6.2f} s  {e['nodeid']}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ MAX_PROGRAMS = 32  # resident programs (thread blocks) an SM takes at most
 LAUNCH = 25.0e-6  # host seconds of one launch through FlagGems' launch cache (measured 5-40 us by host CPU)
 FLAT_SOFTMAX_COST = 3.0  # softmax over flattened blocks, same tiles: 2.5 - 3.4x slower on an H200 (see ``tiles``)
 OPEN = 32  # bytes a contiguous run costs beyond its own: one 32-byte sector, the unit DRAM and L2 move (was 128;
-#   the seed-11 plan grids picked better at 32: h200-plan-grid-seed11-final and -current, see its README)
+#   the seed-11 plan grids picked better at 32: benchmarks/results/README.md, h200-plan-grid-seed11-*)
 
 
 def cdiv(a: int, b: int) -> int:
