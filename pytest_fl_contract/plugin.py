@@ -2,34 +2,61 @@
 
 Like pytest-xdist's ``plugin.py`` this module only wires: the lane's state and its hooks
 live in ``session.LaneSession``.  Loading it imports neither torch nor triton nor flag_gems.
+
+Installed but not asked for (``activation``: no platform named, no ``-p fl_contract``,
+no ``--fl-*`` option), it adds its options and does nothing else: no session, no markers,
+no header, no import of the lane's stack (this module imports the rest of the package
+only once a run is active), so a foreign suite's run is what it would be without it.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import hooks, markers
+from . import hooks
+from .activation import activation
 from .errors import FlContractError
-from .platforms import load_registry
-from .session import SESSION, LaneSession, WorkaroundInfo
-from .settings import Options, Settings, resolve
+
+if TYPE_CHECKING:
+    from .session import LaneSession, WorkaroundInfo
+    from .settings import Options, Settings
+
+SESSION = pytest.StashKey["LaneSession"]()
+
+ACTIVE = pytest.StashKey["str | None"]()  # why the plugin is active in this run; None: it is not
+INACTIVE = (
+    "fl-contract is installed but not active in this run: name a platform (--platform NAME, FL_PLATFORM, "
+    "ini fl_platform) or load it with -p fl_contract"
+)
 
 # The contracts' helper modules (tolerances, checks) hold asserts that must be rewritten.
 pytest.register_assert_rewrite("pytest_fl_contract.contracts")
 
 
 def session_of(config: pytest.Config) -> LaneSession:
-    return config.stash[SESSION]
+    session = config.stash.get(SESSION, None)
+    if session is None:
+        raise FlContractError(INACTIVE)
+    return session
 
 
 def settings_of(config: pytest.Config) -> Settings:
     """The lane's settings, for conftests that parametrize from them."""
-    return config.stash[SESSION].settings
+    return session_of(config).settings
+
+
+def pytest_plugin_registered(plugin: Any, plugin_name: str, manager: pytest.PytestPluginManager) -> None:
+    """``-p pytest_fl_contract.plugin`` registers this module under its module name before the
+    entry point would register it again as ``fl_contract`` (pluggy refuses one object under
+    two names): the entry point's name is then taken as loaded."""
+    if plugin is sys.modules[__name__] and plugin_name != "fl_contract" and not manager.is_blocked("fl_contract"):
+        manager.set_blocked("fl_contract")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -132,6 +159,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _options(config: pytest.Config, namespace: Any) -> Options:
+    from .settings import Options
+
     root = namespace.fl_source_root or str(config.invocation_params.dir)
     return Options(
         platform=namespace.fl_platform,
@@ -150,9 +179,33 @@ def _options(config: pytest.Config, namespace: Any) -> Options:
     )
 
 
-def _session(config: pytest.Config, namespace: Any) -> LaneSession:
-    """Resolve once and bring the session up before anything imports triton."""
+def _active(config: pytest.Config, namespace: Any) -> str | None:
+    """Why this run asked for the plugin, or None; decided once the options are final."""
+    given = [flag for dest, (default, flag) in _fl_options(config).items()
+             if getattr(namespace, dest, default) != default]  # fmt: skip
+    plugins = [*(getattr(namespace, "plugins", None) or []), *os.environ.get("PYTEST_PLUGINS", "").split(",")]
+    ini = config.getini("fl_platform") or None
+    return activation(plugins, given, os.environ, ini)
+
+
+def _fl_options(config: pytest.Config) -> dict[str, tuple[Any, str]]:
+    """The plugin's options: destination -> (default, flag), ``--platform`` first."""
+    group = config._parser.getgroup("fl_contract")
+    return {option.dest: (option.default, option.names()[0]) for option in group.options}
+
+
+def _session(config: pytest.Config, namespace: Any) -> LaneSession | None:
+    """Resolve once and bring the session up before anything imports triton; None when
+    the run did not ask for the plugin."""
+    why = config.stash.get(ACTIVE, None) or _active(config, namespace)
+    config.stash[ACTIVE] = why
+    if why is None:
+        return None
     if SESSION not in config.stash:
+        from .platforms import load_registry
+        from .session import LaneSession
+        from .settings import resolve
+
         try:
             settings = resolve(_options(config, namespace), load_registry(namespace.fl_platforms_files))
             session = LaneSession(config, settings)
@@ -170,9 +223,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    session = _session(config, config.option)
+    if session is None:
+        return
+    from . import markers
+
     for line in markers.MARKERS.values():
         config.addinivalue_line("markers", line)
-    session = _session(config, config.option)
     if not config.pluginmanager.is_registered(session):
         config.pluginmanager.register(session, "fl_contract_session")
     if config.option.junitprefix is None:
@@ -208,8 +265,9 @@ def pytest_configure_junit_properties(config: pytest.Config) -> None:
     from _pytest.junitxml import xml_key
 
     xml = config.stash.get(xml_key, None)
-    if xml is not None:
-        for name, value in session_of(config).properties():
+    session = config.stash.get(SESSION, None)
+    if xml is not None and session is not None:
+        for name, value in session.properties():
             xml.add_global_property(name, value)
 
 
@@ -219,7 +277,14 @@ def pytest_configure_junit_properties(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def fl_settings(request: pytest.FixtureRequest) -> Settings:
     """The lane's resolved settings: platform, layout, emulation, workaround, sweep."""
-    return settings_of(request.config)
+    return _lane(request).settings
+
+
+def _lane(request: pytest.FixtureRequest) -> LaneSession:
+    try:
+        return session_of(request.config)
+    except FlContractError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -234,16 +299,19 @@ def fl_device(fl_settings: Settings) -> str:
 def flag_gems(request: pytest.FixtureRequest) -> Any:
     """flag_gems itself, imported after the emulator, with the lane's workaround installed
     (the session installs it whenever flag_gems is first imported, by anyone)."""
+    session = _lane(request)
     try:
-        return session_of(request.config).import_flag_gems()
-    except FlContractError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        return session.import_flag_gems()
+    except FlContractError as exc:  # the run stops after this case (LaneSession.stop_run), xdist or not
+        problem = str(exc)
+    session.stop_run(problem)
+    pytest.fail(problem, pytrace=False)
 
 
 @pytest.fixture(scope="session")
 def fl_workaround(request: pytest.FixtureRequest, flag_gems: Any) -> WorkaroundInfo | None:
     """What the lane's workaround wrapped (None where the lane runs without one)."""
-    return session_of(request.config).workaround
+    return _lane(request).workaround
 
 
 @pytest.fixture

@@ -15,13 +15,17 @@ def run_subprocess(pytester: pytest.Pytester):
     """pytester in a fresh interpreter (the emulator patches a process for good), with the
     plugin loaded only through ``-p fl_contract``."""
 
-    def run(*args: str, autoload: bool = False, timeout: float = 600) -> pytest.RunResult:
+    def run(*args: str, autoload: bool = False, timeout: float = 600,
+            env: dict[str, str] | None = None) -> pytest.RunResult:  # fmt: skip
+        extra = env or {}
         env = os.environ.copy()
         if not autoload:
             pytester._monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
         pytester._monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
         for name in ("FL_PLATFORM", "GEMS_VENDOR", "FL_CONTRACT_EMULATED_VENDOR"):
             pytester._monkeypatch.delenv(name, raising=False)
+        for name, value in extra.items():
+            pytester._monkeypatch.setenv(name, value)
         return pytester.runpytest_subprocess(*args, timeout=timeout)
 
     return run
