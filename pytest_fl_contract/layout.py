@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from .errors import FlContractError
+from .errors import FlContractError, first_line
 
 LAYOUTS = ("auto", "wheel", "checkout")
 
@@ -55,6 +55,15 @@ def _under(path: str, root: Path) -> bool:
         return False
 
 
+def _raised(exc: BaseException) -> str:
+    """What an import raised, as one line; SystemExit is named for what it is."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}) while importing"
+    if isinstance(exc, KeyboardInterrupt):
+        return "it raised KeyboardInterrupt while importing"
+    return f"{type(exc).__name__}: {first_line(exc)}"
+
+
 def resolve_module(name: str, source_root: Path) -> Resolved:
     """Import ``name`` from the installed wheel if there is one, else from the checkout."""
     top = name.split(".")[0]
@@ -69,13 +78,13 @@ def resolve_module(name: str, source_root: Path) -> Resolved:
             sys.modules[top] = package
             try:
                 spec.loader.exec_module(package)
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit and KeyboardInterrupt too: never a silent exit
                 del sys.modules[top]
-                raise FlContractError(f"cannot import {top}: {type(exc).__name__}: {exc}") from None
+                raise FlContractError(f"cannot import {top}: {_raised(exc)}") from None
     try:
         module = importlib.import_module(name)
-    except Exception as exc:
-        raise FlContractError(f"cannot import {name}: {type(exc).__name__}: {exc}") from None
+    except BaseException as exc:
+        raise FlContractError(f"cannot import {name}: {_raised(exc)}") from None
     path = getattr(module, "__file__", None) or "?"
     origin = "checkout" if _under(path, source_root) else "wheel"
     return Resolved(module, origin, path)

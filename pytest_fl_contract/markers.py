@@ -52,6 +52,8 @@ class Xfail:
     reason: str
     defect: str
     strict: bool = True
+    fails_with: tuple[str, ...] = ()  # exception types the defect raises besides AssertionError
+    faults: bool = False  # a device fault is one of its failures (devicehealth decides those)
 
 
 @dataclass(frozen=True)
@@ -159,5 +161,29 @@ def evaluate_xfail(specs: Iterable[Spec], ctx: Context) -> Xfail | None:
             continue
         defect = ctx.platform.defect(spec.args[0])
         if defect is not None and defect.id not in ctx.covered:
-            return Xfail(f"known defect {defect.id} on {ctx.platform.name}: {defect.description}", defect.id)
+            return Xfail(f"known defect {defect.id} on {ctx.platform.name}: {defect.description}", defect.id,
+                         fails_with=defect.fails_with, faults=defect.faults)  # fmt: skip
     return None
+
+
+def xfail_mismatch(xfail: Xfail, when: str, exc: BaseException | None) -> str | None:
+    """None when a failure is one the known defect produces; else why the xfail does not
+    take it.  A defect fails a contract in its call, with the contract's own assertion or
+    an exception the registry lists for it; a fixture's error, an import error or anything
+    else is news (a lane whose flag_gems cannot be imported must not go green on strict
+    xfails)."""
+    if exc is None:
+        return None  # pytest's own xfail(run=False) or an xpass: nothing raised here
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    what = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+    if when != "call":
+        return f"known defect {xfail.defect} fails contracts in their call, not in {when}: {what}"
+    if xfail.faults:
+        from .devicehealth import device_fault
+
+        if "DeviceLost" in names or device_fault(exc):
+            return None  # the registry says this defect touches memory it does not own
+    if "AssertionError" in names or names & set(xfail.fails_with):
+        return None
+    listed = ", ".join(("AssertionError", *xfail.fails_with))
+    return f"known defect {xfail.defect} fails with {listed}, not {what}"

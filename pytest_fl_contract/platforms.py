@@ -26,7 +26,12 @@ _PLATFORM_KEYS = {
     "description", "aliases", "vendor", "device_type", "capabilities", "defects", "exclude_defects",
     "emulation", "copy_source",
 }  # fmt: skip
-_DEFECT_KEYS = {"id", "description", "ops", "workaround", "seen_on", "faults"}
+_DEFECT_KEYS = {"id", "description", "ops", "workaround", "seen_on", "faults", "fails_with"}
+# A known-defect xfail holds only for the failures its defect produces: the contract's own
+# assertion always, and the exception types a defect lists.  These never are a defect's:
+# they say the lane's environment is broken, not its kernels.
+NEVER_A_DEFECT = ("ImportError", "ModuleNotFoundError", "BaseException", "Exception", "KeyboardInterrupt",
+                  "SystemExit", "OSError")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ class Defect:
     ops: tuple[str, ...] = ()
     workaround: str | None = None
     faults: bool = False  # touches memory it does not own: a device fault is one of its outcomes
+    fails_with: tuple[str, ...] = ()  # exception types it raises besides the contract's AssertionError
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,10 @@ def _validate_defects(defects: Any, source: str, where: str) -> list[dict[str, A
         _check_str_list(defect.get("ops", []), source, f"{dwhere}.ops")
         if not isinstance(defect.get("faults", False), bool):
             raise _fail(source, f"{dwhere}.faults", "expected true or false")
+        for name in _check_str_list(defect.get("fails_with", []), source, f"{dwhere}.fails_with"):
+            if not name.isidentifier() or name in NEVER_A_DEFECT:
+                raise _fail(source, f"{dwhere}.fails_with", f"{name!r} is not an exception type a defect can "
+                            f"raise (never: {', '.join(NEVER_A_DEFECT)})")  # fmt: skip
     return defects
 
 
@@ -232,7 +242,7 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
             lacks=frozenset(c for c, ok in entry.get("capabilities", {}).items() if not ok),
             defects=tuple(
                 Defect(d["id"], " ".join(d["description"].split()), tuple(d.get("ops", [])), d.get("workaround"),
-                       d.get("faults", False))  # fmt: skip
+                       d.get("faults", False), tuple(d.get("fails_with", ())))  # fmt: skip
                 for d in _with_common(entry, common)
             ),
             emulation_profile=(entry.get("emulation") or {}).get("profile"),
@@ -242,10 +252,15 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
     for name, platform in platforms.items():
         for alias in platform.aliases:
             owner = aliases.get(alias)
-            if alias in platforms or (owner and owner != name):
-                raise _fail(
-                    sources[-1], f"platforms.{name}.aliases", f"alias {alias!r} is already taken by {owner or alias!r}"
-                )
+            if alias == name:
+                continue  # a platform named as itself: nothing to resolve
+            if alias in platforms:
+                raise _fail(sources[-1], f"platforms.{name}.aliases",
+                            f"alias {alias!r} is the name of platform {alias!r} itself: an alias names it or the "
+                            "platform, not both (rename one)")  # fmt: skip
+            if owner and owner != name:
+                raise _fail(sources[-1], f"platforms.{name}.aliases", f"alias {alias!r} is already an alias of "
+                            f"platform {owner!r}")  # fmt: skip
             aliases[alias] = name
     return Registry(platforms=platforms, sources=sources, _aliases=aliases,
                     flag_gems_defects=frozenset(d["id"] for d in common))  # fmt: skip

@@ -30,7 +30,6 @@ from .ops import Op
 from .outcomes import PROPERTY, CaseRecord, CaseTag, Summary, record_of
 from .settings import Settings, versions
 
-SESSION = pytest.StashKey["LaneSession"]()
 TAG = pytest.StashKey[CaseTag]()
 SPECS = pytest.StashKey[tuple]()  # tuple[markers.Spec, ...]
 DECISION = pytest.StashKey[markers.Xfail]()
@@ -87,6 +86,8 @@ class LaneSession:
         self._undo_autotune: Any = None
         self._picked: str | None = None  # pick_device's answer once asked ("" for none)
         self._worker_workaround: str | None = None
+        self._session: pytest.Session | None = None
+        self._stop: str | None = None
 
     # -- bring-up -------------------------------------------------------------------------
 
@@ -131,11 +132,11 @@ class LaneSession:
                 if not entries and callable(getattr(self._module, "installed", None)):
                     entries = self._module.installed()
                 entries = dict(entries)
-            except Exception as exc:
-                pytest.exit(
-                    f"workaround {self.settings.workaround}: install() failed: {type(exc).__name__}: {first_line(exc)}",
-                    returncode=pytest.ExitCode.USAGE_ERROR,
-                )
+            except BaseException as exc:  # a SystemExit or KeyboardInterrupt from it is its failure too
+                what = f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else \
+                    f"failed: {type(exc).__name__}: {first_line(exc)}"  # fmt: skip
+                pytest.exit(f"workaround {self.settings.workaround}: install() {what}",
+                            returncode=pytest.ExitCode.USAGE_ERROR)
             self.workaround = WorkaroundInfo(self.settings.workaround or "", *self._origin, entries)  # type: ignore[arg-type]
         self.config.hook.pytest_fl_contract_flag_gems.call_historic(kwargs={"flag_gems": module, "session": self})
 
@@ -179,7 +180,16 @@ class LaneSession:
         assert self.flag_gems is not None
         return self.flag_gems
 
+    def stop_run(self, reason: str) -> None:
+        """This case's error is every case's (flag_gems cannot be imported): its report says
+        so, and the process that collects reports (the xdist controller, or this one) stops
+        the run with that one line instead of erroring - or strictly xfailing - the rest."""
+        self._stop = reason
+
     # -- hooks ----------------------------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._session = session
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         from .runtime import device_name
@@ -234,6 +244,10 @@ class LaneSession:
             specs = item.stash[SPECS] = markers.validate(item.iter_markers(), self.settings.registry)
         except markers.MarkerError as exc:
             pytest.fail(f"{item.nodeid}: {exc}", pytrace=False)
+        if self.settings.emulation is not None:  # every case starts on the same emulated heap
+            from .emulation import defects
+
+            defects.poison(None)
         ctx = self.context()
         skip = markers.evaluate_skip(specs, ctx)
         if skip is not None:
@@ -248,8 +262,16 @@ class LaneSession:
         """Attach what the case checks and its known-defect decision to the report, as data
         that travels with it (xdist serialises report attributes)."""
         rep = yield
+        if self._stop is not None and rep.failed:
+            rep.fl_stop = self._stop
         tag = item.stash.get(TAG, None)
         decision = item.stash.get(DECISION, None)
+        if decision is not None and hasattr(rep, "wasxfail"):
+            mismatch = markers.xfail_mismatch(decision, rep.when, call.excinfo.value if call.excinfo else None)
+            if mismatch is not None:  # not this defect's failure: the case fails, saying why
+                rep.outcome, rep.longrepr = "failed", f"{mismatch}\n\n{rep.longrepr}"
+                del rep.wasxfail
+                decision = None
         if tag is not None or decision is not None:
             case: dict[str, Any] = {"op": tag.op if tag else None, "contract": tag.contract if tag else None}
             if decision is not None:
@@ -259,6 +281,9 @@ class LaneSession:
         return rep
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        stop = getattr(report, "fl_stop", None)
+        if stop and self._session is not None and not self._session.shouldstop:
+            self._session.shouldstop = stop
         record = record_of(report)
         if record is not None:
             self.add(record)
@@ -312,7 +337,11 @@ class LaneSession:
         if self._undo_autotune is not None:
             self._undo_autotune()
         if self.workaround is not None and self._module is not None:
-            self._module.uninstall()
+            try:
+                self._module.uninstall()
+            except BaseException as exc:  # reported in one line: the run's verdict is already written
+                sys.stderr.write(f"fl-contract: workaround {self.settings.workaround}: uninstall() failed: "
+                                 f"{type(exc).__name__}: {first_line(exc)}\n")  # fmt: skip
             self.workaround = None
 
     def properties(self) -> list[tuple[str, str]]:

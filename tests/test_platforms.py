@@ -77,7 +77,7 @@ MALFORMED = [
     ("platforms: {x: {device_type: cpu, aliases: cuda}}", "platforms.x.aliases: expected a list of strings"),
     ("platforms: {x: {device_type: cpu, emulation: {profile: 3}}}", "platforms.x.emulation: expected"),
     ("platforms: {x: {vendor: x}}", "platforms.x.device_type: required for a new platform"),
-    ("platforms: {x: {device_type: cpu, aliases: [cuda]}}", "platforms.x.aliases: alias 'cuda' is already taken"),
+    ("platforms: {x: {device_type: cpu, aliases: [cuda]}}", "platforms.x.aliases: alias 'cuda' is already an alias of platform 'nvidia'"),
     ("platforms: {x: [", "line 1: not valid YAML"),
 ]  # fmt: skip
 
@@ -176,7 +176,7 @@ def test_defects_command_says_whose_each_defect_is(registry, capsys):
     by_id = {line.split(":", 1)[0]: line for line in lines}
     assert by_id["masked_2d_row_load"].startswith("masked_2d_row_load: compiler; ops sum_dim")
     assert "workaround covers it: yes" in by_id["masked_2d_row_load"]
-    assert "ops sum (5.0); mean (5.0)" in by_id["int32_offset_overflow"]
+    assert "ops sum (every version); mean (every version)" in by_id["int32_offset_overflow"]
     assert "FlagGems" in by_id["nan_dropped_by_max"] and "workaround covers it: no" in by_id["nan_dropped_by_max"]
     assert "masked_2d_row_load" not in {line.split(":", 1)[0] for line in
                                         defect_lines(registry.get("nvidia"), set(registry.flag_gems_defects), set())}

@@ -98,8 +98,11 @@ def _garbage(addresses: Any, np_dtype: Any, bfloat16: bool = False) -> Any:
     if STATE.heap_fill is not None:
         values = np.full(addresses.shape, STATE.heap_fill, dtype=np.float64)
     else:
-        # A fixed pseudo-random pattern in [1024, 5119]: large enough to be seen in a sum.
-        values = 1024.0 + ((addresses.astype(np.uint64) * np.uint64(2654435761)) % np.uint64(4096))
+        # A fixed pseudo-random pattern in [1024, 5119]: large enough to be seen in a sum.  Keyed
+        # on the distance from the launch's nearest tensor below, not on the address itself, so
+        # the same call reads the same garbage in every run (allocation addresses move between
+        # runs; an expected-fail lane's counts must not).
+        values = 1024.0 + ((_relative(addresses) * np.uint64(2654435761)) % np.uint64(4096))
     if bfloat16:
         return (values.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
     if np.issubdtype(np_dtype, np.floating):
@@ -107,6 +110,22 @@ def _garbage(addresses: Any, np_dtype: Any, bfloat16: bool = False) -> Any:
     if np_dtype == np.bool_:
         return np.ones(addresses.shape, dtype=np.bool_)
     return np.nan_to_num(values, nan=0x5A5A).astype(np_dtype)
+
+
+def _relative(addresses: Any) -> Any:
+    """Each address as its distance from the start of the nearest storage of the launch at or
+    below it (from the lowest one where none is below), as uint64."""
+    import numpy as np
+
+    from .memory import MEMORY
+
+    addr = addresses.astype(np.int64)
+    known = MEMORY.storages if MEMORY.storages else STATE.storages
+    if not known:
+        return (addr & 0xFFFFF).astype(np.uint64)
+    starts = np.array(sorted(start for start, _ in known), dtype=np.int64)
+    below = np.clip(np.searchsorted(starts, addr, side="right") - 1, 0, len(starts) - 1)
+    return np.abs(addr - starts[below]).astype(np.uint64)
 
 
 def _inside_storages(addresses: Any, itemsize: int) -> Any:
