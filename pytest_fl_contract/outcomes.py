@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .text import md_code, md_text
+
 PROPERTY = "fl_summary"
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
@@ -112,18 +114,21 @@ class Summary:
         return lines
 
     def markdown(self, step: str) -> list[str]:
+        """Everything quoted from tests (op, contract and defect names, skip reasons) is
+        inert here: a reason with newlines cannot add a heading, a table or an image."""
         out: list[str] = []
+        step = md_text(step)
         if self.failures:
             out += ["", f"**{step}: failing contracts by op**", ""]
             for op, contracts in sorted(self.failures.items()):
-                detail = ", ".join(f"{k} {v}" for k, v in sorted(contracts.items()))
-                out.append(f"- `{op}`: {sum(contracts.values())} ({detail})")
+                detail = ", ".join(f"{md_text(k)} {v}" for k, v in sorted(contracts.items()))
+                out.append(f"- {md_code(op)}: {sum(contracts.values())} ({detail})")
         if self.skips:
             out += ["", f"**{step}: skipped by reason**", ""]
-            out += [f"- {n} x {reason}" for reason, n in self.skips.most_common()]
+            out += [f"- {n} x {md_text(reason)}" for reason, n in self.skips.most_common()]
         for defect, seen in sorted(self.defects.items()):
             note = " - no longer shows: fixed?" if seen["xpassed"] else ""
-            out.append(f"- known defect `{defect}`: {seen['xfailed']} xfailed, {seen['xpassed']} xpassed{note}")
+            out.append(f"- known defect {md_code(defect)}: {seen['xfailed']} xfailed, {seen['xpassed']} xpassed{note}")
         return out
 
     def to_json(self) -> str:
@@ -152,6 +157,8 @@ class Summary:
                 failures={str(k): Counter(_counts(v)) for k, v in dict(data.get("failures", {})).items()},
                 counters=Counter(_counts(data.get("counters", {}))),
             )
+        except RecursionError:
+            raise ValueError(f"malformed {PROPERTY} property: nested too deeply") from None
         except (TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"malformed {PROPERTY} property: {exc}") from None
 

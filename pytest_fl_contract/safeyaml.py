@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from . import files
+
 MAX_BYTES = 4 * 1024 * 1024  # a real manifest is a few KB; the shipped one is 4 KB
 MAX_NODES = 100_000  # values after expanding every alias; the shipped manifest has ~400
 
@@ -36,8 +38,7 @@ def shown(path: str | os.PathLike[str]) -> str:
 def read_text(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> str:
     """The file as text.  Raises OSError when it cannot be read, YamlInputError when it is
     too large, binary or not UTF-8; never reads more than ``max_bytes + 1`` bytes."""
-    with open(path, "rb") as stream:
-        data = stream.read(max_bytes + 1)
+    data = files.read_bytes(path, max_bytes)
     if len(data) > max_bytes:
         raise YamlInputError(f"larger than {max_bytes} bytes: refused (is it the right file?)")
     nul = data.find(b"\0")
@@ -56,10 +57,13 @@ def expanded_size(node: Node, budget: int = MAX_NODES) -> int:
     ``budget`` or on a recursive alias.  Memoised per node, so a bomb costs its own size."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
+    aliased = False
 
     def size(current: Node) -> int:
+        nonlocal aliased
         key = id(current)
         if key in sizes:
+            aliased = True  # a node met twice: an alias
             return sizes[key]
         if key in open_nodes:
             raise YamlInputError("a recursive alias (an anchor used inside itself)", current.start_mark.line + 1)
@@ -74,14 +78,108 @@ def expanded_size(node: Node, budget: int = MAX_NODES) -> int:
         for child in children:
             total += size(child)
             if total > budget:
-                raise YamlInputError(
-                    f"aliases expand to more than {budget} values: refused", current.start_mark.line + 1
-                )
+                what = (f"aliases expand to more than {budget} values" if aliased else
+                        f"holds more than {budget} values (a manifest is a few hundred)")  # fmt: skip
+                raise YamlInputError(f"{what}: refused", current.start_mark.line + 1)
         open_nodes.discard(key)
         sizes[key] = total
         return total
 
     return size(node)
+
+
+# -- a loader that keeps what was written ------------------------------------------------
+
+
+class Map(dict):
+    """A mapping that remembers each key's line and, for a plain scalar value, its source
+    text (``2.10`` stays "2.10" where a string is wanted, not the float 2.1)."""
+
+    lines: dict[Any, int]
+    raw: dict[Any, str]
+
+
+class Seq(list):
+    lines: list[int]
+    raw: list[str | None]
+
+
+def _plain(node: Node) -> str | None:
+    return node.value if isinstance(node, yaml.ScalarNode) and node.style is None else None
+
+
+class SourceLoader(yaml.SafeLoader):
+    """SafeLoader whose mappings and sequences keep lines and source text; keys are always
+    the text written (``123:`` names the lane "123"); merge keys (``<<: *base``) merge, and
+    a key given twice in one mapping is refused (one that overrides a merged key is not)."""
+
+
+def _construct_mapping(loader: SourceLoader, node: yaml.MappingNode) -> Map:
+    own = sum(1 for key, _ in node.value if not (isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:merge"))
+    loader.flatten_mapping(node)  # merged pairs first, then the mapping's own
+    merged = len(node.value) - own
+    out = Map()
+    out.lines, out.raw = {}, {}
+    seen_own: set[Any] = set()
+    for i, (key_node, value_node) in enumerate(node.value):
+        key = _plain(key_node)
+        if key is None:
+            key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a {type(key).__name__.strip('_').lower()} cannot be a key", key_node.start_mark
+            ) from None
+        if i >= merged:
+            if key in seen_own:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen_own.add(key)
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.lines[key] = key_node.start_mark.line + 1
+        raw = _plain(value_node)
+        if raw is not None:
+            out.raw[key] = raw
+    return out
+
+
+def _construct_sequence(loader: SourceLoader, node: yaml.SequenceNode) -> Seq:
+    out = Seq(loader.construct_object(child, deep=True) for child in node.value)
+    out.lines = [child.start_mark.line + 1 for child in node.value]
+    out.raw = [_plain(child) for child in node.value]
+    return out
+
+
+SourceLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+SourceLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def as_written(container: Any, key: Any, value: Any) -> Any:
+    """``value`` as its source text where YAML made a number or a boolean of a plain scalar
+    (``true``, ``010``, ``12:30``); strings, nulls and collections as they are."""
+    if isinstance(value, (bool, int, float)) and not isinstance(value, str):
+        raw = getattr(container, "raw", None)
+        text = raw.get(key) if isinstance(raw, dict) else raw[key] if isinstance(raw, list) and key < len(raw) else None
+        if text is not None:
+            return text
+    return value
+
+
+def plain(value: Any) -> Any:
+    """``value`` with the loader's mappings and sequences as plain dicts and lists (what
+    ``yaml.safe_dump`` can write)."""
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def texts(value: Any) -> Any:
+    """A sequence's items as written (``command: [true]`` is the argv ["true"])."""
+    if isinstance(value, list):
+        return [as_written(value, i, v) for i, v in enumerate(value)]
+    return value
 
 
 def load(text: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader, budget: int = MAX_NODES) -> Any:

@@ -23,8 +23,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from xml.parsers import expat
 
+from .. import files
 from ..outcomes import PROPERTY, Summary
+from ..text import md_text
 
 MAX_REPORT_BYTES = 512 * 1024 * 1024  # the GPU lane's 2,456 cases are a few MB
 TEXT_CAP = 64 * 1024  # characters kept of one failure text / system-out read from a step's own XML
@@ -130,13 +133,18 @@ def skipped_suite(lane: str, step: str, message: str) -> Report:
     return single_case(lane, step, 0.0, Result("skipped", message, "fl-contract.not-run"))
 
 
-def command_suite(lane: str, step: str, verdict: str, message: str, output: str, seconds: float) -> Report:
+def command_suite(lane: str, step: str, verdict: str, message: str, output: str, seconds: float,
+                  note: str = "") -> Report:  # fmt: skip
     """A command step (no pytest) as one case: passed, failed (non-zero exit) or error
-    (crash, timeout, cancel: the verdict says error, so the case does too)."""
-    if verdict == "passed":
-        return single_case(lane, step, seconds, None)
+    (crash, timeout, cancel: the verdict says error, so the case does too); ``note``, what
+    the runner saw beside it (the processes it left and were killed), is its system-out."""
     kind = "error" if verdict == "error" else "failure"
-    return single_case(lane, step, seconds, Result(kind, message, f"fl-contract.{kind}", output))
+    result = None if verdict == "passed" else Result(kind, message, f"fl-contract.{kind}", output)
+    report = single_case(lane, step, seconds, result)
+    if not note:
+        return report
+    case = replace(report.suites[0].cases[0], system_out=note)
+    return replace(report, suites=(replace(report.suites[0], cases=(case,)),))
 
 
 def rename_suites(report: Report, name: str) -> Report:
@@ -179,17 +187,32 @@ def under_lane(report: Report, lane: str) -> Report:
 def read(path: Path) -> Report:
     """Read a report file; raises ValueError (one line) when it is not JUnit XML, OSError
     when it cannot be read.  Bounded: a file over MAX_REPORT_BYTES is refused unread."""
-    with open(path, "rb") as stream:
-        data = stream.read(MAX_REPORT_BYTES + 1)
+    data = files.read_bytes(path, MAX_REPORT_BYTES)
     if len(data) > MAX_REPORT_BYTES:
         raise ValueError(f"{path.name}: larger than {MAX_REPORT_BYTES} bytes: refused")
     return parse(data, path.name)
 
 
+def _refuse_dtd(data: bytes, name: str) -> None:
+    """JUnit has no DTD: a document that declares one (entities, in whatever encoding it is
+    written: UTF-16 slips past a byte search) is refused by the parser itself, before any
+    entity can expand or replace a case."""
+    parser = expat.ParserCreate()
+
+    def refuse(*_: Any) -> None:
+        raise ValueError(f"malformed JUnit XML {name}: declares a DTD or entities (refused)")
+
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    try:
+        parser.Parse(data, True)
+    except expat.ExpatError as exc:
+        raise ValueError(f"malformed JUnit XML {name}: ParseError: {one_line(str(exc))}") from None
+
+
 def parse(data: bytes, name: str) -> Report:
     """Parse JUnit XML (``<testsuites>`` or one ``<testsuite>``); ValueError when it is not."""
-    if b"<!ENTITY" in data:
-        raise ValueError(f"malformed JUnit XML {name}: declares entities (refused)")
+    _refuse_dtd(data, name)
     try:
         root = ET.fromstring(data)
     except ET.ParseError as exc:
@@ -375,10 +398,12 @@ def _suite_element(suite: Suite, cap: int) -> ET.Element:
     return element
 
 
-def to_bytes(report: Report, name: str | None = None, cap: int = TEXT_CAP) -> bytes:
+def to_bytes(report: Report, name: str | None = None, cap: int = TEXT_CAP,
+             caps: Mapping[str, int] | None = None) -> bytes:  # fmt: skip
     """The report as xunit2 that ``junit-10.xsd`` accepts; ``<testsuites>`` carries name,
-    tests, failures, errors and time, never ``skipped`` (the schema has no such attribute)."""
-    suites = [_suite_element(suite, cap) for suite in report.suites]
+    tests, failures, errors and time, never ``skipped`` (the schema has no such attribute).
+    ``caps``: per suite name, the characters each text keeps (a step's ``output_cap``)."""
+    suites = [_suite_element(suite, (caps or {}).get(suite.name, cap)) for suite in report.suites]
     attrs = {"name": one_line(name, 200)} if name else {}
     attrs.update(
         tests=str(sum(int(s.get("tests", "0")) for s in suites)),
@@ -391,8 +416,10 @@ def to_bytes(report: Report, name: str | None = None, cap: int = TEXT_CAP) -> by
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
-def write(report: Report, path: Path, name: str | None = None, cap: int = TEXT_CAP) -> None:
-    path.write_bytes(to_bytes(report, name, cap))
+def write(report: Report, path: Path, name: str | None = None, cap: int = TEXT_CAP,
+          caps: Mapping[str, int] | None = None) -> None:  # fmt: skip
+    """Atomically: the file holds the whole report or what it held before (a full disk)."""
+    files.write_atomic(path, to_bytes(report, name, cap, caps))
 
 
 # -- counting and the summary ---------------------------------------------------------
@@ -410,11 +437,13 @@ class StepCounts:
     seconds: float = 0.0
     summary: Summary = field(default_factory=Summary)
     problems: list[str] = field(default_factory=list)  # e.g. a malformed fl_summary property
+    xpass_cases: int = 0  # failures pytest wrote as "[XPASS(strict)]"
 
     @property
     def xpassed(self) -> int:
-        """Strict xpasses of known defects (the plugin's summary says which failures they are)."""
-        return self.summary.outcomes["xpassed"]
+        """Strict xpasses of known defects (failures in JUnit): the plugin's summary says which,
+        pytest's "[XPASS(strict)]" message says so without it."""
+        return max(self.summary.outcomes["xpassed"], self.xpass_cases)
 
 
 def _as_report(xml: Any) -> Report:
@@ -454,6 +483,7 @@ def count(xml: Report | Any, name: str) -> StepCounts:
             from_cases.skips[reason.removeprefix("Skipped: ") or "(no reason)"] += 1
         elif outcome == "failed":
             counts.failed += 1
+            counts.xpass_cases += any(r.message.startswith("[XPASS(strict)]") for r in case.results)
         else:
             counts.errors += 1
     if written:
@@ -479,5 +509,5 @@ def summary_markdown(title: str, rows: list[tuple[StepCounts, str]]) -> str:
 
 
 def _cell(text: str) -> str:
-    """Text that stays inside one Markdown table cell."""
-    return one_line(text, 300).replace("|", "\\|")
+    """Text that stays inside one Markdown table cell, inert (``text.md_text``)."""
+    return md_text(xml_safe(text), 300)
