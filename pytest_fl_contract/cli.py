@@ -155,11 +155,43 @@ def _quiet_stdout() -> None:
         pass
 
 
+_GLOBAL_VALUES = ("--manifest", "--platforms-file")  # global options that take a value
+
+
+def _command(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names (the first word that is not a global option or its value)."""
+    words = iter(argv)
+    for word in words:
+        if word in _GLOBAL_VALUES:
+            next(words, None)
+        elif word == "--" or not word.startswith("-"):
+            return None if word == "--" else word
+    return None
+
+
+def _standard_streams() -> None:
+    """Run with stdin, stdout or stderr closed (``run >&-``, ``matrix 2>&-``), the first
+    file we open would take that number and a print meant for stderr would land in the JSON
+    on stdout: each closed one is opened on /dev/null first, as daemons do."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, mode, closefd=False))  # noqa: SIM115 - the process's own stream
+
+
 def main(argv: list[str] | None = None) -> int:
+    _standard_streams()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    passthrough = argv[argv.index("--") + 1 :] if "--" in argv else []
-    argv = argv[: argv.index("--")] if "--" in argv else argv
+    passthrough: list[str] = []
+    if "--" in argv and _command(argv) == "contracts":  # pytest's own arguments; elsewhere '--' is argparse's
+        passthrough = argv[argv.index("--") + 1 :]
+        argv = argv[: argv.index("--")]
     try:
         args = parser.parse_args(argv)
         args.passthrough = passthrough

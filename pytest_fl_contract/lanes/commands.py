@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import files
 from ..errors import FlContractError
 from ..safeyaml import shown
 
@@ -144,7 +145,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"fl-contract import: {notice}", file=sys.stderr)
     if args.output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            files.write_atomic(args.output, text.encode("utf-8"))
         except OSError as exc:
             raise FlContractError(f"-o {shown(args.output)}: cannot write: {exc.strerror}") from None
     else:

@@ -28,11 +28,11 @@ from typing import Any
 
 import yaml
 
-from .. import safeyaml
+from .. import files, safeyaml
 from ..errors import FlContractError
 from ..platforms import Registry
-from . import junit
-from .manifest import NAME_RE, SETUP_STEP, Lane, Manifest, Step
+from . import junit, verdict
+from .manifest import NAME_RE, NAME_RULE, SETUP_STEP, Lane, Manifest, Step
 
 SELF_HOSTED = "self-hosted"
 # GitHub-hosted Linux runners: the only hosted labels a CPU lane (torch's Linux CPU wheel) can use.
@@ -67,13 +67,13 @@ def is_hosted(labels: tuple[str, ...]) -> bool:
 def budget_minutes(lane: Lane) -> float:
     """What ``fl-contract run`` may spend on the lane: its steps' timeouts (its setup and
     package install included), capped by its timeout_minutes."""
-    from .runner import package_step
+    from .runner import PACKAGES_TIMEOUT
 
     seconds = sum(step.timeout for step in lane.steps)
     if lane.setup:
         seconds += Step(SETUP_STEP, "command", ()).timeout
     if lane.packages:
-        seconds += package_step(lane, "", {name: "" for name in lane.inputs()}).timeout
+        seconds += PACKAGES_TIMEOUT
     minutes = seconds / 60
     return min(minutes, lane.timeout_minutes) if lane.timeout_minutes else minutes
 
@@ -235,7 +235,7 @@ class Merged:
 def _exit_status(directory: Path, lane: str) -> int | None:
     path = directory / f"{lane}.exit"
     try:
-        text = path.read_text(encoding="ascii", errors="replace").strip()
+        text = files.read_bytes(path, 64).decode("ascii", "replace").strip()
     except OSError:
         return None
     return int(text) if re.fullmatch(r"\d{1,3}", text) else -1
@@ -258,7 +258,7 @@ def lane_names(directory: Path, lanes: str | None, output: Path | None = None) -
         names = [name.strip() for name in lanes.replace(" ", ",").split(",") if name.strip()]
         bad = [name for name in names if not NAME_RE.match(name)]
         if bad:
-            raise FlContractError(f"--lanes: {bad[0]!r} is not a lane name ([a-z0-9_-]{{1,64}})")
+            raise FlContractError(f"--lanes: {bad[0]!r} is not a lane name ({NAME_RULE})")
         if not names:
             raise FlContractError("--lanes names no lane")
         return list(dict.fromkeys(names))
@@ -272,9 +272,40 @@ def lane_names(directory: Path, lanes: str | None, output: Path | None = None) -
     return names
 
 
+def lane_problems(report: junit.Report) -> list[str]:
+    """Why a lane's report is not a lane that got its verdicts, step by step, from its cases
+    (``verdict``: the rules the runner applied) - never from an exit status alone.  A step
+    is read with the expectation the runner recorded for it (``fl_step``); a report with no
+    such record (not written by ``run``) is read as steps that must pass."""
+    groups: dict[str, list[junit.Suite]] = {}
+    records: dict[str, dict[str, Any]] = {}
+    for suite in report.suites:
+        record = next((r for name, value in suite.properties if name == verdict.STEP_PROPERTY
+                       for r in [verdict.read_record(value)] if r), None)  # fmt: skip
+        step = record["step"] if record else suite.name
+        groups.setdefault(step, []).append(suite)
+        if record:
+            records.setdefault(step, record)
+    problems = []
+    for step, suites in groups.items():
+        part = junit.Report(tuple(suites))
+        record = records.get(step)
+        expect = record["expect"] if record else "pass"
+        state = verdict.from_cases(part)
+        wanted = verdict.expectation(expect, state, junit.count(part, step))
+        if not wanted.ok and not (record and record.get("allow_failure") is True):
+            problems.append(f"step {step}: {state}" + (f" (expected to fail: {wanted.note})" if expect == "fail" else ""))
+        elif record and record.get("ok") is not wanted.ok and not record.get("allow_failure"):
+            problems.append(f"step {step}: recorded as {'ok' if record.get('ok') else 'failed'}, but its cases say "
+                            f"{'ok' if wanted.ok else 'not'}")  # fmt: skip
+    return problems
+
+
 def merge(directory: Path, lanes: list[str]) -> Merged:
     """Every lane's report under its lane; a lane whose report is missing or cannot be
-    trusted still gets an error case saying so, so the merged report lists every lane."""
+    trusted still gets an error case saying so, so the merged report lists every lane.
+    A lane fails the merge when its report says a step did not get its verdict (read from
+    the cases, whatever ``LANE.exit`` says) or when its job's exit status is non-zero."""
     parts: list[junit.Report] = []
     rows: list[tuple[junit.StepCounts, str]] = []
     failures: list[str] = []
@@ -294,13 +325,22 @@ def merge(directory: Path, lanes: list[str]) -> Merged:
             else:
                 found = junit.problems(report)
                 trouble = f"{path.name} cannot be trusted: {found[0]}" if found else None
+        steps = lane_problems(report) if report is not None and not trouble else []
         report = junit.under_lane(report, lane) if report is not None else junit.Report()
         if trouble:
             report = junit.merge([report, junit.error_suite(lane, "report", trouble, "", 0.0)])
             failures.append(f"lane {lane}: {trouble}")
+        failures += [f"lane {lane}: {problem}" for problem in steps]
         if status is not None and status != 0:
             failures.append(f"lane {lane}: fl-contract run {_verdict(status)}")
         parts.append(report)
-        verdict = _verdict(status) if not trouble else f"FAIL: {trouble}"
-        rows.append((junit.count(report, lane), verdict))
+        if trouble:
+            shown = f"FAIL: {trouble}"
+        elif steps:
+            shown = f"FAIL: {steps[0]}" + (f" (and {len(steps) - 1} more)" if len(steps) > 1 else "")
+        elif status not in (None, 0):
+            shown = _verdict(status)
+        else:
+            shown = "ok" + (" (exit 0)" if status == 0 else " (verdicts from its report)")
+        rows.append((junit.count(report, lane), shown))
     return Merged(junit.merge(parts), rows, failures)

@@ -1,30 +1,24 @@
-"""Run a lane's steps as subprocesses and turn every outcome into JUnit.
+"""Run a lane's steps (``supervise``) and turn every outcome into JUnit (``verdict``).
 
-Nothing is lost: a step that crashes (exit by signal), times out, is cancelled, cannot
-start, or leaves no or malformed XML still becomes an error case carrying its output.
-All steps run by default, even after a failure; the exit code is 0 only when every step
-whose failure is not allowed got its expected verdict.
+Nothing is lost: a step that crashes (exit by signal, also through a shell), times out,
+is cancelled, cannot start, or leaves no or malformed XML still becomes an error case
+carrying its output.  All steps run by default, even after a failure; the exit code is
+0 only when every step whose failure is not allowed got its expected verdict.
 
-Every step runs in its own session (process group) with a token in its environment.
-When it ends - it exits, it times out, or the runner gets SIGTERM/SIGINT - its group and
-every process carrying its token are killed, so no process of a step outlives it (one
-that starts its own session and drops its environment too is beyond anyone's reach).
-Its output is read as bytes through a selector (no non-blocking read that can return
-None), written whole to ``STEP.log`` and kept for the JUnit case capped in bytes (head
-and tail).  The merged ``LANE.xml`` is built from the results in memory, never by
-reading back files a later step could have overwritten.
+The merged ``LANE.xml`` is built from the results in memory, never by reading back files
+a later step could have overwritten, and written atomically.  One run of a lane at a time
+writes a reports directory (``LANE.lock``); a run that was killed before it finished is
+named by the next one, which also kills what its last step left.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
-import selectors
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -33,16 +27,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Callable, TextIO
 
-from .. import safeyaml
+from .. import files, safeyaml
 from ..errors import FlContractError
-from . import junit
-from .manifest import DEFAULT_OUTPUT_CAP, PACKAGE_VAR, PACKAGES_STEP, SETUP_STEP, Lane, Step
-
-KILL_GRACE = 2.0  # seconds a cancelled step's group gets between SIGTERM and SIGKILL
-DRAIN_SECONDS = 1.0  # reading what is left in the pipe once the group is dead
-POLL = 0.1  # seconds between looks at exit, deadline and cancel
-READ_CHUNK = 64 * 1024
-STEP_TOKEN = "FL_CONTRACT_STEP_TOKEN"  # in every step's environment: finds the processes it left
+from ..text import md_text
+from . import junit, verdict
+from .manifest import PACKAGE_VAR, PACKAGES_STEP, SETUP_STEP, Lane, Step
+from .supervise import (
+    Cancel,
+    Execution,
+    cancel_on_signals,
+    capped,  # noqa: F401 - the step output cap, for callers of the runner
+    describe_exit,
+    execute,
+    kill_token,
+    shell_signal,
+    signal_name,
+)
 
 
 @dataclass(frozen=True)
@@ -85,28 +85,31 @@ def missing_inputs(lane: Lane, environ: Mapping[str, str]) -> list[str]:
     return [name for name in lane.inputs() if not environ.get(name, "").strip()]
 
 
+PACKAGES_TIMEOUT = 900.0  # seconds the lane's package install may take
+
+
+def package_specs(lane: Lane, environ: Mapping[str, str]) -> list[str]:
+    """The lane's pip specs with ``${VAR}`` expanded; a value that would reach pip as an
+    option (``-r/dev/null``), or as nothing, is refused: it is not a package to install."""
+    specs = [PACKAGE_VAR.sub(lambda m: environ[m.group(1)], spec).strip() for spec in lane.packages]
+    for raw, spec in zip(lane.packages, specs):
+        if not spec or spec.startswith("-") or "\0" in spec or "\n" in spec:
+            raise FlContractError(f"lane {lane.name}: packages: {raw!r} expands to {spec[:80]!r}, which is not a pip "
+                                  "spec (a wheel path, a version or a URL)")  # fmt: skip
+    return specs
+
+
 def package_step(lane: Lane, site: str, environ: Mapping[str, str]) -> Step:
     """Install the lane's packages into its own directory (never the running environment:
-    ``--target``, no dependencies: the lane brings them)."""
-    specs = [PACKAGE_VAR.sub(lambda m: environ[m.group(1)], spec) for spec in lane.packages]
-    return Step(PACKAGES_STEP, "command", (sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                                           "--no-deps", "--no-compile", "--target", site, *specs), timeout=900)  # fmt: skip
-
-
-def describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"{code} {signal.Signals(-code).name}"
-        except ValueError:
-            return f"{code} (signal)"
-    return f"exit {code}"
-
-
-def signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
+    ``--target``, no dependencies: the lane brings them); a pip that "passes" and installs
+    nothing fails the step."""
+    specs = package_specs(lane, environ)
+    check = ("import pathlib, sys; sys.exit(0 if any(pathlib.Path(sys.argv[1]).glob('*.dist-info')) else "
+             "'pip installed nothing into the lane directory')")  # fmt: skip
+    script = ('"$0" -m pip install -q --disable-pip-version-check --no-deps --no-compile --target "$1" "${@:2}" '
+              '&& "$0" -c "$FL_CHECK_INSTALLED" "$1"')  # fmt: skip
+    return Step(PACKAGES_STEP, "command", ("bash", "-c", script, sys.executable, site, *specs), timeout=PACKAGES_TIMEOUT,
+                env={"FL_CHECK_INSTALLED": check})  # fmt: skip
 
 
 def expanded(args: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
@@ -128,285 +131,6 @@ def step_argv(lane: Lane, step: Step, report: Path) -> list[str] | str:
     return [sys.executable, "-m", "pytest", "-p", "fl_contract", *lane_args]
 
 
-# -- cancellation -----------------------------------------------------------------------
-
-
-class Cancel:
-    """Set by the runner's SIGTERM/SIGINT handlers; the running step polls it."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    @property
-    def reason(self) -> str:
-        return f"cancelled by {signal_name(self.signum or 0)}"
-
-
-@contextmanager
-def cancel_on_signals() -> Iterator[Cancel]:
-    """While a lane runs, SIGTERM and SIGINT cancel it instead of killing the runner: the
-    current step's group is stopped, the rest are reported not run, the reports written.
-    Outside the main thread (no handlers can be set) nothing is installed."""
-    cancel = Cancel()
-    if threading.current_thread() is not threading.main_thread():
-        yield cancel
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        if cancel.signum is None:
-            cancel.signum = signum
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield cancel
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-# -- output -----------------------------------------------------------------------------
-
-
-class OutputCap:
-    """The first ``cap // 2`` and the last ``cap - cap // 2`` bytes of a stream, and its size."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.head_cap = cap // 2
-        self.tail_cap = cap - self.head_cap
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.head_cap - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > 2 * self.tail_cap:
-                del self.tail[: -self.tail_cap]
-
-    def text(self) -> str:
-        """Decoded (undecodable bytes replaced) and XML-safe; the cut, if any, is said."""
-        tail = bytes(self.tail[-self.tail_cap :]) if self.tail_cap else b""
-        cut = self.total - len(self.head) - len(tail)
-        if cut <= 0:
-            text = (bytes(self.head) + tail).decode("utf-8", "replace")
-        else:
-            text = (
-                f"{bytes(self.head).decode('utf-8', 'replace')}\n"
-                f"[... {cut} bytes of output cut by fl-contract (output cap {self.cap} bytes) ...]\n"
-                f"{tail.decode('utf-8', 'replace')}"
-            )
-        return junit.xml_safe(text)
-
-
-def capped(data: bytes, cap: int) -> str:
-    """What a step's JUnit case keeps of ``data``."""
-    keep = OutputCap(cap)
-    keep.feed(data)
-    return keep.text()
-
-
-class _Reader:
-    """Reads a pipe as bytes without ever blocking past ``wait``; everything goes to the log.
-    ``wake`` (a pidfd) ends a wait the moment the process exits, where the kernel has them."""
-
-    def __init__(self, fd: int, log: BinaryIO | None, keep: OutputCap, wake: int | None = None) -> None:
-        self.fd = fd
-        self.log = log
-        self.keep = keep
-        self.eof = False
-        self.wake = wake
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(fd, selectors.EVENT_READ)
-        if wake is not None:
-            self.selector.register(wake, selectors.EVENT_READ)
-
-    def pump(self, wait: float, max_chunks: int = 64) -> None:
-        """Read what is there, waiting at most ``wait`` seconds for it; bounded per call so
-        a step that floods its output cannot starve the exit, timeout and cancel checks."""
-        if self.eof and self.wake is None:
-            time.sleep(max(wait, 0.0))
-            return
-        timeout = max(wait, 0.0)
-        for _ in range(max_chunks):
-            events = self.selector.select(timeout)
-            if not any(key.fd == self.fd for key, _ in events):
-                return  # nothing to read, or the process exited
-            chunk = os.read(self.fd, READ_CHUNK)
-            if not chunk:
-                self.eof = True
-                self.selector.unregister(self.fd)
-                return
-            self.keep.feed(chunk)
-            if self.log is not None:
-                try:
-                    self.log.write(chunk)
-                except OSError:
-                    self.log = None  # a full disk loses the log, not the lane
-            timeout = 0.0
-
-    def drain(self, seconds: float) -> None:
-        """What is left in the pipe once the group is dead (bounded: a daemon may hold it)."""
-        if self.wake is not None:
-            self.selector.unregister(self.wake)
-            self.wake = None
-        end = time.monotonic() + seconds
-        while not self.eof and time.monotonic() < end:
-            self.pump(min(POLL, end - time.monotonic()))
-
-    def close(self) -> None:
-        self.selector.close()
-
-
-def _pidfd(pid: int) -> int | None:
-    try:
-        return os.pidfd_open(pid)  # type: ignore[attr-defined]  # Linux >= 5.3, Python >= 3.9
-    except (AttributeError, OSError):
-        return None
-
-
-# -- processes --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Execution:
-    code: int | None  # exit status (negative: the signal); None when it never started
-    ended: str  # exited | timeout | cancelled | not started
-    output: str  # capped, XML-safe
-    seconds: float
-    left_behind: int = 0  # its processes still alive after it exited (all killed)
-    pipe_held: bool = False  # a process outside its group still held its output
-
-
-def _exited(proc: subprocess.Popen) -> bool:
-    """Has the process exited?  Looks without reaping it, so its group id stays reserved
-    and killing the group afterwards cannot hit a stranger that reused the number."""
-    if proc.returncode is not None:
-        return True
-    try:
-        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def leftovers(pgid: int, token: str) -> set[int]:
-    """Live (not zombie) processes of the step other than its leader: those of its process
-    group, and those that carry its ``STEP_TOKEN`` in their environment (a child that
-    started its own session, as daemons do - Jenkins finds a build's processes the same
-    way).  Empty where /proc is not there."""
-    found: set[int] = set()
-    mark = f"{STEP_TOKEN}={token}".encode()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == pgid:
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()  # state, ppid, pgrp, ...
-        if len(fields) < 3 or fields[0] in ("Z", "X"):
-            continue
-        if fields[2] == str(pgid):
-            found.add(int(entry))
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-        except OSError:
-            continue
-        if mark in environ.split(b"\0"):
-            found.add(int(entry))
-    return found
-
-
-def _kill_all(pgid: int, token: str, rounds: int = 5) -> int:
-    """SIGKILL the step's group and every process carrying its token, again until none is
-    left (one may fork while we look); how many there were besides the leader."""
-    first = None
-    for _ in range(rounds):
-        strays = leftovers(pgid, token)
-        _signal_group(pgid, signal.SIGKILL)
-        for pid in strays:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        first = len(strays) if first is None else first
-        if not strays:
-            break
-        time.sleep(0.01)
-    return first or 0
-
-
-def execute(
-    argv: list[str] | str,
-    shell: bool,
-    env: dict[str, str],
-    timeout: float,
-    log: BinaryIO | None,
-    cap: int = DEFAULT_OUTPUT_CAP,
-    cancel: Cancel | None = None,
-) -> Execution:
-    """Run one step in a new session; whatever way it ends, its whole group is killed."""
-    cancel = cancel or Cancel()
-    start = time.monotonic()
-    keep = OutputCap(cap)
-    token = uuid.uuid4().hex
-    try:
-        proc = subprocess.Popen(argv, shell=shell, env={**env, STEP_TOKEN: token}, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
-    except (OSError, ValueError) as exc:
-        return Execution(None, "not started", junit.xml_safe(f"cannot start: {exc}"), time.monotonic() - start)
-    assert proc.stdout is not None
-    wake = _pidfd(proc.pid)
-    reader = _Reader(proc.stdout.fileno(), log, keep, wake)
-    deadline = start + timeout
-    ended = "exited"
-    try:
-        while not _exited(proc):
-            if cancel.signum is not None:
-                ended = "cancelled"
-                break
-            left = deadline - time.monotonic()
-            if left <= 0:
-                ended = "timeout"
-                break
-            reader.pump(min(POLL, left))
-        if ended == "cancelled":
-            _signal_group(proc.pid, signal.SIGTERM)
-            grace = time.monotonic() + KILL_GRACE
-            while not _exited(proc) and time.monotonic() < grace:
-                reader.pump(POLL)
-        strays = _kill_all(proc.pid, token)
-        left_behind = strays if ended == "exited" else 0
-        proc.wait()
-        reader.drain(DRAIN_SECONDS)
-    finally:
-        if proc.returncode is None:  # an exception above: still leave nothing behind
-            _kill_all(proc.pid, token)
-            proc.wait()
-        reader.close()
-        proc.stdout.close()
-        if wake is not None:
-            os.close(wake)
-    return Execution(proc.returncode, ended, keep.text(), time.monotonic() - start, left_behind, not reader.eof)
-
-
 # -- steps ------------------------------------------------------------------------------
 
 
@@ -414,14 +138,14 @@ def _say(progress: TextIO, line: str) -> None:
     """A progress line; a closed stdout (``| head``) must not cost the lane its reports."""
     try:
         print(line, file=progress, flush=True)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
 
 
 @contextmanager
 def _log_file(path: Path, notes: list[str]) -> Iterator[BinaryIO | None]:
     try:
-        sink = path.open("wb")
+        sink = files.fresh_log(path)
     except OSError as exc:
         notes.append(f"no log ({path.name}: {exc.strerror})")
         yield None
@@ -430,34 +154,55 @@ def _log_file(path: Path, notes: list[str]) -> Iterator[BinaryIO | None]:
         yield sink
 
 
-def _verdict(step: Step, run: Execution) -> tuple[str, str]:
-    code = run.code
+def text_cap(step: Step) -> int:
+    """Characters a text of the step's cases keeps in its XML and in LANE.xml: its output cap,
+    and room for the line that says where the output was cut."""
+    return step.output_cap + 1024
+
+
+def _ended(step: Step, argv: list[str] | str, run: Execution) -> tuple[str, str] | None:
+    """An end no report can overrule: not started, timed out, cancelled, crashed."""
     if run.ended == "not started":
         return "error", junit.one_line(run.output)
     if run.ended == "timeout":
         return "error", f"timed out after {step.timeout:g}s"
     if run.ended == "cancelled":
         return "error", "cancelled"
-    assert code is not None
-    if code < 0:
-        return "error", f"crashed: {describe_exit(code)}"
-    if step.kind == "command":
-        return ("passed" if code == 0 else "failed"), describe_exit(code)
-    if code == 5:
+    assert run.code is not None
+    if run.code < 0:
+        return "error", f"crashed: {describe_exit(run.code)}"
+    lost = shell_signal(run.code, argv, step.shell)
+    if lost is not None:
+        return "error", f"crashed: exit {run.code}, its shell's report of {signal_name(lost)}"
+    if step.kind == "pytest" and run.code == 5:
         return "error", "no tests ran (pytest exit 5)"
-    if code in (0, 1):
-        return ("passed" if code == 0 else "failed"), describe_exit(code)
-    return "error", f"pytest {describe_exit(code)} (interrupted, internal or usage error)"
+    if step.kind == "pytest" and run.code not in (0, 1):
+        return "error", f"pytest {describe_exit(run.code)} (interrupted, internal or usage error)"
+    return None
 
 
-def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Cancel | None = None) -> StepResult:
+def _own_properties(report: junit.Report) -> junit.Report:
+    """A step's report without the properties only the runner writes (a step cannot
+    record its own verdict)."""
+    return replace(report, suites=tuple(replace(s, properties=tuple(p for p in s.properties
+                                                                    if p[0] != verdict.STEP_PROPERTY))
+                                        for s in report.suites))  # fmt: skip
+
+
+def _with_record(report: junit.Report, record: tuple[str, str]) -> junit.Report:
+    return replace(report, suites=tuple(replace(s, properties=(*s.properties, record)) for s in report.suites))
+
+
+def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Cancel | None = None,
+             token: str | None = None) -> StepResult:  # fmt: skip
     cancel = cancel or Cancel()
     lane_dir = reports / lane.name
     report = lane_dir / f"{step.name}.xml"
     notes: list[str] = []
     try:
         lane_dir.mkdir(parents=True, exist_ok=True)  # again: an earlier step may have removed it
-        report.unlink(missing_ok=True)
+        if report.is_symlink() or report.exists():
+            (shutil.rmtree if report.is_dir() and not report.is_symlink() else os.unlink)(report)
     except OSError as exc:
         notes.append(f"cannot prepare {report.name}: {exc.strerror}")
     env = {**os.environ, **lane.env, **step.env}
@@ -466,66 +211,82 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
         if step.kind == "pytest":
             lane = replace(lane, pytest_args=expanded(lane.pytest_args, env))
             step = replace(step, args=expanded(tuple(step.args), env))
-        run = execute(step_argv(lane, step, report), step.shell, env, step.timeout, log, step.output_cap, cancel)
-    verdict, detail = _verdict(step, run)
+        argv = step_argv(lane, step, report)
+        run = execute(argv, step.shell, env, step.timeout, log, step.output_cap, cancel, token)
+    ended = _ended(step, argv, run)
     if run.ended == "cancelled":
-        detail = cancel.reason
+        ended = ("error", cancel.reason)
     if run.left_behind:
-        notes.append(f"killed {run.left_behind} process(es) it left behind")
+        shown = ", ".join(run.left_behind[:8]) + (", ..." if len(run.left_behind) > 8 else "")
+        notes.append(f"killed {len(run.left_behind)} process(es) it left behind: {shown}")
     if run.pipe_held:
-        notes.append("a process it started still holds its output (it dropped the step's environment)")
+        notes.append("a process it started still held its output when it was killed")
 
     if step.kind == "command":
-        xml = junit.command_suite(lane.name, step.name, verdict, detail, run.output, run.seconds)
+        state, detail = ended or verdict.command_verdict(run.code or 0)
+        xml = junit.command_suite(lane.name, step.name, state, detail, run.output, run.seconds, "; ".join(notes))
     else:
         xml = None
-        if report.is_file():
-            try:
-                xml = junit.rename_suites(junit.read(report), f"{lane.name}/{step.name}")
+        state, detail = ended or ("", "")
+        try:
+            if report.is_symlink() or (report.exists() and not report.is_file()):
+                raise ValueError(f"its JUnit report {report.name} is not a regular file (refused unread)")
+            if report.is_file():
+                xml = _own_properties(junit.rename_suites(junit.read(report), f"{lane.name}/{step.name}"))
                 trouble = junit.problems(xml) + junit.count(xml, step.name).problems
-                if trouble and verdict != "error":
-                    verdict, detail = "error", f"JUnit report {report.name}: {trouble[0]}"
-            except (ValueError, OSError) as exc:
-                verdict, detail = "error", junit.one_line(str(exc))
-        elif verdict != "error":
-            verdict, detail = "error", f"no JUnit report ({describe_exit(run.code or 0)})"
-        if verdict == "error":  # keep what the step said: its output becomes an error case
+                if trouble and state != "error":
+                    state, detail = "error", f"JUnit report {report.name}: {trouble[0]}"
+            elif state != "error":
+                state, detail = "error", f"no JUnit report ({describe_exit(run.code or 0)})"
+        except (ValueError, OSError) as exc:
+            state, detail = "error", junit.one_line(getattr(exc, "strerror", None) or str(exc))
+            xml = None
+        if state != "error":
+            assert xml is not None and run.code is not None
+            state, detail = verdict.pytest_verdict(run.code, junit.count(xml, step.name))
+        if state == "error":  # keep what the step said: its output becomes an error case
             crash = junit.error_suite(lane.name, step.name, detail, run.output, run.seconds)
             xml = crash if xml is None else junit.with_case(xml, crash)
+    counts = junit.count(xml, step.name)
+    wanted = verdict.expectation(step.expect, state, counts)
     try:
-        junit.write(xml, report, cap=step.output_cap)
+        junit.write(_with_record(xml, verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok,
+                                                     tuple(notes))), report, cap=text_cap(step))  # fmt: skip
     except OSError as exc:
         problem = f"cannot write {report.name}: {exc.strerror}"
-        if verdict != "error":
+        if state != "error":
             xml = junit.with_case(xml, junit.error_suite(lane.name, step.name, problem, run.output, run.seconds))
-            verdict, detail = "error", problem
+            state, detail = "error", problem
+            wanted = verdict.expectation(step.expect, state, junit.count(xml, step.name))
         else:
             notes.append(problem)
+    xml = _with_record(xml, verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok, tuple(notes)))
     if notes:
         detail = f"{detail}; {'; '.join(notes)}"
-
-    ok = (verdict == "passed") if step.expect == "pass" else (verdict == "failed")
-    shown = (
-        verdict if step.expect == "pass" else f"{verdict} (expected to fail: {'defect caught' if ok else 'NOT caught'})"
-    )
+    shown = state if step.expect == "pass" else f"{state} (expected to fail: {wanted.note})"
     _say(progress, f"[{lane.name}] {step.name}: end {shown}, {detail}, {run.seconds:.1f}s"
-         + (" (failure allowed)" if not ok and step.allow_failure else ""))  # fmt: skip
-    return StepResult(step, verdict, ok or step.allow_failure, detail, run.seconds, report, xml)
+         + (" (failure allowed)" if not wanted.ok and step.allow_failure else ""))  # fmt: skip
+    return StepResult(step, state, wanted.ok or step.allow_failure, detail, run.seconds, report, xml)
 
 
-def broken(lane: Lane, step: Step, reports: Path, exc: BaseException, progress: TextIO) -> StepResult:
+def broken(lane: Lane, step: Step, reports: Path, exc: BaseException, progress: TextIO,
+           plain: bool = False) -> StepResult:  # fmt: skip
     """The step runner itself failed (a bug of ours, or a lane that broke its own report
-    directory beyond repair): still an error case, so LANE.xml lists the step."""
-    detail = f"fl-contract runner error: {type(exc).__name__}: {junit.one_line(str(exc), 300)}"
+    directory beyond repair), or the step could not be made (``plain``: bad input, said as
+    it is): still an error case, so LANE.xml lists the step."""
+    detail = junit.one_line(str(exc), 300) if plain else \
+        f"fl-contract runner error: {type(exc).__name__}: {junit.one_line(str(exc), 300)}"  # fmt: skip
     _say(progress, f"[{lane.name}] {step.name}: end error, {detail}")
-    xml = junit.error_suite(lane.name, step.name, detail, "", 0.0)
+    xml = _with_record(junit.error_suite(lane.name, step.name, detail, "", 0.0),
+                       verdict.record(step.name, step.expect, step.allow_failure, "error", False))  # fmt: skip
     return StepResult(step, "error", step.allow_failure, detail, 0.0, reports / lane.name / f"{step.name}.xml", xml)
 
 
 def not_run(lane: Lane, step: Step, reports: Path, reason: str, progress: TextIO) -> StepResult:
     """A step the lane never started still gets its JUnit case (skipped, with the reason)."""
     report = reports / lane.name / f"{step.name}.xml"
-    xml = junit.skipped_suite(lane.name, step.name, f"not run: {reason}")
+    xml = _with_record(junit.skipped_suite(lane.name, step.name, f"not run: {reason}"),
+                       verdict.record(step.name, step.expect, step.allow_failure, "not run", False))  # fmt: skip
     try:
         junit.write(xml, report)
     except OSError:
@@ -534,11 +295,91 @@ def not_run(lane: Lane, step: Step, reports: Path, reason: str, progress: TextIO
     return StepResult(step, "not run", step.allow_failure, f"not run: {reason}", 0.0, report, xml)
 
 
+# -- one run of a lane at a time ----------------------------------------------------------
+
+
+class LaneLock:
+    """``reports/LANE.lock``: held (flock) while a run writes the lane's reports, so a second
+    run of the lane into the same directory is refused instead of replacing its files.  It
+    records the running step's token; a lock found unheld but saying "running" is a run that
+    was killed (SIGKILL, a lost machine): the next run names it and kills what it left."""
+
+    def __init__(self, reports: Path, lane: str) -> None:
+        self.path = reports / f"{lane}.lock"
+        self.lane = lane
+        self.fd: int | None = None
+        self.previous: dict | None = None
+
+    def acquire(self) -> None:
+        if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
+            try:
+                (shutil.rmtree if self.path.is_dir() else os.unlink)(self.path)
+            except OSError:
+                pass
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            held = _read_state(fd)
+            os.close(fd)
+            who = f" (pid {held.get('pid')}, since {held.get('started')})" if held else ""
+            raise FlContractError(f"lane {self.lane} is already running into {safeyaml.shown(self.path.parent)}"
+                                  f"{who}: wait for it, or give this run another --reports") from None  # fmt: skip
+        self.fd = fd
+        state = _read_state(fd)
+        self.previous = state if state and state.get("state") == "running" else None
+
+    def note(self, step: str, token: str) -> None:
+        self._write({"state": "running", "pid": os.getpid(), "started": self._started, "step": step, "token": token})
+
+    _started = time.strftime("%Y-%m-%dT%H:%M:%S")
+
+    def _write(self, state: dict) -> None:
+        if self.fd is None:
+            return
+        data = json.dumps(state).encode()
+        try:
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, data, 0)
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        if self.fd is not None:
+            self._write({"state": "finished", "pid": os.getpid(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+            os.close(self.fd)
+            self.fd = None
+
+
+def _read_state(fd: int) -> dict | None:
+    try:
+        data = os.pread(fd, 4096, 0)
+        state = json.loads(data.decode("utf-8")) if data else None
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def _unfinished(lock: LaneLock, progress: TextIO) -> str | None:
+    """The last run of the lane that never finished, and what its step left (killed now)."""
+    last = lock.previous
+    if not last:
+        return None
+    token = str(last.get("token") or "")
+    killed = kill_token(token) if token else {}
+    line = (f"the last run of lane {lock.lane} (pid {last.get('pid')}, started {last.get('started')}) did not "
+            f"finish: it was killed during step {last.get('step')!r}")  # fmt: skip
+    if killed:
+        line += f"; killed {len(killed)} process(es) that step left: {', '.join(f'{p} ({n})' for p, n in killed.items())}"
+    _say(progress, f"[{lock.lane}] {line}")
+    return line
+
+
 def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: bool = False,
              progress: TextIO | None = None, step_runner: Callable[..., StepResult] = run_step,
              output_cap: int | None = None) -> LaneRun:  # fmt: skip
     """Run the lane: its setup commands first, then every step (all of them unless
-    --fail-fast), inside the lane's timeout_minutes; SIGTERM/SIGINT cancel the rest.
+    --fail-fast), inside the lane's timeout_minutes; a cancel signal stops the rest.
     Writes reports/LANE.xml with one case per step (or the step's own cases) whatever
     happened, and returns the outcome with its Markdown summary."""
     progress = progress or sys.stdout
@@ -552,28 +393,48 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
         ) from None
     if merged_path.is_dir():
         raise FlContractError(f"cannot write the lane report {safeyaml.shown(merged_path)}: it is a directory")
+    lock = LaneLock(reports, lane.name)
+    try:
+        lock.acquire()
+    except OSError as exc:
+        raise FlContractError(f"cannot lock {safeyaml.shown(lock.path)}: {exc.strerror}") from None
+    try:
+        return _run_locked(lane, reports, lock, only, fail_fast, progress, step_runner, output_cap)
+    finally:
+        lock.release()
+
+
+def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fail_fast: bool, progress: TextIO,
+                step_runner: Callable[..., StepResult], output_cap: int | None) -> LaneRun:  # fmt: skip
+    merged_path = reports / f"{lane.name}.xml"
+    unfinished = _unfinished(lock, progress)
     steps = [s for s in lane.steps if only is None or s.name == only]
     if lane.setup:
         script = "set -euo pipefail\n" + "\n".join(lane.setup)
         steps.insert(0, Step(SETUP_STEP, "command", ("bash", "-c", script)))
     skipped = None
     site = None
+    results: list[StepResult] = []
+    stop_reason = None
     if lane.packages:
         missing = missing_inputs(lane, os.environ)
         if missing:
             skipped = (f"{', '.join(missing)} not set: the pip spec{'s' if len(missing) > 1 else ''} of what this "
                        f"lane installs ({', '.join(lane.packages)})")  # fmt: skip
+            stop_reason = f"lane skipped: {skipped}"
         else:
             site = tempfile.mkdtemp(prefix=f"fl-lane-{lane.name}-")
-            steps.insert(0, package_step(lane, site, os.environ))
+            try:
+                steps.insert(0, package_step(lane, site, os.environ))
+            except FlContractError as exc:  # a value that is no pip spec: the install is an error, nothing runs
+                results.append(broken(lane, Step(PACKAGES_STEP, "command", ()), reports, exc, progress, plain=True))
+                stop_reason = "the lane's packages could not be installed"
             path = lane.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
             lane = replace(lane, env={**lane.env, "FL_LANE_SITE": site,
                                       "PYTHONPATH": os.pathsep.join(p for p in (site, path) if p)})  # fmt: skip
     if output_cap is not None:
         steps = [replace(s, output_cap=output_cap) for s in steps]
     deadline = time.monotonic() + lane.timeout_minutes * 60 if lane.timeout_minutes else None
-    results: list[StepResult] = []
-    stop_reason = f"lane skipped: {skipped}" if skipped else None
     with cancel_on_signals() as cancel:
         for step in steps:
             if stop_reason is None and cancel.signum is not None:
@@ -586,8 +447,10 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
                 continue
             if remaining is not None and remaining < step.timeout:
                 step = replace(step, timeout=remaining)
+            token = uuid.uuid4().hex
+            lock.note(step.name, token)
             try:
-                result = step_runner(lane, step, reports, progress, cancel=cancel)
+                result = step_runner(lane, step, reports, progress, cancel=cancel, token=token)
             except Exception as exc:  # nothing is lost, not even to our own bug
                 result = broken(lane, step, reports, exc, progress)
             results.append(result)
@@ -601,29 +464,33 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
                 stop_reason = f"--fail-fast after {step.name}"
         for result in results:  # again: a later step may have written over an earlier one's file
             try:
-                junit.write(result.xml, result.report, cap=result.step.output_cap)
+                junit.write(result.xml, result.report, cap=text_cap(result.step))
             except OSError:
                 pass  # said in the step's case already; LANE.xml has it
         problem = None
+        caps = {suite.name: text_cap(r.step) for r in results for suite in r.xml.suites}
         try:
-            junit.write(junit.merge(r.xml for r in results), merged_path, name=lane.name)
+            junit.write(junit.merge(r.xml for r in results), merged_path, name=lane.name, caps=caps)
         except OSError as exc:
             problem = f"cannot write the lane report {safeyaml.shown(merged_path)}: {exc.strerror}"
     rows = []
     for result in results:
         counts = junit.count(result.xml, result.step.name)
-        verdict = result.verdict if result.step.expect == "pass" else f"{result.verdict} (expected fail)"
+        shown = result.verdict if result.step.expect == "pass" else f"{result.verdict} (expected fail)"
         mark = "ok" if result.ok else ("skipped" if skipped else "FAIL")
-        rows.append((counts, f"{mark}: {verdict}, {result.detail}"))
+        rows.append((counts, f"{mark}: {shown}, {result.detail}"))
     if site:
         shutil.rmtree(site, ignore_errors=True)
     ok = all(r.ok for r in results) and cancel.signum is None and not skipped
     state = cancel.reason.upper() if cancel.signum is not None else ("passed" if ok else "FAILED")
     if skipped:
         state = f"SKIPPED ({skipped})"
-    markdown = junit.summary_markdown(f"fl-contract lane `{lane.name}` (platform {lane.platform}): {state}", rows)
+    markdown = junit.summary_markdown(f"fl-contract lane `{lane.name}` (platform {lane.platform}): {md_text(state)}",
+                                      rows)  # fmt: skip
+    if unfinished:
+        markdown += f"\n**{md_text(unfinished)}**\n"
     if problem:
-        markdown += f"\n**{problem}**\n"
+        markdown += f"\n**{md_text(problem)}**\n"
     return LaneRun(ok, markdown, tuple(results), merged_path, cancel.signum, problem, skipped)
 
 
@@ -632,13 +499,12 @@ def publish(markdown: str, out: TextIO | None = None) -> str | None:
     why the latter failed (one line), or None."""
     try:
         (out or sys.stdout).write(markdown)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
         try:
-            with open(target, "a", encoding="utf-8") as sink:
-                sink.write(markdown + "\n")
+            files.append_text(target, markdown + "\n")
         except OSError as exc:
             return f"cannot append the summary to $GITHUB_STEP_SUMMARY ({safeyaml.shown(target)}): {exc.strerror}"
     return None

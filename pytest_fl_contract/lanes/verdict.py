@@ -1,0 +1,99 @@
+"""A step's verdict from what its process did and what its JUnit report holds: pure.
+
+The runner and ``merge`` decide with these same functions, so a lane job's colour and the
+merged report cannot disagree.  An exit status alone proves nothing: a conftest can set
+``session.exitstatus``, a typo exits 127, a segfault under ``bash -c`` exits 139.  So a
+pytest step's exit must agree with its report, and a step that exists to show a defect is
+caught (``expect: fail``) holds only when its report has at least one failed case (a
+strict xpass - a known defect gone - is not one), no errored case and no crash, timeout or
+cancel: the summary names what failed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from . import junit
+
+STEP_PROPERTY = "fl_step"  # on each step's suites in LANE.xml: the runner's record of the step
+NOT_RUN_TYPE = "fl-contract.not-run"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    ok: bool  # the verdict the lane wanted (allow_failure not applied)
+    note: str  # "defect caught: ...", "NOT caught: ...", or ""
+
+
+def pytest_verdict(code: int, counts: junit.StepCounts) -> tuple[str, str]:
+    """A pytest step that exited 0 or 1: its verdict, if its report agrees with the exit."""
+    failed, errors = counts.failed, counts.errors
+    if code == 0 and (failed or errors):
+        return "error", (f"exit 0, but its JUnit report holds {failed} failed and {errors} errored case(s): the "
+                         "exit status was changed (a conftest or plugin) and cannot be trusted")  # fmt: skip
+    if code == 1 and not (failed or errors):
+        return "error", (f"exit 1, but none of the {counts.tests} case(s) in its JUnit report failed: the exit "
+                         "status was changed (a conftest or plugin) and cannot be trusted")  # fmt: skip
+    return ("passed" if code == 0 else "failed"), f"exit {code}"
+
+
+def command_verdict(code: int) -> tuple[str, str]:
+    if code == 0:
+        return "passed", "exit 0"
+    if code in (126, 127):
+        return "error", f"exit {code}: the command {'is not executable' if code == 126 else 'was not found'}"
+    return "failed", f"exit {code}"
+
+
+def failing(counts: junit.StepCounts) -> str:
+    """What failed, for a lane engineer: by op and contract where the plugin said, else by case count."""
+    by_op = sorted(((op, sum(c.values())) for op, c in counts.summary.failures.items()), key=lambda t: (-t[1], t[0]))
+    real = counts.failed - counts.xpassed
+    if by_op:
+        return f"{real} failed ({', '.join(f'{op} {n}' for op, n in by_op[:8])}{', ...' if len(by_op) > 8 else ''})"
+    return f"{real} failed"
+
+
+def expectation(expect: str, verdict: str, counts: junit.StepCounts) -> Expectation:
+    """Did the step get the verdict it exists for?"""
+    if expect == "pass":
+        return Expectation(verdict == "passed", "")
+    if verdict != "failed":
+        return Expectation(False, f"NOT caught: the step {'passed' if verdict == 'passed' else verdict}")
+    if counts.errors:
+        return Expectation(False, f"NOT caught: {counts.errors} case(s) errored - a broken environment fails "
+                                  "that way too, a caught defect does not")  # fmt: skip
+    if counts.failed - counts.xpassed < 1:
+        return Expectation(False, "NOT caught: only strict xpasses failed (known defects that no longer show)")
+    return Expectation(True, f"defect caught: {failing(counts)}")
+
+
+def from_cases(report: junit.Report) -> str:
+    """A step's verdict read back from its cases alone (``merge``): a runner's crash,
+    timeout or missing report is an error case, a step never started a not-run skip."""
+    outcomes = [case.outcome for case in report.cases]
+    if any(r.type == NOT_RUN_TYPE for case in report.cases for r in case.results):
+        return "not run"
+    if not outcomes or "error" in outcomes:
+        return "error"
+    return "failed" if "failed" in outcomes else "passed"
+
+
+def record(step: str, expect: str, allow_failure: bool, verdict: str, ok: bool,
+           notes: tuple[str, ...] = ()) -> tuple[str, str]:  # fmt: skip
+    """The runner's record of a step, a suite property: its expectation, its verdict, and
+    what the runner saw beside it (processes it killed, a log it could not keep)."""
+    return STEP_PROPERTY, json.dumps({"step": step, "expect": expect, "allow_failure": allow_failure,
+                                      "verdict": verdict, "ok": ok, "notes": list(notes)}, sort_keys=True)  # fmt: skip
+
+
+def read_record(value: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("expect") not in ("pass", "fail") or not isinstance(data.get("step"), str):
+        return None
+    return data
