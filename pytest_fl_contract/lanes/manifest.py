@@ -1,7 +1,8 @@
 """``ci/manifest.yaml``: lanes x steps, validated with one clear line per problem.
 
 Every error names the file, the line (from the YAML loader), the lane and the step.
-Lane and step names become file names, so they are restricted to ``[a-z0-9_-]{1,64}``.
+Lane and step names become file names and argv words, so they are restricted to
+``[a-z0-9][a-z0-9_-]{0,63}`` (never an option: ``-x``).
 ``check`` refuses everything ``run`` could not start (an env name with '=', a NUL in an
 argument, a user step called ``setup`` beside the lane's own setup), and the file is read
 bounded (size, UTF-8, aliases: ``safeyaml``) before any of it is believed.
@@ -20,8 +21,8 @@ from .. import safeyaml
 from ..errors import FlContractError
 from ..platforms import Registry
 
-NAME_RE = re.compile(r"[a-z0-9_-]{1,64}\Z")  # \Z, not $: "lane\n" is not a name
-NAME_RULE = "[a-z0-9_-]{1,64}"
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")  # \Z, not $: "lane\n" is not a name; "-x" is an option
+NAME_RULE = "[a-z0-9][a-z0-9_-]{0,63} (a letter or digit first)"
 ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_TIMEOUT = 24 * 3600
 DEFAULT_OUTPUT_CAP = 64 * 1024  # bytes of a step's output kept in its JUnit case: half head, half tail
@@ -79,47 +80,7 @@ class Manifest:
     lanes: dict[str, Lane]
 
 
-# -- a loader that remembers lines and refuses duplicate keys -----------------------------
-
-
-class _Map(dict):
-    lines: dict[Any, int]
-
-
-class _Seq(list):
-    lines: list[int]
-
-
-class _Loader(yaml.SafeLoader):
-    pass
-
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
-    out = _Map()
-    out.lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            hash(key)
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"a {type(key).__name__.strip('_').lower()} cannot be a key", key_node.start_mark
-            ) from None
-        if key in out:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        out[key] = loader.construct_object(value_node, deep=True)
-        out.lines[key] = key_node.start_mark.line + 1
-    return out
-
-
-def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
-    out = _Seq(loader.construct_object(child, deep=True) for child in node.value)
-    out.lines = [child.start_mark.line + 1 for child in node.value]
-    return out
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+_Loader = safeyaml.SourceLoader
 
 
 class _Errors:
@@ -165,8 +126,32 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
+def _env(env: Any) -> Any:
+    """``env`` with each value as written (``2.10`` stays "2.10", ``010`` "010", ``true``
+    "true"): a process environment holds text, never what YAML made of it."""
+    if not isinstance(env, dict):
+        return env
+    return {k: safeyaml.as_written(env, k, v) for k, v in env.items()}
+
+
+def _lane_as_written(raw: Any) -> Any:
+    """A lane's lists and env as written, its lines kept for the messages."""
+    out = safeyaml.Map(raw)
+    out.lines, out.raw = getattr(raw, "lines", {}), getattr(raw, "raw", {})
+    for key in ("runner_labels", "pytest_args", "setup", "packages"):
+        if key in out:
+            out[key] = safeyaml.texts(out[key])
+    if "env" in out:
+        out["env"] = _env(out["env"])
+    return out
+
+
 def _env_problem(env: Any) -> str | None:
     """Why ``env`` cannot be a process environment, or None."""
+    if isinstance(env, dict):
+        empty = next((k for k, v in env.items() if v is None), None)
+        if empty is not None:
+            return f"env {_show(empty)} has no value (YAML null): write '' for an empty string"
     if not _str_map(env):
         return "env must map names to strings"
     for key in env:
@@ -243,7 +228,7 @@ def _parse_step(
             name,
         )
     kind = kinds[0]
-    value = merged[kind]
+    value = safeyaml.texts(merged[kind])
     shell = merged.get("shell", False)
     if not isinstance(shell, bool):
         raise err(_line(raw, "shell"), "shell must be true or false", lane, name)
@@ -271,7 +256,7 @@ def _parse_step(
             lane,
             name,
         )
-    env = merged.get("env", {})
+    env = _env(merged.get("env", {}))
     problem = _env_problem(env)
     if problem:
         raise err(_line(raw, "env"), problem, lane, name)
@@ -281,6 +266,9 @@ def _parse_step(
     expect = merged.get("expect", "pass")
     if expect not in ("pass", "fail"):
         raise err(_line(raw, "expect"), f"expect must be 'pass' or 'fail', got {_show(expect)}", lane, name)
+    if expect == "fail" and kind == "command":
+        raise err(_line(raw, "expect"), "expect: fail needs a pytest step: a command's exit status cannot tell a "
+                  "caught defect from a broken environment (a typo exits 127 too)", lane, name)  # fmt: skip
     cap = merged.get("output_cap", default_cap)
     if not _output_cap(cap):
         raise err(_line(raw, "output_cap"), f"output_cap must be bytes in [{MIN_OUTPUT_CAP}, {MAX_OUTPUT_CAP}]",
@@ -349,6 +337,7 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
                 f"unknown platform {_show(platform)}; known: {', '.join(registry.names)}",
                 lane_name,
             )
+        raw = _lane_as_written(raw)
         for key in ("runner_labels", "pytest_args", "setup", "packages"):
             if key in raw and not _str_list(raw[key]):
                 raise err(_line(raw, key), f"{key} must be a list of strings", lane_name)

@@ -40,18 +40,24 @@ CONTRACT_STEP = {"contracts": "reductions", "pytest": ["-p", "xdist", "-n", "aut
 
 
 def name_of(text: str, fallback: str = "step") -> str:
-    """A manifest name (``[a-z0-9_-]{1,64}``) from free text."""
-    name = re.sub(r"[^a-z0-9_-]+", "-", text.strip().lower()).strip("-")[:64].strip("-")
+    """A manifest name (``[a-z0-9][a-z0-9_-]{0,63}``) from free text."""
+    name = re.sub(r"[^a-z0-9_-]+", "-", text.strip().lower()).lstrip("_-")[:64].strip("-")
     return name or fallback
 
 
-def unique(name: str, taken: set[str]) -> str:
-    """``name``, or ``name-2``, ``name-3``... when taken (names are lower case already)."""
-    candidate, n = name, 1
+def unique(name: str, taken: set[str], tried: dict[str, int] | None = None) -> str:
+    """``name``, or ``name-2``, ``name-3``... when taken (names are lower case already).
+    ``tried`` remembers the last suffix per name, so 19,000 tests of one name cost 19,000
+    look-ups, not 19,000 squared."""
+    tried = {} if tried is None else tried
+    candidate, n = name, tried.get(name, 1)
+    if n > 1:
+        candidate = name[: 64 - len(f"-{n}")] + f"-{n}"
     while candidate in taken:
         n += 1
         suffix = f"-{n}"
         candidate = name[: 64 - len(suffix)] + suffix
+    tried[name] = n
     taken.add(candidate)
     return candidate
 
@@ -66,15 +72,19 @@ def _fail(path: Path, problem: str) -> FlContractError:
     return FlContractError(f"{safeyaml.shown(path)}: {problem}")
 
 
+def _kind(value: Any) -> str:
+    """What YAML made of a value, by its builtin type (the loader's list and dict subclasses
+    are "list" and "dict")."""
+    return next(t.__name__ for t in type(value).__mro__ if t.__module__ == "builtins")
+
+
 def _mapped(path: Path, key: str, value: Any) -> Any:
     """A torch_fl value as the manifest takes it, or one line saying why it cannot be."""
     if key == "integration_environment":
         if not isinstance(value, dict):
-            raise _fail(path, f"integration_environment must map names to strings, got {type(value).__name__}")
-        env = {
-            str(k): v if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None
-            for k, v in value.items()
-        }
+            raise _fail(path, f"integration_environment must map names to strings, got {_kind(value)}")
+        env = {str(k): safeyaml.as_written(value, k, v) for k, v in value.items()}  # 2.10 stays "2.10"
+        env = {k: v if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None for k, v in env.items()}
         problem = schema._env_problem({k: v for k, v in env.items() if v is not None}) if env else None
         if any(v is None for v in env.values()) or problem:
             raise _fail(path, f"integration_environment: {problem or 'values must be strings or numbers'}")
@@ -93,7 +103,7 @@ def _mapped(path: Path, key: str, value: Any) -> Any:
 def convert(path: Path, registry: Registry) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """Returns (lane name, lane mapping, keys kept as comments)."""
     try:
-        doc = safeyaml.load(safeyaml.read_text(path))
+        doc = safeyaml.load(safeyaml.read_text(path), safeyaml.SourceLoader)
     except OSError as exc:
         raise _fail(path, f"cannot read: {exc.strerror}") from None
     except safeyaml.YamlInputError as exc:
@@ -111,24 +121,25 @@ def convert(path: Path, registry: Registry) -> tuple[str, dict[str, Any], dict[s
     kept: dict[str, Any] = {}
     for key, value in doc.items():
         if key in MAPPED:
-            lane[MAPPED[key]] = _mapped(path, key, value)
+            lane[MAPPED[key]] = safeyaml.plain(_mapped(path, key, value))
         elif key == "setup_script":
             if not isinstance(value, str) or not value.strip() or "\0" in value:
                 raise _fail(path, "setup_script must be a path")
             lane["setup"] = [f"bash {shlex.quote(value)}"]
         elif key != "integration_tests":
-            kept[str(key)] = value
+            kept[str(key)] = safeyaml.plain(value)
     tests = doc.get("integration_tests") or []
     if not isinstance(tests, list):
         raise _fail(path, "integration_tests must be a list of {name, command}")
     taken = {CONTRACT_NAME} | ({schema.SETUP_STEP} if "setup" in lane else set())
+    tried: dict[str, int] = {}
     steps = []
     for i, test in enumerate(tests):
         if not isinstance(test, dict) or not isinstance(test.get("command"), str):
             raise _fail(path, f"integration_tests[{i}] needs a 'command' string")
         if "\0" in test["command"]:
             raise _fail(path, f"integration_tests[{i}]: the command holds a NUL byte")
-        name = unique(name_of(str(test.get("name", f"step-{i}")), f"step-{i}"), taken)
+        name = unique(name_of(str(test.get("name", f"step-{i}")), f"step-{i}"), taken, tried)
         steps.append({"name": name, "command": ["bash", "-c", "set -euo pipefail\n" + test["command"]]})
     steps.append({"use": CONTRACT_NAME})
     lane["steps"] = steps
