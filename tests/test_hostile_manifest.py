@@ -45,7 +45,7 @@ MANIFESTS: list[tuple[str, Any, str]] = [
     ("pytest-args-nul", lane({"name": "s", "pytest": ["-k", "a\0"]}), "pytest cannot hold a NUL byte"),
     ("lane-pytest-args-nul", lane(pytest_args=["-q\0"]), "pytest_args cannot hold a NUL byte"),
     ("setup-nul", lane(setup=["echo\0"]), "setup cannot hold a NUL byte"),
-    ("step-name-5000", lane({"name": "s" * 5000, "command": ["true"]}), "must match [a-z0-9_-]{1,64}"),
+    ("step-name-5000", lane({"name": "s" * 5000, "command": ["true"]}), "must match [a-z0-9][a-z0-9_-]{0,63}"),
     ("lane-name-65", {"lanes": {"l" * 65: lane()["lanes"]["l"]}}, "lane name 'lllll"),
     ("lane-name-newline", {"lanes": {"l\n": lane()["lanes"]["l"]}}, "lane name 'l\\n' must match"),
     ("step-name-newline", lane({"name": "s\n", "command": ["true"]}), "step name 's\\n' must match"),
@@ -55,7 +55,8 @@ MANIFESTS: list[tuple[str, Any, str]] = [
     ("unhashable-top-key", "? [lanes]\n: 1\n", "a seq cannot be a key"),
     ("shared-steps-list", {"shared_steps": ["a"], **lane()}, "shared_steps must map names to steps"),
     ("shared-step-a-list", {"shared_steps": {"a": [1]}, **lane()}, "shared step 'a' must be a mapping"),
-    ("shared-step-int-name", {"shared_steps": {1: {"command": ["true"]}}, **lane()}, "shared step name 1 must match"),
+    ("shared-step-bad-name", {"shared_steps": {"-x": {"command": ["true"]}}, **lane()},
+     "shared step name '-x' must match"),
     ("shared-step-bad-name", {"shared_steps": {"A!": {"command": ["true"]}}, **lane()}, "shared step name 'A!'"),
     ("use-a-list", lane({"use": ["x"]}), "step name ['x'] must match"),
     ("use-a-list-with-name", lane({"name": "s", "use": ["x"]}), "unknown shared step ['x']"),
@@ -84,7 +85,7 @@ MANIFESTS: list[tuple[str, Any, str]] = [
         "timeout must be",
     ),
     ("version-list", {"version": [1], **lane()}, "unsupported version [1]"),
-    ("lane-name-int", {"lanes": {1: lane()["lanes"]["l"]}}, "lane name 1 must match"),
+    ("lane-name-underscore-first", {"lanes": {"_1": lane()["lanes"]["l"]}}, "lane name '_1' must match"),
     ("platform-list", lane(platform=["cpu"]), "unknown platform ['cpu']"),
     ("unknown-key-huge", lane({"name": "s", "command": ["true"], "k" * 5000: 1}), "unknown key 'kkkk"),
 ]
@@ -111,7 +112,8 @@ def test_bad_manifest_is_one_line_and_exit_2(tmp_path, capsys, content, message)
 
 @pytest.mark.parametrize(
     "target, message",
-    [("/dev/zero", "larger than 4194304 bytes"), (".", "Is a directory"), ("missing.yaml", "No such file")],
+    [("/dev/zero", "not a regular file (a character device)"), (".", "not a regular file (a directory)"),
+     ("missing.yaml", "No such file")],
     ids=["dev-zero", "a-directory", "missing"],
 )
 def test_manifest_that_is_not_a_file_is_one_line(tmp_path, capsys, monkeypatch, target, message):

@@ -32,7 +32,7 @@ USAGE = [  # (id, files to write, pytest args, the one ERROR line holds)
     ("platforms-file-device-type-null", {"vendor.yaml": "platforms: {x: {device_type: null}}\n"},
      ["--fl-platforms-file", "vendor.yaml"], "device_type: expected a device name"),
     ("platforms-file-a-directory", {"vendor.yaml/x": "x"}, ["--fl-platforms-file", "vendor.yaml"],
-     "cannot read: Is a directory"),
+     "cannot read: not a regular file (a directory)"),
     ("platform-empty", {}, ["--platform", ""], "--platform is empty: give a platform name or 'auto'"),
     ("platform-blank", {}, ["--platform", "  "], "--platform is empty"),
     ("platform-unknown", {}, ["--platform", "quantum"], "unknown platform 'quantum'"),

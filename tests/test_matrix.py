@@ -9,12 +9,13 @@ import math
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
-from pytest_fl_contract.lanes import junit
+from pytest_fl_contract.lanes import junit, verdict
 from pytest_fl_contract.lanes.manifest import load
 from pytest_fl_contract.lanes.matrix import budget_minutes
 from pytest_fl_contract.platforms import load_registry
@@ -288,7 +289,9 @@ def test_merge_puts_every_case_under_its_lane(tmp_path, capsys):
     foreign = junit.parse_text('<testsuite name="pytest" tests="1"><testcase classname="tests.test_x" name="t"/>'
                                "</testsuite>")  # fmt: skip
     write_lane(reports, "b", foreign, 0)  # a report not written by `run`: its case gets the lane too
-    write_lane(reports, "c", junit.single_case("c", "s", 1.0, junit.Result("failure", "caught")), 0)  # expect: fail
+    caught = junit.single_case("c", "s", 1.0, junit.Result("failure", "caught"))
+    record = verdict.record("s", "fail", False, "failed", True)  # what `run` records of an expect: fail step
+    write_lane(reports, "c", replace(caught, suites=(replace(caught.suites[0], properties=(record,)),)), 0)
     out = tmp_path / "merged.xml"
     code, stdout, err = cli(capsys, "merge", "--reports", str(reports), "--lanes", "a,b,c", "-o", str(out))
     assert code == 0 and err == ""
@@ -313,7 +316,9 @@ def test_merge_fails_for_a_lane_that_failed_was_skipped_or_left_no_report(tmp_pa
     assert code == 1
     lines = err.splitlines()
     assert lines == [
+        "fl-contract: lane broken: step broken/s: failed",
         "fl-contract: lane broken: fl-contract run FAIL (exit 1)",
+        "fl-contract: lane skipped: step skipped/s: not run",
         "fl-contract: lane skipped: fl-contract run SKIPPED (an input it needs was not set) (exit 4)",
         "fl-contract: lane lost: no report lost.xml: its job uploaded no reports/ (cancelled, timed out, or its "
         "runner was lost)",
@@ -325,7 +330,7 @@ def test_merge_fails_for_a_lane_that_failed_was_skipped_or_left_no_report(tmp_pa
     by_lane = {case.classname.split(".")[0]: case for case in merged.cases}
     assert set(by_lane) == set(lanes.split(","))  # every lane is in the merged report, whatever it left
     assert by_lane["lost"].outcome == "error" and by_lane["lost"].classname == "lost.report"
-    assert "| skipped | SKIPPED (an input it needs was not set) (exit 4) |" in stdout
+    assert "| skipped | FAIL: step skipped/s: not run |" in stdout
 
 
 @pytest.mark.parametrize(
@@ -351,7 +356,7 @@ def test_merge_without_lanes_takes_every_lane_report_but_its_own_output(tmp_path
     out = reports / "merged.xml"
     out.write_text("stale")
     code, stdout, _ = cli(capsys, "merge", "--reports", str(reports), "-o", str(out))
-    assert code == 0 and "| a | no exit status recorded |" in stdout
+    assert code == 0 and "| a | ok (verdicts from its report) |" in stdout
     assert [c.classname for c in junit.read(out).cases] == ["a.s"]
 
 
@@ -376,7 +381,7 @@ def test_merge_junitparser_reads_what_merge_writes_where_its_own_merge_breaks_th
     from .hostile import schema
 
     reports = tmp_path / "r"
-    write_lane(reports, "a", junit.skipped_suite("a", "s", "not run"), 0)
+    write_lane(reports, "a", junit.single_case("a", "s", 0.0, junit.Result("skipped", "why", "pytest.skip")), 0)
     write_lane(reports, "b", passed("b"), 0)
     theirs = JUnitXml.fromfile(str(reports / "a.xml")) + JUnitXml.fromfile(str(reports / "b.xml"))
     theirs.write(str(tmp_path / "theirs.xml"))

@@ -116,6 +116,7 @@ class Run:
         self.checkout = tmp / "checkout"  # the caller's repository, as actions/checkout lays it
         (self.checkout / "ci").mkdir(parents=True)
         (self.checkout / "ci" / "manifest.yaml").write_text(manifest_text)
+        (self.checkout / "test_defect.py").write_text("def test_the_defect_shows():\n    assert 1 + 1 == 3\n")
         self.contexts: dict[str, Any] = {"inputs": inputs(manifest="ci/manifest.yaml", **given), "secrets": {}}
         self.downloaded = tmp / "merge"
         self.downloaded.mkdir()
@@ -266,9 +267,9 @@ VERDICTS = textwrap.dedent("""\
         runner_labels: [ubuntu-latest]
         steps: [{name: s, command: ['true']}]
       caught:
-        platform: iluvatar
+        platform: nvidia
         runner_labels: [ubuntu-latest]
-        steps: [{name: defect, command: ['false'], expect: fail}]
+        steps: [{name: defect, pytest: [test_defect.py, -q, -p, no:cacheprovider], expect: fail}]
       broken:
         platform: nvidia
         runner_labels: [self-hosted, nvidia]
@@ -305,8 +306,10 @@ def test_each_lane_job_fails_exactly_when_its_run_does_and_merge_says_which(tmp_
     assert not any("::error" in done.stdout for lane, done in jobs.items() if lane != "needs-wheel")
     done, merged, summary = run.merge()
     assert done.returncode == 1
-    assert done.stderr.splitlines() == [
+    assert done.stderr.splitlines() == [  # each from the lane's report, and again from its job's exit
+        "fl-contract: lane broken: step s: failed",
         "fl-contract: lane broken: fl-contract run FAIL (exit 1)",
+        "fl-contract: lane needs-wheel: step s: not run",
         "fl-contract: lane needs-wheel: fl-contract run SKIPPED (an input it needs was not set) (exit 4)",
         "fl-contract: lane lost: no report lost.xml: its job uploaded no reports/ (cancelled, timed out, or its "
         "runner was lost)",
