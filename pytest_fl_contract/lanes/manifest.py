@@ -361,11 +361,13 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
         if not isinstance(steps_raw, list) or not steps_raw:
             raise err(_line(raw, "steps") or line, "a lane needs a non-empty list of steps", lane_name)
         steps: list[Step] = []
+        names: set[str] = set()
         for i, step_raw in enumerate(steps_raw):
             step_line = steps_raw.lines[i] if hasattr(steps_raw, "lines") else None
             step = _parse_step(step_raw, step_line, err, lane_name, shared, default_timeout, default_cap)
-            if any(s.name == step.name for s in steps):
+            if step.name in names:
                 raise err(step_line, "duplicate step name", lane_name, step.name)
+            names.add(step.name)
             if step.name == PACKAGES_STEP and raw.get("packages"):
                 raise err(step_line, "the name 'packages' is the lane's package install's own; rename the step",
                           lane_name, step.name)  # fmt: skip

@@ -35,6 +35,7 @@ MAPPED = {
     "timeout_minutes": "timeout_minutes",
 }
 UNMAPPED_KNOWN = ("container_volumes", "container_options", "wheel_artifact_name", "integration_wheel_source")
+MAX_TESTS = 10_000  # steps of one imported lane: about 8 YAML values each, inside safeyaml.MAX_NODES
 CONTRACT_NAME = "reduction_contract"
 CONTRACT_STEP = {"contracts": "reductions", "pytest": ["-p", "xdist", "-n", "auto"], "timeout": 1800}
 
@@ -131,6 +132,9 @@ def convert(path: Path, registry: Registry) -> tuple[str, dict[str, Any], dict[s
     tests = doc.get("integration_tests") or []
     if not isinstance(tests, list):
         raise _fail(path, "integration_tests must be a list of {name, command}")
+    if len(tests) > MAX_TESTS:
+        raise _fail(path, f"{len(tests)} integration_tests: a lane takes at most {MAX_TESTS} steps (a manifest "
+                    f"holds at most {safeyaml.MAX_NODES} values); split the file")  # fmt: skip
     taken = {CONTRACT_NAME} | ({schema.SETUP_STEP} if "setup" in lane else set())
     tried: dict[str, int] = {}
     steps = []
