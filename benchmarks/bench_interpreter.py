@@ -28,7 +28,7 @@ def main() -> int:
     import flag_gems
     import torch
 
-    from pytest_fl_contract import ops
+    from pytest_fl_contract.registry import ops
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import masked_reductions as mr
 

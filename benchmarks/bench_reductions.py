@@ -95,7 +95,7 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
     3.7x, so one timing of a small case says little."""
     import torch
 
-    from pytest_fl_contract import ops
+    from pytest_fl_contract.registry import ops
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import masked_reductions as mr
 

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from pytest_fl_contract.ops import OPS  # the one op table (5.4's logsumexp too)
+from pytest_fl_contract.registry.ops import OPS  # the one op table (5.4's logsumexp too)
 
 NAMES = sorted((op.name for op in OPS), key=len, reverse=True)  # log_softmax before softmax
 

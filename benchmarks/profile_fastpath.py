@@ -64,7 +64,7 @@ def main() -> int:
     import torch
     import triton
 
-    from pytest_fl_contract import ops
+    from pytest_fl_contract.registry import ops
     from pytest_fl_contract.workarounds import fastpath, tilemodel
     from pytest_fl_contract.workarounds import masked_reductions as mr
 

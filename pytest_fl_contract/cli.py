@@ -14,8 +14,8 @@ import sys
 from typing import Any
 
 from . import __version__
-from .errors import FlContractError
 from .lanes import commands as lane_commands
+from .util import FlContractError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_platform(args: argparse.Namespace) -> int:
-    from .platforms import detect
+    from .config.platforms import detect
 
     detection = detect(lane_commands.registry(args))
     print(f"{detection.platform} ({detection.how})")
@@ -34,7 +34,7 @@ def cmd_platform(args: argparse.Namespace) -> int:
 def defect_lines(platform: Any, common: set[str], covers: set[str], markdown: bool = False) -> list[str]:
     """The platform's known defects as a lane engineer reads them: whose (the vendor's
     compiler or FlagGems), which ops and FlagGems versions, whether the workaround covers it."""
-    from .ops import defect_reach
+    from .registry.ops import defect_reach
 
     rows = []
     for d in platform.defects:
@@ -50,7 +50,7 @@ def defect_lines(platform: Any, common: set[str], covers: set[str], markdown: bo
 
 def cmd_defects(args: argparse.Namespace) -> int:
     """The registry's known defects of one platform (default: this machine's)."""
-    from .platforms import detect
+    from .config.platforms import detect
     from .workarounds.masked_reductions import COVERS
 
     registry = lane_commands.registry(args)
@@ -68,7 +68,7 @@ def cmd_contracts(args: argparse.Namespace) -> int:
     instead of leaving without them.  A second interrupt ends pytest (terminate, then kill)."""
     import subprocess
 
-    from .suites import pytest_argv
+    from .config.suites import pytest_argv
 
     child = subprocess.Popen(pytest_argv(args.suites, args.passthrough))
     interrupts = 0
@@ -88,7 +88,7 @@ def cmd_contracts(args: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """The compiler probe battery on this lane's device, as a table for a vendor bug report."""
-    from .probes import command
+    from .probes.catalogue import command
 
     return command(args, lane_commands.registry(args))
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from .platforms import CAPABILITIES, Platform, Registry
+from .config.platforms import CAPABILITIES, Platform, Registry
 
 MARKERS: dict[str, str] = {
     "requires_csrc": "requires_csrc: needs the source checkout's csrc/ tree; skipped in a wheel-only layout",
@@ -179,7 +179,7 @@ def xfail_mismatch(xfail: Xfail, when: str, exc: BaseException | None) -> str | 
     if when != "call":
         return f"known defect {xfail.defect} fails contracts in their call, not in {when}: {what}"
     if xfail.faults:
-        from .devicehealth import device_fault
+        from .hardware.devicehealth import device_fault
 
         if "DeviceLost" in names or device_fault(exc):
             return None  # the registry says this defect touches memory it does not own

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import hooks
-from .activation import activation
-from .errors import FlContractError
+from .config.activation import activation
+from .util import FlContractError
 
 if TYPE_CHECKING:
+    from .config.settings import Options, Settings
     from .session import LaneSession, WorkaroundInfo
-    from .settings import Options, Settings
 
 SESSION = pytest.StashKey["LaneSession"]()
 
@@ -159,7 +159,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _options(config: pytest.Config, namespace: Any) -> Options:
-    from .settings import Options
+    from .config.settings import Options
 
     root = namespace.fl_source_root or str(config.invocation_params.dir)
     return Options(
@@ -202,9 +202,9 @@ def _session(config: pytest.Config, namespace: Any) -> LaneSession | None:
     if why is None:
         return None
     if SESSION not in config.stash:
-        from .platforms import load_registry
+        from .config.platforms import load_registry
+        from .config.settings import resolve
         from .session import LaneSession
-        from .settings import resolve
 
         try:
             settings = resolve(_options(config, namespace), load_registry(namespace.fl_platforms_files))
@@ -243,9 +243,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def _hardware_plugins(config: pytest.Config, session: LaneSession) -> list[tuple[str, Any]]:
     """What a hardware lane adds: the device watch always; under xdist the schedule (every
     process) and the memory ledger (workers, which share it by the run's id)."""
-    from .devicehealth import DeviceWatch
-    from .ledger import LedgerPlugin
-    from .schedule import Schedule
+    from .hardware.devicehealth import DeviceWatch
+    from .hardware.ledger import LedgerPlugin
+    from .hardware.schedule import Schedule
 
     s = session.settings
     workerinput = getattr(config, "workerinput", None)
@@ -290,7 +290,7 @@ def _lane(request: pytest.FixtureRequest) -> LaneSession:
 @pytest.fixture(scope="session")
 def fl_device(fl_settings: Settings) -> str:
     """The torch device contracts allocate on ("cpu" under the emulator)."""
-    from .runtime import device_of
+    from .hardware.device import device_of
 
     return device_of(fl_settings)
 
@@ -319,7 +319,7 @@ def fl_poison(fl_device: str) -> Iterator[Any]:
     """``fl_poison(fill)``: allocate, fill and free device memory so stale reads change.
     Under the emulator its heap goes back to the default pattern afterwards, so what one
     test poisoned never decides another test's outcome."""
-    from .runtime import poison_device_memory
+    from .hardware.device import poison_device_memory
 
     yield lambda fill: poison_device_memory(fl_device, fill)
     from .emulation import defects

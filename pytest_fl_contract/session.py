@@ -23,12 +23,13 @@ from typing import Any
 
 import pytest
 
-from . import markers, report
-from .errors import FlContractError, first_line
+from . import markers
+from .config.settings import Settings, versions
 from .imports import after_import
-from .ops import Op
-from .outcomes import PROPERTY, CaseRecord, CaseTag, Summary, record_of
-from .settings import Settings, versions
+from .registry.ops import Op
+from .reporting import report
+from .reporting.outcomes import PROPERTY, CaseRecord, CaseTag, Summary, record_of
+from .util import FlContractError, first_line
 
 TAG = pytest.StashKey[CaseTag]()
 SPECS = pytest.StashKey[tuple]()  # tuple[markers.Spec, ...]
@@ -106,11 +107,11 @@ class LaneSession:
             if settings.emulation.defects:
                 defects.enable(*settings.emulation.defects)
         else:
-            from . import autotune
+            from .hardware import autotune
 
             self._undo_autotune = autotune.install(settings.autotune)
         if settings.workaround is not None:
-            from .layout import resolve_module
+            from .config.layout import resolve_module
 
             resolved = resolve_module(settings.workaround, settings.layout.source_root)
             missing = [name for name in PROTOCOL if not callable(getattr(resolved.module, name, None))]
@@ -173,7 +174,7 @@ class LaneSession:
     def import_flag_gems(self) -> ModuleType:
         """flag_gems, imported after the emulator and with the workaround in place."""
         if self.flag_gems is None:
-            from .runtime import import_flag_gems
+            from .hardware.device import import_flag_gems
 
             self.pick_device()
             import_flag_gems()
@@ -192,7 +193,7 @@ class LaneSession:
         self._session = session
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        from .runtime import device_name
+        from .hardware.device import device_name
 
         lines = report.header_lines(self.settings, versions(), device_name(self.settings))
         if self.workaround is not None:
@@ -233,7 +234,7 @@ class LaneSession:
         """Free GiB on the lane's device, or why there is none (the emulator has none)."""
         if self.settings.emulation is not None:
             return "the emulated device runs on the CPU (hardware lanes only)"
-        from .runtime import free_device_memory
+        from .hardware.device import free_device_memory
 
         self.pick_device()  # the worker's own device, before anything opens a context on device 0
         return free_device_memory(self.settings)

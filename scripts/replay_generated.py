@@ -54,7 +54,7 @@ def main() -> int:
     import flag_gems  # noqa: F401 - the entry points
     from pytest_fl_contract.contracts.reductions.test_generated import problem_of
 
-    from pytest_fl_contract import ops
+    from pytest_fl_contract.registry import ops
 
     version = ops.flag_gems_version()
     chosen = [op for op in ops.OPS if not args.ops or op.name in args.ops.split(",")]

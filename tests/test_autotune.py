@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_fl_contract import autotune
-from pytest_fl_contract.errors import FlContractError
-from pytest_fl_contract.platforms import load_registry
-from pytest_fl_contract.settings import Options, resolve
+from pytest_fl_contract.config.platforms import load_registry
+from pytest_fl_contract.config.settings import Options, resolve
+from pytest_fl_contract.hardware import autotune
+from pytest_fl_contract.util import FlContractError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,7 +93,7 @@ TUNED_KERNEL = textwrap.dedent(
     """
     import json, os
     os.environ["TRITON_INTERPRET"] = "1"
-    from pytest_fl_contract import autotune
+    from pytest_fl_contract.hardware import autotune
     undo = autotune.install(autotune.plan("rotate", emulated=False))
     import torch, triton, triton.language as tl
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fl_contract.devicehealth import fault_of
+from pytest_fl_contract.hardware.devicehealth import fault_of
 
 
 class Device:

@@ -16,10 +16,10 @@ import triton
 import triton.language as tl
 from hypothesis import given
 from hypothesis import strategies as st
-from pytest_fl_contract.contracts.probes.battery import colsum_masked, colsum_rows, colsum_where, sum_1d
 
 from pytest_fl_contract.emulation import defects, interpreter
-from pytest_fl_contract.errors import FlContractError
+from pytest_fl_contract.probes.battery import colsum_masked, colsum_rows, colsum_where, sum_1d
+from pytest_fl_contract.util import FlContractError
 
 
 @pytest.fixture
@@ -279,7 +279,7 @@ def test_refusals(setup):
     code = (
         f"{prelude}\n"
         "from pytest_fl_contract.emulation import interpreter, profiles\n"
-        "from pytest_fl_contract.errors import FlContractError\n"
+        "from pytest_fl_contract.util import FlContractError\n"
         "try:\n    interpreter.activate(profiles.get_profile('nvidia-small'))\n"
         "except FlContractError as exc:\n    print(exc)\n"
     )

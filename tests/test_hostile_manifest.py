@@ -12,9 +12,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_fl_contract.errors import FlContractError
+from pytest_fl_contract.config.platforms import load_registry
 from pytest_fl_contract.lanes.manifest import load
-from pytest_fl_contract.platforms import load_registry
+from pytest_fl_contract.util import FlContractError
 
 from .hostile import cli, one_line
 
@@ -290,7 +290,7 @@ def test_any_bytes_are_a_manifest_or_one_clear_line(tmp_path_factory, data):
     ids=["raises-multiline", "returns-an-int", "returns-a-latin-1-file"],
 )
 def test_a_broken_platforms_entry_point_is_one_line(tmp_path, monkeypatch, loaded, message):
-    from pytest_fl_contract import platforms
+    from pytest_fl_contract.config import platforms
 
     if loaded == "latin-1":
         bad = tmp_path / "vendor.yaml"

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from pytest_fl_contract.lanes import junit, runner
 from pytest_fl_contract.lanes.manifest import Lane, Step
-from pytest_fl_contract.lanes.runner import capped, run_lane
+from pytest_fl_contract.lanes.runner import run_lane
+from pytest_fl_contract.lanes.supervise import capped
 
 from .conftest import ROOT
 from .hostile import assert_all_valid, assert_valid_junit, cli, one_line

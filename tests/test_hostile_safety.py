@@ -512,8 +512,8 @@ lanes:
 
 
 def test_items11_12_16_values_names_and_merge_keys_as_written(tmp_path, capsys):
+    from pytest_fl_contract.config.platforms import load_registry
     from pytest_fl_contract.lanes.manifest import load
-    from pytest_fl_contract.platforms import load_registry
 
     path = tmp_path / "m.yaml"
     path.write_text(MANIFEST_AS_WRITTEN)
@@ -578,7 +578,7 @@ def test_item13_a_pip_that_installs_nothing_fails_the_install(tmp_path):
 def test_item14_text_from_tests_cannot_add_markdown_structure():
     from collections import Counter
 
-    from pytest_fl_contract.outcomes import Summary
+    from pytest_fl_contract.reporting.outcomes import Summary
 
     summary = Summary()
     summary.skips["why\n## Fake heading\n| a | b |\n![img](http://example.invalid/x.png) <img src=x>"] += 1

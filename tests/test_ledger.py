@@ -10,7 +10,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_fl_contract.ledger import Claim, Ledger, admit, budget_gib
+from pytest_fl_contract.hardware.ledger import Claim, Ledger, admit, budget_gib
 
 
 def test_admit_counts_only_live_claims_and_lets_a_case_run_alone():

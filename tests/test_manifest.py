@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_fl_contract.cli import main
-from pytest_fl_contract.errors import FlContractError
+from pytest_fl_contract.config.platforms import load_registry
 from pytest_fl_contract.lanes.manifest import load, parse
-from pytest_fl_contract.platforms import load_registry
+from pytest_fl_contract.util import FlContractError
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load_registry(entry_points=False)

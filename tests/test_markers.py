@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_fl_contract.config.platforms import load_registry
 from pytest_fl_contract.markers import Context, MarkerError, Skip, Spec, Xfail, evaluate_skip, evaluate_xfail, validate
-from pytest_fl_contract.platforms import load_registry
 
 REGISTRY = load_registry(entry_points=False)
 M = pytest.mark

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_fl_contract.config.platforms import load_registry
 from pytest_fl_contract.lanes import junit, verdict
 from pytest_fl_contract.lanes.manifest import load
 from pytest_fl_contract.lanes.matrix import budget_minutes
-from pytest_fl_contract.platforms import load_registry
 
 from .conftest import ROOT
 from .hostile import assert_valid_junit, cli, one_line

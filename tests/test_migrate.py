@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 
 from pytest_fl_contract.cli import main
+from pytest_fl_contract.config.platforms import load_registry
 from pytest_fl_contract.lanes.manifest import parse
-from pytest_fl_contract.platforms import load_registry
 
 ILUVATAR = textwrap.dedent("""
     display_name: Iluvatar BI-V150

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_fl_contract.cli import main
-from pytest_fl_contract.errors import FlContractError
 from pytest_fl_contract.testing import mutants
+from pytest_fl_contract.util import FlContractError
 
 from .conftest import ROOT
 

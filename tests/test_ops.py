@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pytest_fl_contract.ops import OPS, Call, defect_reach, get
+from pytest_fl_contract.registry.ops import OPS, Call, defect_reach, get
 
 
 @pytest.mark.parametrize(
@@ -306,7 +306,7 @@ def test_the_isolated_child_compares_a_slab_at_a_time(shape, data):
     time: a correct result passes whatever the slab size, one element off anywhere fails."""
     import torch
 
-    from pytest_fl_contract import isolation
+    from pytest_fl_contract.hardware import isolation
 
     x = torch.randn(shape)
     op = get(data.draw(st.sampled_from(["sum", "mean", "softmax", "argmax"])))
@@ -331,7 +331,7 @@ def test_an_empty_dim_list_reduces_everything_past_the_slab_threshold(monkeypatc
     check() names the block of a wrong element past the threshold."""
     import torch
 
-    from pytest_fl_contract.slabs import slabs
+    from pytest_fl_contract.hardware.slabs import slabs
 
     sweeps = _sweeps()
     assert slabs((4, 5), [], False, False, 1) == [((), ())]

@@ -5,9 +5,9 @@ import types
 import pytest
 import yaml
 
-from pytest_fl_contract import platforms
-from pytest_fl_contract.errors import FlContractError
-from pytest_fl_contract.platforms import Detection, detect, load_registry, merge
+from pytest_fl_contract.config import platforms
+from pytest_fl_contract.config.platforms import Detection, detect, load_registry, merge
+from pytest_fl_contract.util import FlContractError
 
 FLAGGEMS_VENDORS = ["nvidia", "iluvatar", "ascend", "cambricon", "metax", "mthreads", "kunlunxin",
                     "hygon", "amd", "aipu", "tsingmicro", "sunrise", "enflame"]  # fmt: skip

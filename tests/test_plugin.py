@@ -161,7 +161,7 @@ def test_wheel_first_resolution(pytester, run_subprocess):
     pytester.makepyfile(f"""
         import sys
         from pathlib import Path
-        from pytest_fl_contract.layout import resolve_module
+        from pytest_fl_contract.config.layout import resolve_module
         sys.path.append({str(site)!r})
         def test_wheel_first():
             r = resolve_module("vendorpkg", Path({str(pytester.path)!r}))

@@ -15,13 +15,15 @@ import sys
 import textwrap
 
 import pytest
-from pytest_fl_contract.contracts.probes import battery
 
-from pytest_fl_contract import cli, ops, probes
+from pytest_fl_contract import cli
+from pytest_fl_contract.config.platforms import load_registry
 from pytest_fl_contract.emulation import defects
 from pytest_fl_contract.lanes import junit
 from pytest_fl_contract.lanes.manifest import load
-from pytest_fl_contract.platforms import load_registry
+from pytest_fl_contract.probes import battery
+from pytest_fl_contract.probes import catalogue as probes
+from pytest_fl_contract.registry import ops
 
 from .conftest import ROOT
 
@@ -73,7 +75,7 @@ PLAIN = textwrap.dedent(
     """
     import json, os
     os.environ["TRITON_INTERPRET"] = "1"  # Triton's interpreter as shipped: no emulator, no `and` fix
-    from pytest_fl_contract import probes
+    from pytest_fl_contract.probes import catalogue as probes
     print(json.dumps({r.probe: r.verdict for r in probes.run_battery("cpu")}))
     """
 )

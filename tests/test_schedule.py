@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_fl_contract.schedule import cpu_share, longest_first
+from pytest_fl_contract.hardware.schedule import cpu_share, longest_first
 
 
 def test_each_worker_gets_its_share_of_the_cpu():
@@ -62,7 +62,7 @@ def test_the_second_run_starts_with_the_longest_case(pytester, run_subprocess):
 
 
 def test_the_packaged_suites_keep_their_record_in_the_users_cache(tmp_path):
-    from pytest_fl_contract import suites
+    from pytest_fl_contract.config import suites
 
     assert suites.cache_dir({"FL_CONTRACT_CACHE": str(tmp_path)}) == tmp_path
     assert suites.cache_dir({"XDG_CACHE_HOME": "/x"}) == __import__("pathlib").Path("/x/fl-contract")
@@ -74,7 +74,8 @@ def test_the_packaged_suites_keep_their_record_in_the_users_cache(tmp_path):
 
 WRAPPED = """
 import sys, types
-from pytest_fl_contract import cli, suites
+from pytest_fl_contract import cli
+from pytest_fl_contract.config import suites
 child = '''
 import sys, time
 try:
@@ -163,7 +164,7 @@ def test_first_batch_is_what_xdists_load_scheduler_sends(cases, workers, chunk):
 
     from xdist.scheduler.load import LoadScheduling
 
-    from pytest_fl_contract.schedule import first_batch
+    from pytest_fl_contract.hardware.schedule import first_batch
 
     class Node:
         def __init__(self, name: str) -> None:

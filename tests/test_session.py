@@ -12,7 +12,7 @@ import pytest
 from junitparser import JUnitXml
 
 from pytest_fl_contract.lanes.junit import count
-from pytest_fl_contract.outcomes import PROPERTY, CaseRecord, Summary, record_of
+from pytest_fl_contract.reporting.outcomes import PROPERTY, CaseRecord, Summary, record_of
 
 TAGGED = """
 import pytest

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fl_contract.errors import FlContractError
-from pytest_fl_contract.platforms import load_registry
-from pytest_fl_contract.settings import DEFAULT_WORKAROUND, Options, choose_platform_name, resolve
+from pytest_fl_contract.config.platforms import load_registry
+from pytest_fl_contract.config.settings import DEFAULT_WORKAROUND, Options, choose_platform_name, resolve
+from pytest_fl_contract.util import FlContractError
 
 REGISTRY = load_registry(entry_points=False)
 

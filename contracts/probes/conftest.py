@@ -10,10 +10,10 @@ from dataclasses import asdict
 from typing import Any
 
 import pytest
-from pytest_fl_contract.contracts.probes.battery import PROBES, Probe
 
-from pytest_fl_contract import probes
 from pytest_fl_contract.plugin import settings_of
+from pytest_fl_contract.probes import catalogue as probes
+from pytest_fl_contract.probes.battery import PROBES, Probe
 from pytest_fl_contract.session import tag_case
 
 ROW = pytest.StashKey[probes.Row]()

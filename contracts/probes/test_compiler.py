@@ -4,9 +4,9 @@ A failure names the compiler defect the probe is evidence for and the FlagGems o
 kernels rely on that feature; no flag_gems is imported here."""
 
 import pytest
-from pytest_fl_contract.contracts.probes.battery import PROBES, Probe
 
-from pytest_fl_contract import probes
+from pytest_fl_contract.probes import catalogue as probes
+from pytest_fl_contract.probes.battery import PROBES, Probe
 
 
 def _param(probe: Probe):

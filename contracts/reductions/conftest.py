@@ -17,8 +17,8 @@ from pytest_fl_contract.contracts.reductions.sweeps import (
     sweep,
 )
 
-from pytest_fl_contract.ops import Call, Op, flag_gems_version
 from pytest_fl_contract.plugin import session_of, settings_of
+from pytest_fl_contract.registry.ops import Call, Op, flag_gems_version
 from pytest_fl_contract.session import tag_case
 
 

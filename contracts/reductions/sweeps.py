@@ -1,6 +1,6 @@
 """Sweeps, inputs and checks shared by the reduction contracts.
 
-The ops themselves come from the one op registry (``pytest_fl_contract.ops``): how to
+The ops themselves come from the one op registry (``pytest_fl_contract.registry.ops``): how to
 call each entry point, its torch call and float64 reference, its exemptions.  Entry
 points are looked up at call time, so whatever the lane installed (a workaround) is what
 gets called.
@@ -13,9 +13,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pytest_fl_contract.devicehealth import device_fault
-from pytest_fl_contract.ops import OPS, Op, installed, non_inner_kernels
-from pytest_fl_contract.slabs import slabs
+from pytest_fl_contract.hardware.devicehealth import device_fault
+from pytest_fl_contract.hardware.slabs import slabs
+from pytest_fl_contract.registry.ops import OPS, Op, installed, non_inner_kernels
 
 # -- sweeps -----------------------------------------------------------------------------
 

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
 from pytest_fl_contract.contracts.reductions.sweeps import Case, disagreement, make_input
 
-from pytest_fl_contract.ops import Call, flag_gems_version
 from pytest_fl_contract.plugin import session_of, settings_of
+from pytest_fl_contract.registry.ops import Call, flag_gems_version
 
 SIZES = [1, 2, 3, 5, 7, 8, 13, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 129]
 BUDGET = {"quick": 40, "full": 200}

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from pytest_fl_contract import ops
-from pytest_fl_contract.layout import resolve_module
-from pytest_fl_contract.settings import DEFAULT_WORKAROUND
+from pytest_fl_contract.config.layout import resolve_module
+from pytest_fl_contract.config.settings import DEFAULT_WORKAROUND
+from pytest_fl_contract.registry import ops
 
 NAMESPACES = ops.modules()
 OUT_OPS = [op for op in ops.OPS if op.out_entry]

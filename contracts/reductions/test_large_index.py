@@ -6,7 +6,8 @@ error, and the worker's CUDA context stays usable for the cases after it."""
 import pytest
 from pytest_fl_contract.contracts.reductions.sweeps import Case
 
-from pytest_fl_contract import isolation, ops
+from pytest_fl_contract.hardware import isolation
+from pytest_fl_contract.registry import ops
 
 LARGE = [Case((1, 65537, 32768), 1)]  # N * K = 2**31 + 32768: past int32 in one slice
 INPUT_GIB = 8  # 2**31 + 32768 float32 elements

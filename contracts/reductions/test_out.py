@@ -8,7 +8,7 @@ import pytest
 import torch
 from pytest_fl_contract.contracts.reductions.sweeps import Case, check, make_input
 
-from pytest_fl_contract import ops
+from pytest_fl_contract.registry import ops
 
 # use_gems() overrides aten kernels on purpose; torch warns about it once per process.
 pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operators:UserWarning")

@@ -9,7 +9,7 @@ import pytest
 import torch
 from pytest_fl_contract.contracts.reductions.sweeps import check, make_input
 
-from pytest_fl_contract.ops import OPS
+from pytest_fl_contract.registry.ops import OPS
 
 REAL_OPS = [op for op in OPS if op.real_case]
 

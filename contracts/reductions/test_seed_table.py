@@ -10,7 +10,7 @@ smallest error the defect produced.  Ops the installed FlagGems lacks skip, sayi
 import pytest
 from pytest_fl_contract.contracts.reductions.sweeps import Case, make_input
 
-from pytest_fl_contract import ops
+from pytest_fl_contract.registry import ops
 
 SEED_OPS = [op for op in ops.OPS if op.seed_table]
 BOUND = 2.0**-22

@@ -15,9 +15,9 @@ from importlib import metadata
 from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
 
-from ..errors import FlContractError
+from ..config.platforms import EMULATOR_ENV
 from ..imports import after_import
-from ..platforms import EMULATOR_ENV
+from ..util import FlContractError
 from . import memory
 from .profiles import DeviceProfile
 

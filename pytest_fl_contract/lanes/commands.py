@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from .. import files
-from ..errors import FlContractError
-from ..safeyaml import shown
+from ..config.safeyaml import shown
+from ..util import FlContractError
 
 DEFAULT_MANIFEST = "ci/manifest.yaml"
 
@@ -28,7 +28,7 @@ def locate(requested: str | None) -> tuple[Path, str]:
 
 
 def registry(args: argparse.Namespace):
-    from ..platforms import load_registry
+    from ..config.platforms import load_registry
 
     return load_registry(args.platforms_file)
 

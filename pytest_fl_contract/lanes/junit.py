@@ -26,8 +26,8 @@ from typing import Any
 from xml.parsers import expat
 
 from .. import files
-from ..outcomes import PROPERTY, Summary
-from ..text import md_text
+from ..reporting.outcomes import PROPERTY, Summary
+from ..util import md_text
 
 MAX_REPORT_BYTES = 512 * 1024 * 1024  # the GPU lane's 2,456 cases are a few MB
 TEXT_CAP = 64 * 1024  # characters kept of one failure text / system-out read from a step's own XML

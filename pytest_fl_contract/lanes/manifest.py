@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from .. import safeyaml
-from ..errors import FlContractError
-from ..platforms import Registry
+from ..config import safeyaml
+from ..config.platforms import Registry
+from ..util import FlContractError
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")  # \Z, not $: "lane\n" is not a name; "-x" is an option
 NAME_RULE = "[a-z0-9][a-z0-9_-]{0,63} (a letter or digit first)"
@@ -212,7 +212,7 @@ def _parse_step(
     if isinstance(suites, str):
         suites = [suites]
     if "contracts" in merged:
-        from ..suites import SUITES
+        from ..config.suites import SUITES
 
         if not _str_list(suites) or not suites or any(s not in SUITES for s in suites):
             raise err(_line(raw, "contracts"), f"contracts names packaged suites: {', '.join(SUITES)}", lane, name)

@@ -28,9 +28,10 @@ from typing import Any
 
 import yaml
 
-from .. import files, safeyaml
-from ..errors import FlContractError
-from ..platforms import Registry
+from .. import files
+from ..config import safeyaml
+from ..config.platforms import Registry
+from ..util import FlContractError
 from . import junit, verdict
 from .manifest import NAME_RE, NAME_RULE, SETUP_STEP, Lane, Manifest, Step
 

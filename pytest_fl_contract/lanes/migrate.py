@@ -22,9 +22,9 @@ from typing import Any
 
 import yaml
 
-from .. import safeyaml
-from ..errors import FlContractError
-from ..platforms import Registry
+from ..config import safeyaml
+from ..config.platforms import Registry
+from ..util import FlContractError
 from . import manifest as schema
 
 MAPPED = {

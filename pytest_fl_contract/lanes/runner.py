@@ -27,16 +27,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, Callable, TextIO
 
-from .. import files, safeyaml
-from ..errors import FlContractError
-from ..text import md_text
+from .. import files
+from ..config import safeyaml
+from ..util import FlContractError, md_text
 from . import junit, verdict
 from .manifest import PACKAGE_VAR, PACKAGES_STEP, SETUP_STEP, Lane, Step
 from .supervise import (
     Cancel,
     Execution,
     cancel_on_signals,
-    capped,  # noqa: F401 - the step output cap, for callers of the runner
     describe_exit,
     execute,
     kill_token,
@@ -125,7 +124,7 @@ def step_argv(lane: Lane, step: Step, report: Path) -> list[str] | str:
     lane_args = ["--platform", lane.platform, "--fl-junit-prefix", lane.name, f"--junitxml={report}",
                  *lane.pytest_args, *step.args]  # fmt: skip
     if step.suites:
-        from ..suites import pytest_argv
+        from ..config.suites import pytest_argv
 
         return pytest_argv(step.suites, lane_args)
     return [sys.executable, "-m", "pytest", "-p", "fl_contract", *lane_args]

@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 import pytest
 
-from .. import ops
-from ..errors import FlContractError
+from ..registry import ops
+from ..util import FlContractError
 
 PLUGIN = "pytest_fl_contract.testing.mutants"
 
@@ -712,7 +712,7 @@ def main(args: Any) -> int:
         return 0
     for name in args.only:
         get(name)
-    from ..suites import paths
+    from ..config.suites import paths
 
     contracts = Path(os.environ.get("FL_CONTRACTS_DIR") or paths(["reductions"])[0]).resolve()
     if not contracts.is_dir():

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .. import ops as registry
+from ..registry import ops as registry
 
 # Moving the axis to the back also keeps argmax off its non-inner kernel, whose TILE_N is
 # not a power of two for N <= 128; every entry point gets a contiguous input (FlagGems

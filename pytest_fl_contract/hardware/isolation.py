@@ -38,7 +38,7 @@ class Verdict:
 
 
 def run(spec: Spec, timeout: float = 600) -> Verdict:
-    argv = [sys.executable, "-m", "pytest_fl_contract.isolation", json.dumps(asdict(spec))]
+    argv = [sys.executable, "-m", "pytest_fl_contract.hardware.isolation", json.dumps(asdict(spec))]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -57,7 +57,8 @@ def run(spec: Spec, timeout: float = 600) -> Verdict:
 def _child(spec: Spec) -> dict[str, Any]:
     import importlib
 
-    from . import autotune, ops
+    from ..registry import ops
+    from . import autotune
 
     if spec.autotune in autotune.MODES:
         autotune.install(autotune.plan(spec.autotune, emulated=False))  # before FlagGems' tuners exist

@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from pytest_fl_contract.ops import GRID_LIMITS
+from pytest_fl_contract.registry.ops import GRID_LIMITS
 
 N, TILE_N = 4, 8  # the seed's rows: 4 valid rows in an 8-row tile over an 8-row buffer
 K, TILE_K = 3, 4  # the column twin: 3 valid columns in a 4-column tile over a 4-column buffer
@@ -59,7 +59,7 @@ Launch = Callable[..., "tuple[Any, Any]"]  # (device, kernel, **sizes) -> (resul
 class Probe:
     id: str
     variant: str  # the table's first column: what the kernel does, as in a bug report
-    defect: str  # the defect id a failure is evidence for (pytest_fl_contract.probes.DEFECTS)
+    defect: str  # the defect id a failure is evidence for (pytest_fl_contract.probes.catalogue.DEFECTS)
     launch: Launch
     kernel: Any
     mutant: Any  # the kernel with the feature broken in source: shows the probe can fail

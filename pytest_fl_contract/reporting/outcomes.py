@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .text import md_code, md_text
+from ..util import md_code, md_text
 
 PROPERTY = "fl_summary"
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from . import files
+from .. import files
 
 MAX_BYTES = 4 * 1024 * 1024  # a real manifest is a few KB; the shipped one is 4 KB
 MAX_NODES = 100_000  # values after expanding every alias; the shipped manifest has ~400

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from .errors import FlContractError
-from .imports import after_import
+from ..imports import after_import
+from ..util import FlContractError
 
 MODES = ("rotate", "tuned")
 DEFAULT_MODE = "rotate"

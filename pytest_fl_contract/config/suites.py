@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .errors import FlContractError
+from ..util import FlContractError
 
 PACKAGE = "pytest_fl_contract.contracts"
 SUITES = ("reductions", "copy", "probes")

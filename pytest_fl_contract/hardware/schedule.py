@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from .imports import after_import
+from ..imports import after_import
 
 CACHE_KEY = "fl_contract/durations"
 

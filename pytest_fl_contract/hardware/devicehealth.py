@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from .errors import first_line
-from .platforms import Platform
+from ..config.platforms import Platform
+from ..util import first_line
 
 EXIT_DEVICE_LOST = 75  # EX_TEMPFAIL: the process, not the code under test, is unusable now
 
@@ -116,7 +116,7 @@ class DeviceWatch:
         if self.lost is not None and self.lost[:2] == (item.nodeid, rep.when):
             rep.fl_device_lost = self.lost[2]  # travels to the xdist controller with the report
             if hasattr(rep, "wasxfail"):
-                from .session import DECISION
+                from ..session import DECISION
 
                 decision = item.stash.get(DECISION, None)
                 if not expected_fault(self.platform, decision.defect if decision else None):

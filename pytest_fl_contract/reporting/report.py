@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .settings import Settings
+from ..config.settings import Settings
 
 
 def properties(settings: Settings, versions: Mapping[str, str]) -> list[tuple[str, str]]:

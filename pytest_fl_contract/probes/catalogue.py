@@ -1,5 +1,5 @@
 """Compiler probes without pytest: bring the lane's device up, run the battery
-(``pytest_fl_contract.contracts.probes.battery``) and print the seed-style table
+(``pytest_fl_contract.probes.battery``) and print the seed-style table
 (variant, result, expected, verdict, defect) that goes into a vendor bug report.
 
 Also the catalogue of compiler-feature defect ids the probes name.  A failing probe is
@@ -17,9 +17,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import ops as op_registry
-from .errors import FlContractError, first_line
-from .platforms import Platform, Registry
+from ..config.platforms import Platform, Registry
+from ..registry import ops as op_registry
+from ..util import FlContractError, first_line
 
 _ALL = ("sum", "mean", "softmax", "log_softmax", "argmax", "prod", "std")
 _NON_INNER = ("sum", "mean", "softmax", "argmax")
@@ -145,7 +145,7 @@ def run_battery(device: str, platform: Platform | None = None, only: Sequence[st
                 mutants: bool = False) -> list[Row]:  # fmt: skip
     """Every probe (or ``only`` these) on ``device``; capabilities the platform lacks skip.
     With ``mutants`` each probe runs its mutant kernel instead: every one must be caught."""
-    from .contracts.probes import battery
+    from . import battery
 
     unknown = [name for name in only if name not in battery.BY_ID]
     if unknown:
@@ -219,11 +219,11 @@ def bring_up(settings: Any) -> str:
     """The device the probes run on, made ready: under emulation the interpreter with the
     platform's injected defects (before triton is imported), else the lane's real device,
     which must be there - a CPU-only machine never passes for an accelerator."""
-    from .runtime import device_of
+    from ..hardware.device import device_of
 
     if settings.emulation is not None:
-        from .emulation import defects, interpreter
-        from .emulation.profiles import get_profile
+        from ..emulation import defects, interpreter
+        from ..emulation.profiles import get_profile
 
         interpreter.activate(get_profile(settings.emulation.profile))
         if settings.emulation.defects:
@@ -255,7 +255,7 @@ def bring_up(settings: Any) -> str:
 def describe(settings: Any) -> str:
     from importlib import metadata
 
-    from .runtime import device_name
+    from ..hardware.device import device_name
 
     def version(dist: str) -> str:  # vendor builds may install under another distribution name
         try:
@@ -273,7 +273,7 @@ def describe(settings: Any) -> str:
 def command(args: argparse.Namespace, registry: Registry) -> int:
     """``fl-contract probe``: exit 0 when every probe passes (or skips), 1 when any fails
     (with ``--mutants``: 0 when every mutant is caught)."""
-    from .settings import Options, resolve
+    from ..config.settings import Options, resolve
 
     options = Options(platform=args.platform, emulate=args.emulate, profile=args.profile, inject=tuple(args.inject))
     settings = resolve(options, registry)

@@ -1,17 +1,15 @@
-"""Text that came from somewhere else, made fit to show: one line, bounded, inert.
-
-A message attribute, a progress line or a Markdown summary quotes what tests, steps and
-files said - a skip reason with newlines, a heading, a table row, a remote image.  Shown
-through these, it stays one line of plain text where it is put.
-"""
+"""Small things every room uses: the one error type bad input becomes, and text made fit to
+show - one line, bounded, inert in Markdown - because a message, a progress line or a step
+summary quotes what tests, steps and files said (a skip reason with newlines, a heading,
+a table row, a remote image), and it must stay one line of plain text where it is put."""
 
 from __future__ import annotations
 
 import re
 
-# What can make structure inside one line: links and images ([ ]), HTML (< >), table cells
-# (|), emphasis and code spans; the escape character itself.  Newlines are gone already.
-_MD_SPECIAL = re.compile(r"([\\`*\[\]|<>~])")
+
+class FlContractError(Exception):
+    """Bad input or an environment we refuse to run in; str() is the whole message."""
 
 
 def first_line(exc: BaseException) -> str:
@@ -25,6 +23,11 @@ def one_line(text: object, limit: int = 500) -> str:
     flat = " ".join(str(text).split())
     flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in flat)
     return flat if len(flat) <= limit else flat[: max(limit - 3, 0)] + "..."
+
+
+# What can make structure inside one line: links and images ([ ]), HTML (< >), table cells
+# (|), emphasis and code spans; the escape character itself.  Newlines are gone already.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|<>~])")
 
 
 def md_text(text: object, limit: int = 300) -> str:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from .autotune import MODES as AUTOTUNE_MODES
-from .autotune import Plan
-from .autotune import plan as autotune_plan
-from .errors import FlContractError
+from ..hardware.autotune import MODES as AUTOTUNE_MODES
+from ..hardware.autotune import Plan
+from ..hardware.autotune import plan as autotune_plan
+from ..util import FlContractError
 from .layout import Layout, detect_layout
 from .platforms import Detection, Platform, Registry, detect
 
@@ -71,8 +71,8 @@ def choose_platform_name(opts: Options, environ: Mapping[str, str]) -> tuple[str
 
 
 def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None = None) -> Settings:
-    from .emulation.defects import KNOWN_DEFECTS
-    from .emulation.profiles import get_profile
+    from ..emulation.defects import KNOWN_DEFECTS
+    from ..emulation.profiles import get_profile
 
     environ = os.environ if environ is None else environ
     name, source = choose_platform_name(opts, environ)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from .errors import FlContractError, first_line
+from ..util import FlContractError, first_line
 
 LAYOUTS = ("auto", "wheel", "checkout")
 

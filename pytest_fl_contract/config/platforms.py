@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 import yaml
 
+from ..util import FlContractError
 from . import safeyaml
-from .errors import FlContractError
 
 CAPABILITIES = ("device_cast", "fp64", "bf16", "int64")
 ENTRY_POINT_GROUP = "fl_contract.platforms"
@@ -282,7 +282,7 @@ def _entry_point_sources() -> list[tuple[str, Callable[[], Any]]]:
 
 def load_registry(extra_files: list[str] | tuple[str, ...] = (), *, entry_points: bool = True) -> Registry:
     """Built-in registry, then entry points, then files named on the command line."""
-    builtin = resources.files("pytest_fl_contract").joinpath("platforms.yaml")
+    builtin = resources.files("pytest_fl_contract.config").joinpath("platforms.yaml")
     raw = parse_document(_load_yaml(builtin.read_text(encoding="utf-8"), "platforms.yaml"), "platforms.yaml")
     sources = ["builtin"]
     if entry_points:

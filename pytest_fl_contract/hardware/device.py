@@ -8,8 +8,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import FlContractError
-from .settings import Settings
+from ..config.settings import Settings
+from ..util import FlContractError
 
 
 def device_of(settings: Settings) -> str:
@@ -21,7 +21,7 @@ def device_of(settings: Settings) -> str:
 
 def device_name(settings: Settings) -> str:
     if settings.emulation is not None:
-        from .emulation.profiles import get_profile
+        from ..emulation.profiles import get_profile
 
         return get_profile(settings.emulation.profile).device_name
     torch = sys.modules.get("torch")
@@ -67,7 +67,7 @@ def poison_device_memory(device: str, fill: float, nbytes: int = 64 * 2**20) -> 
     block = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
     block.fill_(fill)
     del block
-    from .emulation import defects
+    from ..emulation import defects
 
     if defects.STATE.installed:
         defects.poison(fill)

@@ -1,0 +1,1 @@
+"""The op registry: every FlagGems op the project knows, as rows."""
