@@ -21,10 +21,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    from pytest_fl_contract.emulation import defects, interpreter
-    from pytest_fl_contract.emulation.profiles import get_profile
+    from pytest_fl_contract.emulation import device
+    from pytest_fl_contract.emulation.interpreter import bring_up
 
-    interpreter.activate(get_profile(args.profile))
+    bring_up(args.profile)
     import flag_gems
     import torch
 
@@ -57,9 +57,9 @@ def main() -> int:
                 continue  # a FlagGems defect (argmax_tile_not_pow2): this case cannot compile
             x = torch.randn(shape)
             native = seconds(functools.partial(op.invoke, original, x, op.dim_arg(dim)))
-            defects.enable("masked_2d_row_load")
+            device.enable("masked_2d_row_load")
             broken = seconds(functools.partial(op.invoke, original, x, op.dim_arg(dim)))
-            defects.disable()
+            device.disable()
             fast = seconds(functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)))
             with fastpath.disabled():
                 moved = seconds(functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)))

@@ -322,6 +322,6 @@ def fl_poison(fl_device: str) -> Iterator[Any]:
     from .hardware.device import poison_device_memory
 
     yield lambda fill: poison_device_memory(fl_device, fill)
-    from .emulation import defects
+    from .emulation import device
 
-    defects.poison(None)
+    device.poison(None)

@@ -9,7 +9,7 @@ known-defect decision, and the summary of outcomes.  ``plugin.py`` only wires it
 
 Process-global state that stays outside it, because the thing it records is global:
 the emulator's interpreter hooks and device shim (``emulation.interpreter``,
-``emulation.defects``: Triton's interpreter classes and ``torch.cuda`` are per process)
+``emulation.device``: Triton's interpreter classes and ``torch.cuda`` are per process)
 and the workaround's record of patched FlagGems attributes (``masked_reductions``).
 """
 
@@ -100,12 +100,9 @@ class LaneSession:
         self._started = True
         settings = self.settings
         if settings.emulation is not None:
-            from .emulation import defects, interpreter
-            from .emulation.profiles import get_profile
+            from .emulation.interpreter import bring_up
 
-            interpreter.activate(get_profile(settings.emulation.profile))
-            if settings.emulation.defects:
-                defects.enable(*settings.emulation.defects)
+            bring_up(settings.emulation.profile, settings.emulation.defects)
         else:
             from .hardware import autotune
 
@@ -246,9 +243,9 @@ class LaneSession:
         except markers.MarkerError as exc:
             pytest.fail(f"{item.nodeid}: {exc}", pytrace=False)
         if self.settings.emulation is not None:  # every case starts on the same emulated heap
-            from .emulation import defects
+            from .emulation import device
 
-            defects.poison(None)
+            device.poison(None)
         ctx = self.context()
         skip = markers.evaluate_skip(specs, ctx)
         if skip is not None:
@@ -295,10 +292,9 @@ class LaneSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Before junitxml writes its file: the summary becomes one suite property."""
-        from .emulation import defects, memory
+        from .emulation import device
 
-        local = defects.STATE.counters.as_dict() if defects.STATE.installed else {}
-        local.update({k: v for k, v in memory.counters().items() if v})  # only a kernel out of bounds
+        local = device.counters()
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput["fl_contract_counters"] = local

@@ -17,18 +17,18 @@ import triton.language as tl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_fl_contract.emulation import defects, interpreter
+from pytest_fl_contract.emulation import device, interpreter
 from pytest_fl_contract.probes.battery import colsum_masked, colsum_rows, colsum_where, sum_1d
 from pytest_fl_contract.util import FlContractError
 
 
 @pytest.fixture
 def defect():
-    defects.STATE.counters.reset()
-    defects.enable("masked_2d_row_load")
-    yield defects.STATE.counters
-    defects.disable()
-    defects.poison(None)
+    device.DEVICE.counters.reset()
+    device.enable("masked_2d_row_load")
+    yield device.DEVICE.counters
+    device.disable()
+    device.poison(None)
 
 
 # -- the seed's standalone table (DESIGN §3) ---------------------------------------------
@@ -67,7 +67,7 @@ SEED_TABLE = [  # (variant, kernel, TILE_N, with defect, without)
 @pytest.mark.parametrize("variant, kernel, tile_n, broken, clean", SEED_TABLE, ids=[r[0] for r in SEED_TABLE])
 def test_seed_standalone_table(variant, kernel, tile_n, broken, clean, defect):
     assert _run(kernel, tile_n) == broken
-    defects.disable()
+    device.disable()
     assert _run(kernel, tile_n) == clean
 
 
@@ -81,7 +81,7 @@ def test_defect_counters(defect):
 def test_garbage_outside_storages_is_the_emulated_heap(defect):
     buf = torch.arange(4.0).reshape(4, 1)  # nothing of the launch lies past row 4
     out = torch.zeros(1)
-    defects.poison(100.0)
+    device.poison(100.0)
     colsum_masked[(1,)](buf, out, 4, 1, TILE_N=8, TILE_K=1)
     assert out.item() == 6.0 + 4 * 100.0
     assert defect.garbage_lanes == 4 and defect.in_storage_lanes == 0
@@ -134,7 +134,7 @@ def test_drop_row_condition_keeps_only_the_column_half(rows, valid, cols, valid_
     valid, valid_cols = min(valid, rows), min(valid_cols, cols)
     mask = np.zeros((rows, cols), bool)
     mask[:valid, :valid_cols] = True
-    out = defects.drop_row_condition(mask)
+    out = device.drop_row_condition(mask)
     if 0 < valid < rows and valid_cols > 0:
         expected = np.zeros((rows, cols), bool)
         expected[:, :valid_cols] = True
@@ -145,11 +145,11 @@ def test_drop_row_condition_keeps_only_the_column_half(rows, valid, cols, valid_
 
 def test_drop_row_condition_leaves_other_masks_alone():
     flattened = np.arange(12).reshape(3, 4) < 7  # a flattened-index bound: not separable
-    assert defects.drop_row_condition(flattened) is None
+    assert device.drop_row_condition(flattened) is None
     data_dependent = np.zeros((4, 3), bool)
     data_dependent[2:] = True  # valid rows not a prefix: not an index bound
-    assert defects.drop_row_condition(data_dependent) is None
-    assert defects.drop_row_condition(np.ones(5, bool)[:3] < 2) is None  # 1-D
+    assert device.drop_row_condition(data_dependent) is None
+    assert device.drop_row_condition(np.ones(5, bool)[:3] < 2) is None  # 1-D
 
 
 # -- FlagGems itself -------------------------------------------------------------------------
@@ -218,7 +218,7 @@ def test_identical_calls_differ_when_neighbouring_memory_changes(gems, defect):
     x = torch.randn(13, 64, generator=torch.Generator().manual_seed(3))
     results = []
     for fill in (1.0, 1e4, -3.0):
-        defects.poison(fill)
+        device.poison(fill)
         results.append(_entry("sum", "sum_dim")(x, [0]))
     assert not torch.equal(results[0], results[1]) and not torch.equal(results[1], results[2])
 
@@ -286,3 +286,44 @@ def test_refusals(setup):
     env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert message in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+# -- block pointers (issue 33): the guard, the heap and the defect see their loads too -----------
+
+
+@triton.jit
+def colsum_block(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
+    rows = tl.make_block_ptr(x_ptr, shape=(N, K), strides=(K, 1), offsets=(0, 0), block_shape=(TILE_N, TILE_K),
+                             order=(1, 0))  # fmt: skip
+    v = tl.load(rows, boundary_check=(0, 1), padding_option="zero")
+    out = tl.make_block_ptr(out_ptr, shape=(K,), strides=(1,), offsets=(0,), block_shape=(TILE_K,), order=(0,))
+    tl.store(out, tl.sum(v, axis=0), boundary_check=(0,))
+
+
+@triton.jit
+def store_block_past_end(out_ptr, N, TILE: tl.constexpr):
+    out = tl.make_block_ptr(out_ptr, shape=(TILE,), strides=(1,), offsets=(0,), block_shape=(TILE,), order=(0,))
+    tl.store(out, tl.full((TILE,), 1.0, tl.float32))  # no boundary check: TILE lanes into an N-element tensor
+
+
+def test_block_pointer_loads_run_on_the_emulator_and_honour_their_boundary_check():
+    """triton 3.7.1 hands a block pointer's mask to the load hook as a raw numpy array (its
+    ``.data`` a memoryview): the emulator crashed on ``.any()``."""
+    buf = torch.arange(8.0).reshape(8, 1)
+    out = torch.zeros(1)
+    colsum_block[(1,)](buf, out, 4, 1, TILE_N=8, TILE_K=1)
+    assert out.item() == 6.0
+
+
+def test_the_injected_defect_drops_a_block_pointers_row_check_too(defect):
+    """The model: Triton lowers a boundary check to the same 2-D (n < N) & (k < K) mask."""
+    buf = torch.arange(8.0).reshape(8, 1)
+    out = torch.zeros(1)
+    colsum_block[(1,)](buf, out, 4, 1, TILE_N=8, TILE_K=1)
+    assert out.item() == 28.0 and defect.faulted_loads >= 1
+
+
+def test_a_block_pointer_store_past_its_tensor_faults():
+    out = torch.zeros(3)
+    with pytest.raises(Exception, match="stored 5 element\\(s\\) outside every tensor"):
+        store_block_past_end[(1,)](out, 3, TILE=8)

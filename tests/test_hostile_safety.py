@@ -627,15 +627,14 @@ def test_item18_emulated_heap_garbage_does_not_depend_on_where_memory_was_alloca
     tensor, not on its address (which moves from run to run), and every case starts on the
     default pattern (a poison left by one case never decides another's)."""
     np = pytest.importorskip("numpy")
-    from pytest_fl_contract.emulation import defects
-    from pytest_fl_contract.emulation.memory import MEMORY
+    from pytest_fl_contract.emulation.device import DEVICE, garbage
 
     seen = []
-    saved = MEMORY.storages
+    saved = DEVICE.storages
     try:
         for base in (0x7F0000001000, 0x5550000A3000):
-            MEMORY.storages = [(base, 4096), (base + (1 << 20), 64)]
-            seen.append(defects._garbage(np.arange(base + 4096, base + 4096 + 64 * 4, 4), np.float32))
+            DEVICE.storages = [(base, 4096), (base + (1 << 20), 64)]
+            seen.append(garbage(np.arange(base + 4096, base + 4096 + 64 * 4, 4), np.float32))
     finally:
-        MEMORY.storages = saved
+        DEVICE.storages = saved
     assert np.array_equal(seen[0], seen[1]) and len(set(seen[0].tolist())) > 1

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_fl_contract import cli
 from pytest_fl_contract.config.platforms import load_registry
-from pytest_fl_contract.emulation import defects
+from pytest_fl_contract.emulation import device
 from pytest_fl_contract.lanes import junit
 from pytest_fl_contract.lanes.manifest import load
 from pytest_fl_contract.probes import battery
@@ -36,10 +36,10 @@ LABEL = "compiler: masked_2d_row_load; affects sum, mean, softmax, argmax, prod,
 
 @pytest.fixture
 def row_defect():
-    defects.enable(ROW_LOAD)
+    device.enable(ROW_LOAD)
     yield
-    defects.disable()
-    defects.poison(None)
+    device.disable()
+    device.poison(None)
 
 
 def verdicts(rows):

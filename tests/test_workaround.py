@@ -305,20 +305,20 @@ def test_fast_path_offsets_are_int64_past_2g(kernel):
     Under the interpreter the kernel runs on a tiny buffer with K = 2**30 + 64 (the memory
     guard serves the rows past it from the emulated heap); the addresses it computed for
     its last, per-row-tail row must lie 2 * K elements past the start, not wrapped below it."""
-    from pytest_fl_contract.emulation import memory
+    from pytest_fl_contract.emulation import device
 
     buf, out = torch.zeros(64), torch.zeros(64)
     K = 2**30 + 64
-    memory.MEMORY.watch = []
+    device.DEVICE.watch = []
     try:
         if kernel == "reduce":
             fastpath.fl_reduce_rows_kernel[(1,)](out, buf, K, 3, K, 1.0, BLOCK_R=2, BLOCK_K=64, LOG_R=1, FLAT=False)
         else:
             fastpath.fl_softmax_stats_split_kernel[(1, 1, 1)](out, out.clone(), buf, K, 3, K, 3, BLOCK_R=2, BLOCK_K=64, LOG_R=1, FLAT=False)
-        highest = max(high for _, high in memory.MEMORY.watch)
-        lowest = min(low for low, _ in memory.MEMORY.watch)
+        highest = max(high for _, high in device.DEVICE.watch)
+        lowest = min(low for low, _ in device.DEVICE.watch)
     finally:
-        memory.MEMORY.watch = None
+        device.DEVICE.watch = None
     assert lowest >= buf.data_ptr(), "an offset wrapped below the tensor's start (int32 arithmetic)"
     assert highest >= buf.data_ptr() + 2 * K * 4, "row 2 was not addressed at 2 * K elements"
 

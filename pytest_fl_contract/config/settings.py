@@ -71,7 +71,7 @@ def choose_platform_name(opts: Options, environ: Mapping[str, str]) -> tuple[str
 
 
 def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None = None) -> Settings:
-    from ..emulation.defects import KNOWN_DEFECTS
+    from ..emulation.device import INJECTABLE
     from ..emulation.profiles import get_profile
 
     environ = os.environ if environ is None else environ
@@ -96,10 +96,10 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
         except ValueError as exc:
             raise FlContractError(str(exc)) from None
         # Compiler defects are injected; FlagGems' own defects happen for real on the interpreter.
-        injected = [d.id for d in platform.defects if d.id in KNOWN_DEFECTS] if opts.emulate else []
+        injected = [d.id for d in platform.defects if d.id in INJECTABLE] if opts.emulate else []
         for defect in opts.inject:
-            if defect not in KNOWN_DEFECTS:
-                raise FlContractError(f"unknown defect {defect!r} for --fl-inject; known: {', '.join(KNOWN_DEFECTS)}")
+            if defect not in INJECTABLE:
+                raise FlContractError(f"unknown defect {defect!r} for --fl-inject; known: {', '.join(INJECTABLE)}")
             injected.append(defect)
         emulation = Emulation(profile, tuple(dict.fromkeys(injected)))
 

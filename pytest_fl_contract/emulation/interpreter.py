@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ..config.platforms import EMULATOR_ENV
 from ..imports import after_import
 from ..util import FlContractError
-from . import memory
+from . import device
 from .profiles import DeviceProfile
 
 TESTED: dict[str, tuple[str, ...]] = {
@@ -426,7 +426,7 @@ def activate(profile: DeviceProfile) -> None:
     interpreter._patch_lang = _lang_visible(interpreter._patch_lang)
     compiled_nan_semantics(interpreter)
     device_grid_limits(interpreter, profile.max_grid)
-    memory.install()  # before any injected defect: its reads pass through the guard too
+    device.install()  # the memory guard at once; injected defects pass through it too
 
     _stub_missing_modules(found["flag_gems"])
     _alias_vendor_libdevice(profile.vendor)
@@ -438,3 +438,14 @@ def activate(profile: DeviceProfile) -> None:
     ):
         after_import(module, patch)  # right after each module runs, before anything imports from it
     _applied["profile"] = profile
+
+
+def bring_up(profile: str, defects: tuple[str, ...] = ()) -> None:
+    """The CPU lane's emulator, before anything imports triton: FlagGems' kernels on Triton's
+    interpreter with ``profile``'s device, and ``defects`` injected (the one bring-up the lane
+    session and ``fl-contract probe`` share)."""
+    from .profiles import get_profile
+
+    activate(get_profile(profile))
+    if defects:
+        device.enable(*defects)

@@ -67,10 +67,10 @@ def poison_device_memory(device: str, fill: float, nbytes: int = 64 * 2**20) -> 
     block = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
     block.fill_(fill)
     del block
-    from ..emulation import defects
+    from ..emulation import device
 
-    if defects.STATE.installed:
-        defects.poison(fill)
+    if device.DEVICE.installed:
+        device.poison(fill)
 
 
 class LaunchSpy:

@@ -222,12 +222,9 @@ def bring_up(settings: Any) -> str:
     from ..hardware.device import device_of
 
     if settings.emulation is not None:
-        from ..emulation import defects, interpreter
-        from ..emulation.profiles import get_profile
+        from ..emulation.interpreter import bring_up
 
-        interpreter.activate(get_profile(settings.emulation.profile))
-        if settings.emulation.defects:
-            defects.enable(*settings.emulation.defects)
+        bring_up(settings.emulation.profile, settings.emulation.defects)
         return "cpu"
     device = device_of(settings)
     try:
