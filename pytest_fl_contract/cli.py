@@ -31,17 +31,21 @@ def cmd_platform(args: argparse.Namespace) -> int:
     return 0
 
 
-def defect_lines(platform: Any, common: set[str], covers: set[str], markdown: bool = False) -> list[str]:
+def defect_lines(platform: Any, covers: set[str], markdown: bool = False) -> list[str]:
     """The platform's known defects as a lane engineer reads them: whose (the vendor's
-    compiler or FlagGems), which ops and FlagGems versions, whether the workaround covers it."""
-    from .registry.ops import defect_reach
+    compiler or FlagGems), which ops (and FlagGems versions, from the op rows), whether the
+    workaround covers it, where it was seen."""
+    from .registry.ops import defect_reach, reach
 
     rows = []
     for d in platform.defects:
-        reach = defect_reach(d.id) if d.id in common else {}
-        where = "; ".join(f"{op} ({', '.join(v) if v else 'every version'})" for op, v in reach.items())
-        rows.append((d.id, "FlagGems" if d.id in common else "compiler", where or ", ".join(d.ops) or "-",
-                     "yes" if d.id in covers else "no", " ".join(d.description.split())))  # fmt: skip
+        versions = defect_reach(d.id) if d.flag_gems else {}
+        where = ("; " if d.flag_gems else ", ").join(
+            f"{op} ({', '.join(versions[op]) if versions.get(op) else 'every version'})" if d.flag_gems else op
+            for op in reach(d))  # fmt: skip
+        seen = f" (seen: {'; '.join(d.seen)})" if d.seen else ""
+        rows.append((d.id, "FlagGems" if d.flag_gems else "compiler", where or "-",
+                     "yes" if d.id in covers else "no", " ".join(d.description.split()) + seen))  # fmt: skip
     if markdown:
         head = ["| defect | whose | ops (FlagGems versions) | workaround covers | what |", "|---|---|---|---|---|"]
         return head + [f"| `{r[0]}` | {r[1]} | {r[2]} | {r[3]} | {r[4]} |" for r in rows]
@@ -51,12 +55,12 @@ def defect_lines(platform: Any, common: set[str], covers: set[str], markdown: bo
 def cmd_defects(args: argparse.Namespace) -> int:
     """The registry's known defects of one platform (default: this machine's)."""
     from .config.platforms import detect
-    from .workarounds.masked_reductions import COVERS
+    from .config.settings import DEFAULT_WORKAROUND
 
     registry = lane_commands.registry(args)
     platform = registry.get(args.platform) if args.platform else registry.get(detect(registry).platform)
     print(f"**{platform.name}: known defects**\n" if args.markdown else f"{platform.name}: {len(platform.defects)} known defects")
-    for line in defect_lines(platform, set(registry.flag_gems_defects), set(COVERS), args.markdown):
+    for line in defect_lines(platform, set(registry.covered_by(DEFAULT_WORKAROUND)), args.markdown):
         print(line)
     return 0
 
@@ -94,7 +98,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:
-    from .testing.mutants import main as mutants_main
+    from .testing.run import main as mutants_main
 
     return mutants_main(args)
 

@@ -64,7 +64,7 @@ def covers_of(module: ModuleType, settings: Settings) -> frozenset[str]:
     listed = [d.id for d in settings.platform.defects]
     covers = getattr(module, "COVERS", None)
     if covers is None:
-        covers = [d.id for d in settings.platform.defects if d.workaround]
+        covers = settings.registry.covered_by(module.__name__)
     if isinstance(covers, str) or not isinstance(covers, Iterable) or not all(isinstance(c, str) for c in covers):
         raise FlContractError(
             f"workaround {module.__name__}: COVERS must be a list of defect ids (strings), got {covers!r}"[:300]

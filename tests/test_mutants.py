@@ -5,27 +5,27 @@ from __future__ import annotations
 import pytest
 
 from pytest_fl_contract.cli import main
-from pytest_fl_contract.testing import mutants
+from pytest_fl_contract.testing import run, zoo
 from pytest_fl_contract.util import FlContractError
 
 from .conftest import ROOT
 
 
 def test_zoo_has_at_least_twelve_described_mutants():
-    assert len(mutants.MUTANTS) >= 12
-    assert all(m.description and m.select for m in mutants.MUTANTS.values())
+    assert len(zoo.MUTANTS) >= 12
+    assert all(m.description and m.select for m in zoo.MUTANTS.values())
 
 
 def test_unknown_mutant_is_one_line(capsys):
     assert main(["mutants", "--only", "nosuch"]) == 2
     assert capsys.readouterr().err.startswith("fl-contract: error: unknown mutant 'nosuch'; known: masked_row_load")
     with pytest.raises(FlContractError):
-        mutants.get("nosuch")
+        zoo.get("nosuch")
 
 
 def test_unknown_mutant_option_is_a_usage_error(pytester, run_subprocess):
     pytester.makepyfile("def test_x(): pass")
-    result = run_subprocess("-p", "fl_contract", "-p", mutants.PLUGIN, "--platform", "cpu", "--fl-mutant", "nosuch")
+    result = run_subprocess("-p", "fl_contract", "-p", run.PLUGIN, "--platform", "cpu", "--fl-mutant", "nosuch")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "unknown mutant 'nosuch'" in result.stderr.str()
 
@@ -42,14 +42,14 @@ def test_vendor_lanes_never_see_the_zoo(pytester, run_subprocess):
 
 @pytest.mark.slow
 def test_every_mutant_is_killed():
-    verdicts = mutants.run_zoo([], ROOT / "contracts" / "reductions", jobs=2)
+    verdicts = run.run_zoo([], ROOT / "contracts" / "reductions", jobs=2)
     survivors = {v.mutant: (v.status, v.detail) for v in verdicts if v.status != "killed"}
-    assert not survivors, mutants.table(verdicts)
+    assert not survivors, run.table(verdicts)
     assert all(v.killers for v in verdicts)
 
 
 def test_sole_killers_name_what_only_one_contract_catches():
-    from pytest_fl_contract.testing.mutants import Verdict, every_killer_table, sole_killers
+    from pytest_fl_contract.testing.run import Verdict, every_killer_table, sole_killers
 
     verdicts = [
         Verdict("a", "killed", ("dims:test_every_dim[x]", "dims:test_every_dim[y]"), 1.0),

@@ -14,6 +14,7 @@ import pytest
 from junitparser import JUnitXml
 
 from pytest_fl_contract.lanes.junit import count
+from pytest_fl_contract.registry import ops
 
 from .conftest import ROOT
 
@@ -65,7 +66,8 @@ SEED_LIST = {"sum_dim", "prod_dim", "std", "logsumexp", "softmax", "log_softmax"
 
 
 def install():
-    mr.TARGETS = tuple(t for t in mr.TARGETS if t.attr in SEED_LIST and not t.out)
+    every = mr.targets
+    mr.targets = lambda: tuple(t for t in every() if t.attr in SEED_LIST and not t.out)
     return mr.install()
 
 
@@ -109,7 +111,8 @@ def test_flaggems_54_line_is_caught_for_every_non_inner_op(pytester, run_subproc
     lane = ["--platform", "iluvatar", "--fl-emulate"]
     result, failed = failures(pytester, run_subprocess, *lane, "--fl-no-workaround", select=select)
     assert result.ret == 1
-    assert failed["seed_table"] == {"sum", "softmax", "log_softmax", "prod", "std", "logsumexp"}
-    assert failed["accuracy"] == {"sum", "mean", "softmax", "log_softmax", "std", "logsumexp"}  # prod: toy shapes only
+    assert failed["seed_table"] == {op.name for op in ops.OPS if op.seed_table}
+    # index ops over (3, 5, 64): argmax's N = 5 is its known tile defect, argmin has no non-inner kernel; prod: toy shapes
+    assert failed["accuracy"] == {op.name for op in ops.OPS if op.kind != "index" and op.interpreter != "toy"}
     result, failed = failures(pytester, run_subprocess, *lane, select=select)
     assert result.ret == 0 and failed == {}

@@ -95,7 +95,7 @@ class FakeGems:
             ("sum.IntList_out", sum_dim_out), ("sum.dim_IntList", sum_dim),
         )  # fmt: skip
         m["flag_gems"].FULL_CONFIG_BY_FUNC = {}
-        for target in mr.TARGETS:  # modules this build lacks: hide any real flag_gems already imported
+        for target in mr.targets():  # modules this build lacks: hide any real flag_gems already imported
             self.modules.setdefault(target.module, None)
 
     def entry(self, module, name):

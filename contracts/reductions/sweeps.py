@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 from pytest_fl_contract.hardware.devicehealth import device_fault
 from pytest_fl_contract.hardware.slabs import slabs
-from pytest_fl_contract.registry.ops import OPS, Op, installed, non_inner_kernels
+from pytest_fl_contract.registry import ops as registry
+from pytest_fl_contract.registry.ops import Op, installed, non_inner_kernels
 
 # -- sweeps -----------------------------------------------------------------------------
 
@@ -81,8 +82,8 @@ def ops_for(sweep_name: str) -> list[Op]:
     try:
         import flag_gems  # noqa: F401 - the lane session installs the workaround on import
     except Exception:
-        return list(OPS)
-    chosen = [op for op in OPS if installed(op)]
+        return list(registry.OPS)
+    chosen = [op for op in registry.OPS if installed(op)]
     if sweep_name == "quick":
         chosen = [op for op in chosen if op.interpreter == "toy" or non_inner_kernels(sys.modules[op.module])]
     return chosen

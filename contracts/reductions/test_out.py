@@ -66,13 +66,13 @@ def test_out_bindings(flag_gems, out_op):
     assert not outs, f"out overloads {outs} are bound to {op.entry}, not an out= entry point"
 
 
-@pytest.mark.parametrize("aten_op", [ops.get("logsumexp")], ids=lambda op: op.name)
-def test_logsumexp_through_sum_out(flag_gems, fl_device, aten_op):
-    """Where FlagGems has no logsumexp op (5.0.2), aten's logsumexp computes through
-    sum.IntList_out: the out binding is what the workaround must get right."""
+@pytest.mark.parametrize("aten_op", [op for op in ops.OPS if op.composed_of], ids=lambda op: op.name)
+def test_composite_through_an_out_binding(flag_gems, fl_device, aten_op):
+    """Where FlagGems lacks an op (5.0.2 has no logsumexp), aten composes it through another
+    op's out= binding (sum.IntList_out): that binding is what the workaround must get right."""
     if ops.installed(aten_op):
-        pytest.skip(f"flag_gems {flag_gems.__version__} has its own {aten_op.name}: the logsumexp contracts cover it")
+        pytest.skip(f"flag_gems {flag_gems.__version__} has its own {aten_op.name}: its own contracts cover it")
     x = make_input(Case((3, 5, 64), 1), "float32", fl_device)
-    with flag_gems.use_gems(include=[ops.get("sum").out_entry]):
+    with flag_gems.use_gems(include=[ops.get(aten_op.composed_of).out_entry]):
         got = aten_op.torch_fn(x, [1], False)
     torch.testing.assert_close(got.cpu().double(), aten_op.reference(x, [1]), rtol=1e-5, atol=1e-5)

@@ -9,9 +9,9 @@ import pytest
 import torch
 from pytest_fl_contract.contracts.reductions.sweeps import check, make_input
 
-from pytest_fl_contract.registry.ops import OPS
+from pytest_fl_contract.registry import ops
 
-REAL_OPS = [op for op in OPS if op.real_case]
+REAL_OPS = [op for op in ops.OPS if op.real_case]
 
 
 @pytest.mark.parametrize("real_op", REAL_OPS, ids=lambda op: op.name)

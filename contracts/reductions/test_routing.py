@@ -8,7 +8,7 @@ import pytest
 import torch
 from pytest_fl_contract.contracts.reductions.sweeps import Case, make_input, outcome
 
-from pytest_fl_contract.hardware.device import spy_launches
+from pytest_fl_contract.testing.spy import spy_launches
 
 FORWARDED = [Case((3, 64, 5), 2), Case((5, 64), 1)]  # inner dims: forwarded unchanged
 

@@ -26,7 +26,8 @@ _PLATFORM_KEYS = {
     "description", "aliases", "vendor", "device_type", "capabilities", "defects", "exclude_defects",
     "emulation", "copy_source",
 }  # fmt: skip
-_DEFECT_KEYS = {"id", "description", "ops", "workaround", "seen_on", "faults", "fails_with"}
+_DEFECT_KEYS = {"id", "whose", "description", "feature", "seen", "seen_on", "ops", "workaround", "faults", "fails_with"}
+WHOSE = ("compiler", "flag_gems")
 # A known-defect xfail holds only for the failures its defect produces: the contract's own
 # assertion always, and the exception types a defect lists.  These never are a defect's:
 # they say the lane's environment is broken, not its kernels.
@@ -36,12 +37,25 @@ NEVER_A_DEFECT = ("ImportError", "ModuleNotFoundError", "BaseException", "Except
 
 @dataclass(frozen=True)
 class Defect:
+    """One entry of the defect catalogue (``defects:`` in the registry): every fact the
+    project holds about a defect id, in one place.  Which ops and calls it reaches is not
+    here: the op registry's rows say so (their ``features`` for a compiler defect, their
+    per-call predicates for a FlagGems one); what the emulator can inject is the emulator's
+    (``emulation.device.INJECTABLE``); which workaround covers it is ``workaround``."""
+
     id: str
     description: str
-    ops: tuple[str, ...] = ()
-    workaround: str | None = None
+    ops: tuple[str, ...] = ()  # ops as a vendor file names them, for a defect no row knows
+    workaround: str | None = None  # the workaround module (its last name) that covers it
     faults: bool = False  # touches memory it does not own: a device fault is one of its outcomes
     fails_with: tuple[str, ...] = ()  # exception types it raises besides the contract's AssertionError
+    whose: str = "compiler"  # compiler (a vendor's Triton) | flag_gems (FlagGems' own code)
+    feature: str = ""  # the compiler feature, as a bug report and the probe table name it
+    seen: tuple[str, ...] = ()  # where it was seen: devices and stacks, FlagGems versions
+
+    @property
+    def flag_gems(self) -> bool:
+        return self.whose == "flag_gems"
 
 
 @dataclass(frozen=True)
@@ -68,15 +82,24 @@ class Registry:
     platforms: Mapping[str, Platform]
     sources: tuple[str, ...] = ()
     _aliases: Mapping[str, str] = field(default_factory=dict)
-    flag_gems_defects: frozenset[str] = frozenset()  # ids of FlagGems' own defects (the rest: compilers')
+    defects: Mapping[str, Defect] = field(default_factory=dict)  # the catalogue, by id
 
     @property
     def names(self) -> list[str]:
         return sorted(self.platforms)
 
     @property
+    def flag_gems_defects(self) -> frozenset[str]:
+        """Ids of FlagGems' own defects (the rest are compilers')."""
+        return frozenset(d.id for d in self.defects.values() if d.flag_gems)
+
+    @property
     def defect_ids(self) -> set[str]:
-        return {d.id for p in self.platforms.values() for d in p.defects}
+        return set(self.defects)
+
+    def covered_by(self, workaround: str) -> tuple[str, ...]:
+        """The defects the catalogue says ``workaround`` (a module's last name) covers."""
+        return tuple(d.id for d in self.defects.values() if d.workaround == workaround.rsplit(".", 1)[-1])
 
     def canonical(self, name: str) -> str | None:
         name = name.strip().lower()
@@ -113,26 +136,63 @@ def _check_str_list(value: Any, source: str, key: str) -> list[str]:
     return value
 
 
-def _validate_defects(defects: Any, source: str, where: str) -> list[dict[str, Any]]:
+def _validate_defect(defect: Any, source: str, where: str, whose: str | None = None) -> dict[str, Any]:
+    """One catalogue entry (``id`` required; ``whose`` from the section it stands in)."""
+    defect = dict(_check_mapping(defect, source, where))
+    for key in defect:
+        if key not in _DEFECT_KEYS:
+            raise _fail(source, f"{where}.{key}", f"unknown key (known: {', '.join(sorted(_DEFECT_KEYS))})")
+    for key in ("id", "description"):
+        if key in defect and (not isinstance(defect[key], str) or not defect[key]):
+            raise _fail(source, f"{where}.{key}", "required string")
+    if "id" not in defect:
+        raise _fail(source, f"{where}.id", "required string")
+    if whose is not None:
+        defect.setdefault("whose", whose)
+    if defect.get("whose", "compiler") not in WHOSE:
+        raise _fail(source, f"{where}.whose", f"one of {', '.join(WHOSE)}")
+    _check_str_list(defect.get("ops", []), source, f"{where}.ops")
+    if isinstance(defect.get("seen"), str):
+        defect["seen"] = [defect["seen"]]
+    _check_str_list(defect.get("seen", []), source, f"{where}.seen")
+    for key in ("feature", "seen_on", "workaround"):
+        if key in defect and not isinstance(defect[key], str):
+            raise _fail(source, f"{where}.{key}", "expected a string")
+    if not isinstance(defect.get("faults", False), bool):
+        raise _fail(source, f"{where}.faults", "expected true or false")
+    for name in _check_str_list(defect.get("fails_with", []), source, f"{where}.fails_with"):
+        if not name.isidentifier() or name in NEVER_A_DEFECT:
+            raise _fail(source, f"{where}.fails_with", f"{name!r} is not an exception type a defect can "
+                        f"raise (never: {', '.join(NEVER_A_DEFECT)})")  # fmt: skip
+    return defect
+
+
+def _validate_defects(defects: Any, source: str, where: str, whose: str | None = None) -> list[dict[str, Any]]:
+    """A list of catalogue entries (``flag_gems_defects``, a vendor platform's own)."""
     if not isinstance(defects, list):
         raise _fail(source, where, "expected a list")
-    for i, defect in enumerate(defects):
-        dwhere = f"{where}[{i}]"
-        defect = _check_mapping(defect, source, dwhere)
-        for key in defect:
-            if key not in _DEFECT_KEYS:
-                raise _fail(source, f"{dwhere}.{key}", "unknown key")
-        for key in ("id", "description"):
-            if not isinstance(defect.get(key), str) or not defect[key]:
-                raise _fail(source, f"{dwhere}.{key}", "required string")
-        _check_str_list(defect.get("ops", []), source, f"{dwhere}.ops")
-        if not isinstance(defect.get("faults", False), bool):
-            raise _fail(source, f"{dwhere}.faults", "expected true or false")
-        for name in _check_str_list(defect.get("fails_with", []), source, f"{dwhere}.fails_with"):
-            if not name.isidentifier() or name in NEVER_A_DEFECT:
-                raise _fail(source, f"{dwhere}.fails_with", f"{name!r} is not an exception type a defect can "
-                            f"raise (never: {', '.join(NEVER_A_DEFECT)})")  # fmt: skip
-    return defects
+    return [_validate_defect(d, source, f"{where}[{i}]", whose) for i, d in enumerate(defects)]
+
+
+def _platform_defects(defects: Any, source: str, where: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """A platform's ``defects:``: ids of catalogue entries, or entries written in place (a
+    vendor file of the older form: the entry joins the catalogue, a compiler defect unless
+    it says otherwise). Returns (ids, entries written in place)."""
+    if not isinstance(defects, list):
+        raise _fail(source, where, "expected a list")
+    ids, entries = [], []
+    for i, item in enumerate(defects):
+        if isinstance(item, str):
+            if not item.strip():
+                raise _fail(source, f"{where}[{i}]", "a defect id cannot be empty")
+            ids.append(item)
+            continue
+        entry = _validate_defect(item, source, f"{where}[{i}]", "compiler")
+        if "description" not in entry:
+            raise _fail(source, f"{where}[{i}].description", "required string")
+        ids.append(entry["id"])
+        entries.append(entry)
+    return ids, entries
 
 
 def _validate_entry(name: str, entry: Any, source: str) -> dict[str, Any]:
@@ -154,7 +214,9 @@ def _validate_entry(name: str, entry: Any, source: str) -> dict[str, Any]:
             raise _fail(source, f"{where}.capabilities.{cap}", f"unknown capability (known: {', '.join(CAPABILITIES)})")
         if not isinstance(value, bool):
             raise _fail(source, f"{where}.capabilities.{cap}", "expected true or false")
-    _validate_defects(entry.get("defects", []), source, f"{where}.defects")
+    if "defects" in entry:
+        entry = dict(entry)
+        entry["defects"], entry[_INLINE] = _platform_defects(entry["defects"], source, f"{where}.defects")
     _check_str_list(entry.get("exclude_defects", []), source, f"{where}.exclude_defects")
     if "emulation" in entry:
         emu = _check_mapping(entry["emulation"], source, f"{where}.emulation")
@@ -167,22 +229,34 @@ def _validate_entry(name: str, entry: Any, source: str) -> dict[str, Any]:
     return entry
 
 
-COMMON = "*"  # raw-registry key of flag_gems_defects: FlagGems' own defects, on every platform
+CATALOGUE = "*"  # raw-registry key of the defect catalogue (id -> entry), beside the platforms
+_INLINE = "_inline_defects"  # a platform entry's defects written in place (the older form)
+_TOP_KEYS = ("platforms", "defects", "flag_gems_defects")
 
 
 def parse_document(data: Any, source: str) -> dict[str, dict[str, Any]]:
-    """Validate one registry document; returns the raw entries by platform name (and
-    FlagGems' own defects, which every platform inherits, under ``COMMON``)."""
+    """Validate one registry document; returns the raw entries by platform name, and the
+    defect catalogue under ``CATALOGUE``: ``defects:`` (id -> entry), the older
+    ``flag_gems_defects:`` list (FlagGems' own, every platform inherits them) and entries a
+    platform writes in place."""
     doc = _check_mapping(data, source, "(top level)")
-    extra = set(doc) - {"platforms", "flag_gems_defects"}
+    extra = set(doc) - set(_TOP_KEYS)
     if extra:
-        raise _fail(source, sorted(map(str, extra))[0], "unknown top-level key (expected 'platforms', 'flag_gems_defects')")
+        raise _fail(source, sorted(map(str, extra))[0], f"unknown top-level key (expected {', '.join(_TOP_KEYS)})")
     platforms = _check_mapping(doc.get("platforms", {}), source, "platforms")
     raw = {str(name).lower(): _validate_entry(str(name), entry, source) for name, entry in platforms.items()}
-    if COMMON in raw:
-        raise _fail(source, f"platforms.{COMMON}", "not a platform name")
-    if "flag_gems_defects" in doc:
-        raw[COMMON] = {"defects": _validate_defects(doc["flag_gems_defects"], source, "flag_gems_defects")}
+    if CATALOGUE in raw:
+        raise _fail(source, f"platforms.{CATALOGUE}", "not a platform name")
+    catalogue: dict[str, dict[str, Any]] = {}
+    for key, entry in _check_mapping(doc.get("defects", {}), source, "defects").items():
+        catalogue[str(key)] = _validate_defect({"id": str(key), **_check_mapping(entry, source, f"defects.{key}")},
+                                               source, f"defects.{key}")  # fmt: skip
+    for entry in _validate_defects(doc.get("flag_gems_defects", []), source, "flag_gems_defects", "flag_gems"):
+        catalogue[entry["id"]] = entry
+    for entry in raw.values():
+        for inline in entry.pop(_INLINE, []):
+            catalogue[inline["id"]] = inline
+    raw[CATALOGUE] = catalogue
     return raw
 
 
@@ -217,9 +291,8 @@ def merge(base: dict[str, dict[str, Any]], override: dict[str, dict[str, Any]]) 
         for key, value in entry.items():
             if key == "capabilities":
                 target[key] = {**target.get(key, {}), **value}
-            elif name == COMMON and key == "defects":  # by id: a vendor file amends FlagGems' list
-                by_id = {d["id"]: d for d in target.get(key, [])}
-                target[key] = list({**by_id, **{d["id"]: d for d in value}}.values())
+            elif name == CATALOGUE:  # by id, key by key: a vendor file amends an entry or adds one
+                target[key] = {**target.get(key, {}), **value}
             else:
                 target[key] = value
     return merged
@@ -229,7 +302,8 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
     platforms: dict[str, Platform] = {}
     aliases: dict[str, str] = {}
     raw = dict(raw)
-    common = raw.pop(COMMON, {}).get("defects", [])
+    catalogue = {key: _defect(entry, sources[-1]) for key, entry in raw.pop(CATALOGUE, {}).items()}
+    inherited = [d for d in catalogue.values() if d.flag_gems]
     for name, entry in raw.items():
         if "device_type" not in entry:
             raise _fail(sources[-1], f"platforms.{name}.device_type", "required for a new platform")
@@ -240,11 +314,7 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
             device_type=entry["device_type"],
             aliases=tuple(a.lower() for a in entry.get("aliases", [])),
             lacks=frozenset(c for c, ok in entry.get("capabilities", {}).items() if not ok),
-            defects=tuple(
-                Defect(d["id"], " ".join(d["description"].split()), tuple(d.get("ops", [])), d.get("workaround"),
-                       d.get("faults", False), tuple(d.get("fails_with", ())))  # fmt: skip
-                for d in _with_common(entry, common)
-            ),
+            defects=tuple(_with_common(name, entry, catalogue, inherited, sources[-1])),
             emulation_profile=(entry.get("emulation") or {}).get("profile"),
             copy_source=(copy_source["path"], copy_source["pattern"]) if copy_source else None,
             description=entry.get("description", ""),
@@ -262,15 +332,30 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
                 raise _fail(sources[-1], f"platforms.{name}.aliases", f"alias {alias!r} is already an alias of "
                             f"platform {owner!r}")  # fmt: skip
             aliases[alias] = name
-    return Registry(platforms=platforms, sources=sources, _aliases=aliases,
-                    flag_gems_defects=frozenset(d["id"] for d in common))  # fmt: skip
+    return Registry(platforms=platforms, sources=sources, _aliases=aliases, defects=catalogue)
 
 
-def _with_common(entry: dict[str, Any], common: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A platform's own defects, then FlagGems' own ones it does not list or exclude."""
-    own = list(entry.get("defects", []))
-    skip = {d["id"] for d in own} | set(entry.get("exclude_defects", []))
-    return own + [d for d in common if d["id"] not in skip]
+def _defect(entry: dict[str, Any], source: str) -> Defect:
+    if not entry.get("description"):
+        raise _fail(source, f"defects.{entry['id']}.description", "required string")
+    seen = tuple(entry.get("seen", ())) + ((entry["seen_on"],) if entry.get("seen_on") else ())
+    return Defect(entry["id"], " ".join(entry["description"].split()), tuple(entry.get("ops", ())),
+                  entry.get("workaround"), entry.get("faults", False), tuple(entry.get("fails_with", ())),
+                  entry.get("whose", "compiler"), " ".join(entry.get("feature", "").split()), seen)  # fmt: skip
+
+
+def _with_common(name: str, entry: dict[str, Any], catalogue: Mapping[str, Defect], inherited: list[Defect],
+                 source: str) -> list[Defect]:  # fmt: skip
+    """A platform's own defects (ids of the catalogue), then FlagGems' own ones it does not
+    list or exclude."""
+    own = []
+    for defect_id in entry.get("defects", []):
+        if defect_id not in catalogue:
+            raise _fail(source, f"platforms.{name}.defects", f"unknown defect {defect_id!r}: define it under "
+                        "defects: (id, whose, description)")  # fmt: skip
+        own.append(catalogue[defect_id])
+    skip = {d.id for d in own} | set(entry.get("exclude_defects", []))
+    return own + [d for d in inherited if d.id not in skip]
 
 
 def _entry_point_sources() -> list[tuple[str, Callable[[], Any]]]:

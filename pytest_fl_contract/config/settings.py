@@ -108,7 +108,7 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
     if opts.no_workaround and (opts.force_workaround or opts.workaround):
         raise FlContractError("--fl-no-workaround contradicts --fl-workaround / --fl-force-workaround")
     module = opts.workaround or DEFAULT_WORKAROUND
-    defects_with_workaround = [d.id for d in platform.defects if d.workaround]
+    defects_with_workaround = [d.id for d in platform.defects if d.workaround and not d.flag_gems]
     if opts.no_workaround:
         workaround, why = None, "--fl-no-workaround"
     elif opts.force_workaround or opts.workaround:

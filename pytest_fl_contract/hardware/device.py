@@ -1,11 +1,10 @@
-"""What a contract needs at run time: flag_gems, the device, a poisoner, a kernel-launch
-spy.  Imported lazily by the plugin's fixtures: torch is imported here, never at plugin load."""
+"""The lane's device as contracts meet it: which torch device, its name and free memory,
+flag_gems imported, memory poisoned.  Imported lazily by the plugin's fixtures: torch is
+imported here, never at plugin load."""
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 from ..config.settings import Settings
@@ -71,58 +70,3 @@ def poison_device_memory(device: str, fill: float, nbytes: int = 64 * 2**20) -> 
 
     if device.DEVICE.installed:
         device.poison(fill)
-
-
-class LaunchSpy:
-    """Records the names of the Triton kernels flag_gems launches (inner vs non-inner).
-
-    Kernels are module globals looked up at call time, so replacing them with a proxy
-    whose ``[grid]`` records the name sees every launch, on a GPU or the interpreter.
-    """
-
-    def __init__(self) -> None:
-        self.launched: list[str] = []
-        self._patched: list[tuple[Any, str, Any]] = []
-
-    def attach(self, module_names: list[str]) -> None:
-        import triton
-
-        for name in module_names:
-            module = sys.modules.get(name)
-            if module is None:
-                continue
-            for attr, value in list(vars(module).items()):
-                if isinstance(value, triton.runtime.KernelInterface) and "kernel" in attr:
-                    self._patched.append((module, attr, value))
-                    setattr(module, attr, _SpiedKernel(value, attr, self.launched))
-
-    def detach(self) -> None:
-        while self._patched:
-            module, attr, value = self._patched.pop()
-            setattr(module, attr, value)
-
-
-class _SpiedKernel:
-    def __init__(self, kernel: Any, name: str, log: list[str]) -> None:
-        self._kernel, self._name, self._log = kernel, name, log
-
-    def __getitem__(self, grid: Any) -> Any:
-        self._log.append(self._name)
-        return self._kernel[grid]
-
-    def run(self, *args: Any, **kwargs: Any) -> Any:  # a launch cache (FlagGems' libentry) calls run
-        self._log.append(self._name)
-        return self._kernel.run(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._kernel, name)
-
-
-@contextlib.contextmanager
-def spy_launches(module_names: list[str]) -> Iterator[LaunchSpy]:
-    spy = LaunchSpy()
-    spy.attach(module_names)
-    try:
-        yield spy
-    finally:
-        spy.detach()

@@ -192,15 +192,15 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     """Every lane's LANE.xml in one xunit2 report, lane in classname; exit 1 when a lane
     has no report, an untrusted one, or a non-zero ``LANE.exit`` (the lane job's status)."""
-    from . import junit, matrix
+    from . import junit, merge
     from .runner import publish
 
     directory = Path(args.reports)
     output = Path(args.output)
     if output.is_dir():
         raise FlContractError(f"--output {shown(output)}: is a directory")
-    lanes = matrix.lane_names(directory, args.lanes, output)
-    merged = matrix.merge(directory, lanes)
+    lanes = merge.lane_names(directory, args.lanes, output)
+    merged = merge.merge(directory, lanes)
     try:
         junit.write(merged.report, output, name="fl-contract lanes")
     except OSError as exc:

@@ -23,17 +23,14 @@ import re
 import shlex
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .. import files
 from ..config import safeyaml
 from ..config.platforms import Registry
 from ..util import FlContractError
-from . import junit, verdict
-from .manifest import NAME_RE, NAME_RULE, SETUP_STEP, Lane, Manifest, Step
+from .manifest import SETUP_STEP, Lane, Manifest, Step
 
 SELF_HOSTED = "self-hosted"
 # GitHub-hosted Linux runners: the only hosted labels a CPU lane (torch's Linux CPU wheel) can use.
@@ -44,7 +41,6 @@ PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 GITLAB_HOSTED_IMAGE = "python:3.11"  # CPU lanes on GitLab: a Debian image with Python, no tag
 DIST = "pytest-fl-contract"
 RUNNERS = ("all", "hosted", "self-hosted")
-VERDICTS = {0: "ok", 1: "FAIL", 4: "SKIPPED (an input it needs was not set)"}
 
 
 @dataclass(frozen=True)
@@ -221,127 +217,3 @@ def gitlab_text(pipeline: dict[str, Any], source: str) -> str:
             "# run it as a child pipeline (trigger: include: artifact); a lane exits 4 (its job fails) when an "
             "input it needs is not set\n")  # fmt: skip
     return head + yaml.safe_dump(pipeline, sort_keys=False, width=10_000, allow_unicode=False)
-
-
-# -- merge: the lanes' reports back into one ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class Merged:
-    report: junit.Report
-    rows: list[tuple[junit.StepCounts, str]]
-    failures: list[str]  # one line per lane that has no report, an untrusted one, or a failed run
-
-
-def _exit_status(directory: Path, lane: str) -> int | None:
-    path = directory / f"{lane}.exit"
-    try:
-        text = files.read_bytes(path, 64).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return int(text) if re.fullmatch(r"\d{1,3}", text) else -1
-
-
-def _verdict(status: int | None) -> str:
-    if status is None:
-        return "no exit status recorded"
-    if status < 0:
-        return "FAIL (unreadable exit status)"
-    if status > 128:
-        return f"CANCELLED (exit {status})"
-    return f"{VERDICTS.get(status, 'FAIL')} (exit {status})"
-
-
-def lane_names(directory: Path, lanes: str | None, output: Path | None = None) -> list[str]:
-    """``--lanes a,b`` (the matrix's lanes: every one must have reported), else each
-    ``LANE.xml`` in the directory."""
-    if lanes is not None:
-        names = [name.strip() for name in lanes.replace(" ", ",").split(",") if name.strip()]
-        bad = [name for name in names if not NAME_RE.match(name)]
-        if bad:
-            raise FlContractError(f"--lanes: {bad[0]!r} is not a lane name ({NAME_RULE})")
-        if not names:
-            raise FlContractError("--lanes names no lane")
-        return list(dict.fromkeys(names))
-    if not directory.is_dir():
-        raise FlContractError(f"--reports {safeyaml.shown(directory)}: not a directory")
-    skip = output.resolve() if output is not None else None
-    names = sorted(p.stem for p in directory.glob("*.xml")
-                   if p.is_file() and NAME_RE.match(p.stem) and p.resolve() != skip)  # fmt: skip
-    if not names:
-        raise FlContractError(f"no lane reports (LANE.xml) in {safeyaml.shown(directory)}")
-    return names
-
-
-def lane_problems(report: junit.Report) -> list[str]:
-    """Why a lane's report is not a lane that got its verdicts, step by step, from its cases
-    (``verdict``: the rules the runner applied) - never from an exit status alone.  A step
-    is read with the expectation the runner recorded for it (``fl_step``); a report with no
-    such record (not written by ``run``) is read as steps that must pass."""
-    groups: dict[str, list[junit.Suite]] = {}
-    records: dict[str, dict[str, Any]] = {}
-    for suite in report.suites:
-        record = next((r for name, value in suite.properties if name == verdict.STEP_PROPERTY
-                       for r in [verdict.read_record(value)] if r), None)  # fmt: skip
-        step = record["step"] if record else suite.name
-        groups.setdefault(step, []).append(suite)
-        if record:
-            records.setdefault(step, record)
-    problems = []
-    for step, suites in groups.items():
-        part = junit.Report(tuple(suites))
-        record = records.get(step)
-        expect = record["expect"] if record else "pass"
-        state = verdict.from_cases(part)
-        wanted = verdict.expectation(expect, state, junit.count(part, step))
-        if not wanted.ok and not (record and record.get("allow_failure") is True):
-            problems.append(f"step {step}: {state}" + (f" (expected to fail: {wanted.note})" if expect == "fail" else ""))
-        elif record and record.get("ok") is not wanted.ok and not record.get("allow_failure"):
-            problems.append(f"step {step}: recorded as {'ok' if record.get('ok') else 'failed'}, but its cases say "
-                            f"{'ok' if wanted.ok else 'not'}")  # fmt: skip
-    return problems
-
-
-def merge(directory: Path, lanes: list[str]) -> Merged:
-    """Every lane's report under its lane; a lane whose report is missing or cannot be
-    trusted still gets an error case saying so, so the merged report lists every lane.
-    A lane fails the merge when its report says a step did not get its verdict (read from
-    the cases, whatever ``LANE.exit`` says) or when its job's exit status is non-zero."""
-    parts: list[junit.Report] = []
-    rows: list[tuple[junit.StepCounts, str]] = []
-    failures: list[str] = []
-    for lane in lanes:
-        path = directory / f"{lane}.xml"
-        status = _exit_status(directory, lane)
-        trouble = None
-        report = None
-        if not path.is_file():
-            trouble = (f"no report {path.name}: its job uploaded no reports/ (cancelled, timed out, or its runner "
-                       "was lost)")  # fmt: skip
-        else:
-            try:
-                report = junit.read(path)
-            except (OSError, ValueError) as exc:
-                trouble = junit.one_line(getattr(exc, "strerror", None) or str(exc), 300)
-            else:
-                found = junit.problems(report)
-                trouble = f"{path.name} cannot be trusted: {found[0]}" if found else None
-        steps = lane_problems(report) if report is not None and not trouble else []
-        report = junit.under_lane(report, lane) if report is not None else junit.Report()
-        if trouble:
-            report = junit.merge([report, junit.error_suite(lane, "report", trouble, "", 0.0)])
-            failures.append(f"lane {lane}: {trouble}")
-        failures += [f"lane {lane}: {problem}" for problem in steps]
-        if status is not None and status != 0:
-            failures.append(f"lane {lane}: fl-contract run {_verdict(status)}")
-        parts.append(report)
-        if trouble:
-            shown = f"FAIL: {trouble}"
-        elif steps:
-            shown = f"FAIL: {steps[0]}" + (f" (and {len(steps) - 1} more)" if len(steps) > 1 else "")
-        elif status not in (None, 0):
-            shown = _verdict(status)
-        else:
-            shown = "ok" + (" (exit 0)" if status == 0 else " (verdicts from its report)")
-        rows.append((junit.count(report, lane), shown))
-    return Merged(junit.merge(parts), rows, failures)

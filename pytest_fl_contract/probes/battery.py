@@ -59,7 +59,7 @@ Launch = Callable[..., "tuple[Any, Any]"]  # (device, kernel, **sizes) -> (resul
 class Probe:
     id: str
     variant: str  # the table's first column: what the kernel does, as in a bug report
-    defect: str  # the defect id a failure is evidence for (pytest_fl_contract.probes.catalogue.DEFECTS)
+    defect: str  # the compiler defect a failure is evidence for (an id of the defect catalogue)
     launch: Launch
     kernel: Any
     mutant: Any  # the kernel with the feature broken in source: shows the probe can fail

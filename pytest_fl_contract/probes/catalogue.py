@@ -2,10 +2,9 @@
 (``pytest_fl_contract.probes.battery``) and print the seed-style table
 (variant, result, expected, verdict, defect) that goes into a vendor bug report.
 
-Also the catalogue of compiler-feature defect ids the probes name.  A failing probe is
-evidence for one of them; the FlagGems ops it affects come from the platform registry
-where a platform lists the id (``masked_2d_row_load`` on iluvatar), else from here - an
-id no platform lists yet is a new finding.  Nothing here imports torch or triton at
+A failing probe is evidence for a compiler defect of the catalogue (config/platforms.yaml,
+``defects:``); the FlagGems ops it affects are the op rows whose kernels rely on that
+feature, and an id the lane's platform does not list is a new finding.  Nothing here imports torch or triton at
 module import: the emulator must be up before triton is imported.
 """
 
@@ -21,66 +20,27 @@ from ..config.platforms import Platform, Registry
 from ..registry import ops as op_registry
 from ..util import FlContractError, first_line
 
-_ALL = ("sum", "mean", "softmax", "log_softmax", "argmax", "prod", "std")
-_NON_INNER = ("sum", "mean", "softmax", "argmax")
 
+def _registry(registry: Registry | None) -> Registry:
+    if registry is not None:
+        return registry
+    from ..config.platforms import load_registry
 
-@dataclass(frozen=True)
-class DefectInfo:
-    feature: str  # the compiler feature, as a bug report names it
-    ops: tuple[str, ...]  # op registry names whose flag_gems 5.0.2 kernels rely on the feature
-
-
-DEFECTS: dict[str, DefectInfo] = {
-    "masked_2d_row_load": DefectInfo(
-        "the row half of a 2-D condition (load mask or tl.where) is dropped", (*_ALL, "logsumexp")),
-    "tile_2d_reduce": DefectInfo("tl.sum along the rows of a 2-D tile with no masked lane", _NON_INNER),
-    "runtime_loop": DefectInfo("a for loop over a runtime bound (for n in range(N))", _ALL),
-    "masked_1d_load": DefectInfo("a 1-D load mask (the inner and whole-tensor kernels)", _ALL),
-    "masked_2d_col_load": DefectInfo("the column half of a 2-D load mask", _ALL),
-    "masked_load_other": DefectInfo("masked lanes of a load take other= (0, 1, -inf in flag_gems)", _ALL),
-    "masked_2d_nonseparable_load": DefectInfo(
-        "a 2-D load mask that is not rows x columns (a flattened-index bound)", ()),
-    "mask_2d_logic": DefectInfo("& / | of a row and a column condition (the mask value itself)", _ALL),
-    "python_and_or_masks": DefectInfo(
-        "Python `and` / `or` between mask tensors, which the compiler lowers to logical_and / logical_or "
-        "(triton 3.7.1's interpreter returns one operand)", ("sum", "mean", "argmax", "log_softmax")),
-    "masked_2d_store": DefectInfo("a 2-D masked store", ("sum", "mean", "softmax", "log_softmax", "std")),
-    "partial_2d_tiles": DefectInfo(
-        "program-id tile offsets with partial edge tiles in both dimensions",
-        ("sum", "mean", "softmax", "log_softmax", "argmax")),
-    "masked_loop_tail": DefectInfo("a loop over chunks whose last chunk is partial (masked)", _ALL),
-    "reduce_partial_tile": DefectInfo("tl.sum / tl.max over a tile whose last lanes are masked", _ALL),
-    "argmax_tie_break": DefectInfo(
-        "tl.argmax / tl.max(return_indices=True) breaking ties to the first index (torch's argmax)", ("argmax",)),
-    "half_accumulation": DefectInfo("fp16 / bf16 loads converted to fp32 before a reduction", _ALL),
-    "custom_reduce_combine": DefectInfo("tl.reduce with a user combine_fn", ("prod",)),
-    "grid_axes": DefectInfo(
-        "a launch grid of up to 65535 programs on axes y and z (flag_gems' non-inner kernels put column "
-        "tiles on y)", ("sum", "mean", "softmax", "log_softmax", "argmax", "argmin", "prod")),
-    "int64_offset_arith": DefectInfo(
-        "64-bit offset arithmetic past 2**31 (flag_gems takes program ids as int64)", (*_ALL, "logsumexp")),
-}  # fmt: skip
-
-
-def op_name(name: str) -> str:
-    """An op registry name for a registry ``ops:`` entry (an op or one of its entry points)."""
-    if name in op_registry.OPS_BY_NAME:
-        return name
-    for op in op_registry.OPS:
-        if name == op.entry or any(name == e.attr for e in op.entries):
-            return op.name
-    return name  # a vendor registry may name ops we do not know: shown as written
+    return load_registry(entry_points=False)
 
 
 def affected_ops(defect: str, platform: Platform | None = None, registry: Registry | None = None) -> tuple[str, ...]:
-    """The FlagGems ops a compiler defect breaks: the lane platform's registry entry, else
-    any platform's, else the catalogue."""
-    listed = platform.defect(defect) if platform is not None else None
-    if listed is None and registry is not None:
-        listed = next((d for p in registry.platforms.values() for d in p.defects if d.id == defect), None)
-    names = listed.ops if listed is not None and listed.ops else DEFECTS.get(defect, DefectInfo("", ())).ops
-    return tuple(dict.fromkeys(op_name(n) for n in names))
+    """The FlagGems ops a compiler defect breaks: the op rows whose kernels rely on its
+    feature (the catalogue entry's, or the lane platform's where a vendor wrote its own)."""
+    entry = platform.defect(defect) if platform is not None else None
+    entry = entry or _registry(registry).defects.get(defect)
+    return op_registry.reach(entry) if entry is not None else op_registry.feature_reach(defect)
+
+
+def feature(defect: str, registry: Registry | None = None) -> str:
+    """The compiler feature a defect id names, as the probe table and a bug report say it."""
+    entry = _registry(registry).defects.get(defect)
+    return entry.feature or entry.description if entry is not None else defect
 
 
 def label(defect: str, platform: Platform | None = None, registry: Registry | None = None) -> str:

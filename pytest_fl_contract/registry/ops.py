@@ -5,8 +5,8 @@ bindings), how its entry point is called (dim form, keepdim, keyword-only parame
 how torch computes it (the float64 reference and the dispatch call), whether the
 workaround's fast path takes it, what it costs on the interpreter, and which contract
 properties do not apply to it and why.  The contracts, the workaround's targets, the
-fast path, the benchmarks, the mutants and the project's tests all read this table:
-adding an op is adding a row.
+fast path, the defect catalogue's reach, the benchmarks, the mutants and the project's
+tests all read this table: adding an op is adding a row (keywords, one per fact).
 
 Nothing here imports torch: callables receive tensors and call their methods.
 """
@@ -178,7 +178,7 @@ class Op:
     entry: str  # the entry point contracts call
     kind: str
     dim_forms: tuple[str, ...]  # forms the entry point accepts, the one torch dispatch passes first
-    torch_fn: Callable[[Any, Any, bool], Any]  # (x, dim, keepdim) -> torch's result; float64 = the reference
+    torch_fn: Callable[..., Any]  # (x, dim, keepdim, **kwargs) -> torch's result; float64 = the reference
     gems_names: tuple[str, ...]  # function names for flag_gems.use_gems(include=...)
     entries: tuple[EntryPoint, ...] = ()  # everything the workaround may wrap (the entry point first)
     out_entry: str | None = None  # the out= binding contracts call
@@ -195,6 +195,8 @@ class Op:
     exempt: Mapping[str, str] = field(default_factory=dict)  # contract property -> why it does not apply
     defects: tuple[OpDefect, ...] = ()  # FlagGems defects some calls of this op run into
     reference_fn: Callable[[Any, Any, bool], Any] | None = None  # torch_fn's values by a faster route
+    features: tuple[str, ...] = ()  # compiler features its kernels rely on (catalogue ids): a defect's reach
+    composed_of: str | None = None  # where FlagGems lacks the op, aten composes it through this op's out=
 
     def fn(self, attr: str | None = None) -> Callable[..., Any]:
         """The entry point as installed now (a workaround's wrapper, when one is)."""
@@ -240,19 +242,16 @@ class Op:
                  if d.in_version(version) and (emulated or not d.emulator_only) and d.applies(call)]  # fmt: skip
         return tuple(dict.fromkeys(found))
 
-    @property
-    def targets(self) -> tuple[tuple[str, EntryPoint], ...]:
-        return tuple((self.module, e) for e in self.entries)
 
 
 def _torch(method: str, takes_keepdim: bool = True) -> Callable[[Any, Any, bool], Any]:
     """torch's own op as ``(x, dim, keepdim) -> result``; dim None reduces everything."""
 
-    def call(x: Any, d: Any, k: bool) -> Any:
+    def call(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
         fn = getattr(x, method)
         if not takes_keepdim:
-            return fn(d)
-        return fn(dim=d, keepdim=k)
+            return fn(d, **kwargs)
+        return fn(dim=d, keepdim=k, **kwargs)
 
     call.__name__ = f"torch_{method}"
     return call
@@ -276,7 +275,7 @@ _NO_KEEPDIM = "the op keeps the input's shape: no keepdim"
 _INDEX = "an index: large values change nothing it can show"
 _INTS = ("int8", "int16", "int32", "uint8")  # promoted to int64 by torch's sum and prod
 
-# FlagGems' own defects (ids and descriptions in platforms.yaml, flag_gems_defects), seen on
+# FlagGems' own defects (the catalogue: config/platforms.yaml, defects: whose flag_gems), seen on
 # the interpreter and the H200; each predicate says which calls run into it.
 _NOT_PROMOTED = OpDefect("int_sum_not_promoted", _dtype_in(*_INTS))
 _ACCEPTED = OpDefect("int_input_accepted", _dtype_in(*INTEGERS))
@@ -286,66 +285,126 @@ _FP64 = OpDefect("fp64_computed_in_fp32", _dtype_in("float64"))
 _INT32 = OpDefect("int32_offset_overflow", _past_int32)  # every line seen: 5.0.2 and 5.4.0.dev0
 _NAN_DROPPED = "nan_dropped_by_max"
 
+# Compiler features (defect catalogue ids, config/platforms.yaml) every reduction kernel here
+# relies on: masked loads and loops, partial tiles, half loads reduced in fp32.
+_KERNEL = ("runtime_loop", "masked_1d_load", "masked_2d_col_load", "masked_load_other", "mask_2d_logic",
+           "masked_loop_tail", "reduce_partial_tile", "half_accumulation")
+_TILED = ("masked_2d_row_load", "partial_2d_tiles", "grid_axes", "int64_offset_arith")  # 2-D (rows, columns) tiles
+_LARGE_NOT_RUN = ("not in the hardware lane's large-index set: each case holds 8 to 16 GiB and ten seconds; the "
+                  "set is the ops seen to overflow int32 offsets (int32_offset_overflow)")
+
 OPS: tuple[Op, ...] = (
-    Op("sum", "flag_gems.ops.sum", "sum_dim", "reduce", ("list",), _torch("sum"), ("sum_dim", "sum_dim_out"),
+    Op(name="sum", module="flag_gems.ops.sum", entry="sum_dim", kind="reduce", dim_forms=("list",),
+       torch_fn=_torch("sum"), gems_names=("sum_dim", "sum_dim_out"),
        entries=(EntryPoint("sum_dim", "reduce"), EntryPoint("sum_dim_out", "reduce", out="out")),
-       out_entry="sum_dim_out", dtype_arg=True, accepts_none=True, fastpath="sum", real_case=True,
-       seed_table=True,
+       out_entry="sum_dim_out", dtype_arg=True, accepts_none=True, fastpath="sum", real_case=True, seed_table=True,
+       features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
        defects=(_NOT_PROMOTED, OpDefect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"),
                 _INT32)),
-    Op("mean", "flag_gems.ops.mean", "mean_dim", "reduce", ("list", "int"), _torch("mean"), ("mean_dim",),
-       entries=(EntryPoint("mean_dim", "reduce"),), dtype_arg=True, accepts_none=True, fastpath="mean",
+    Op(name="mean", module="flag_gems.ops.mean", entry="mean_dim", kind="reduce", dim_forms=("list", "int"),
+       torch_fn=_torch("mean"), gems_names=("mean_dim",), entries=(EntryPoint("mean_dim", "reduce"),),
+       dtype_arg=True, accepts_none=True, fastpath="mean",
+       features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
        defects=(OpDefect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY, _INT32,
                 OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(512, 1024)))),
-    Op("softmax", "flag_gems.ops.softmax", "softmax", "along", ("int",), _torch("softmax", takes_keepdim=False),
-       ("softmax",),
+    Op(name="softmax", module="flag_gems.ops.softmax", entry="softmax", kind="along", dim_forms=("int",),
+       torch_fn=_torch("softmax", takes_keepdim=False), gems_names=("softmax",),
        entries=(EntryPoint("softmax", "along"), EntryPoint("softmax_out", "along", out="out"),
                 EntryPoint("softmax_backward", "along", tensors=("grad_output", "output")),
                 EntryPoint("softmax_backward_out", "along", out="grad_input", tensors=("grad_output", "output"))),
        keepdim="none", fastpath="softmax", seed_table=True, exempt={"keepdim": _NO_KEEPDIM},
+       features=(*_KERNEL, *_TILED, "tile_2d_reduce", "masked_2d_store"),
        defects=(OpDefect("softmax_permuted_output", lambda c: c.layout in DENSE_PERMUTED, ("5.4",)), _INT32)),
-    Op("log_softmax", "flag_gems.ops.log_softmax", "log_softmax", "along", ("int",),
-       _torch("log_softmax", takes_keepdim=False), ("log_softmax",),
+    Op(name="log_softmax", module="flag_gems.ops.log_softmax", entry="log_softmax", kind="along", dim_forms=("int",),
+       torch_fn=_torch("log_softmax", takes_keepdim=False), gems_names=("log_softmax",),
        entries=(EntryPoint("log_softmax", "along"), EntryPoint("log_softmax_out", "along", out="out"),
                 EntryPoint("log_softmax_backward", "along", tensors=("grad_output", "output")),
                 EntryPoint("log_softmax_backward_out", "along", out="out", tensors=("grad_output", "output"))),
-       keepdim="none", seed_table=True, exempt={"keepdim": _NO_KEEPDIM},
+       keepdim="none", seed_table=True, exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
+       features=(*_KERNEL, *_TILED, "python_and_or_masks", "masked_2d_store"),
        defects=(_ACCEPTED, _EMPTY, _FP64, OpDefect(_NAN_DROPPED, _nan_dropped("nan"), ("5.0",)),
                 # 5.4's non-inner kernel keeps the NaN; its inner one (where a workaround that
                 # moves the axis to the back sends every call) still drops it
                 OpDefect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and (c.routed or not c.non_inner)),
                 OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1), ("5.0",)))),
-    Op("argmax", "flag_gems.ops.argmax", "argmax", "index", ("int",), _torch("argmax"), ("argmax",),
-       entries=(EntryPoint("argmax", "index"),), accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
+    Op(name="argmax", module="flag_gems.ops.argmax", entry="argmax", kind="index", dim_forms=("int",),
+       torch_fn=_torch("argmax"), gems_names=("argmax",), entries=(EntryPoint("argmax", "index"),),
+       accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
+       features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "argmax_tie_break"),
        defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2), OpDefect(_NAN_DROPPED, _nan_dropped("nan")),
                 OpDefect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED, _INT32,
                 OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(512, 512)))),
-    Op("argmin", "flag_gems.ops.argmin", "argmin", "index", ("int",), _torch("argmin"), ("argmin",),
-       accepts_none=True, extreme="min", exempt={"large_inputs": _INDEX},
+    Op(name="argmin", module="flag_gems.ops.argmin", entry="argmin", kind="index", dim_forms=("int",),
+       torch_fn=_torch("argmin"), gems_names=("argmin",), accepts_none=True, extreme="min",
+       exempt={"large_inputs": _INDEX, "large_index": _LARGE_NOT_RUN}, features=("grid_axes",),
        defects=(OpDefect("argmin_inner_out_of_bounds", _argmin_rows_past_end),
                 OpDefect("argmin_inner_out_of_bounds", _argmin_stores_past_end, emulator_only=True),
                 OpDefect("argmin_ignores_nan", lambda c: c.values == "nan" and c.reduced_size > 1),
                 OpDefect("int_input_accepted", _dtype_in("bool")),
                 OpDefect("empty_input_diverges", lambda c: _empty(c) and not _empty_reduced(c)),
                 OpDefect("grid_y_over_limit", _argmin_grid_y))),
-    Op("prod", "flag_gems.ops.prod", "prod_dim", "reduce", ("int",), _torch("prod"), ("prod_dim",),
-       entries=(EntryPoint("prod_dim", "reduce"),), dtype_arg=True, interpreter="toy", seed_table=True,
-       exempt={"large_inputs": "a product of large inputs overflows by definition"},
+    Op(name="prod", module="flag_gems.ops.prod", entry="prod_dim", kind="reduce", dim_forms=("int",),
+       torch_fn=_torch("prod"), gems_names=("prod_dim",), entries=(EntryPoint("prod_dim", "reduce"),),
+       dtype_arg=True, interpreter="toy", seed_table=True,
+       exempt={"large_inputs": "a product of large inputs overflows by definition", "large_index": _LARGE_NOT_RUN},
+       features=(*_KERNEL, "masked_2d_row_load", "grid_axes", "int64_offset_arith", "custom_reduce_combine"),
        defects=(OpDefect("int_sum_not_promoted", _dtype_in(*_INTS, "bool")), _FP64,
                 OpDefect("empty_input_diverges", _empty_reduced, ("5.0",)))),
-    Op("std", "flag_gems.ops.std", "std", "reduce", ("list", "int"), _torch("std"), ("std",),
-       entries=(EntryPoint("std", "reduce"),), keepdim="keyword", accepts_none=True, seed_table=True, interpreter="rows",
-       reference_fn=_std_two_pass,
+    Op(name="std", module="flag_gems.ops.std", entry="std", kind="reduce", dim_forms=("list", "int"),
+       torch_fn=_torch("std"), gems_names=("std",), entries=(EntryPoint("std", "reduce"),), keepdim="keyword",
+       accepts_none=True, seed_table=True, interpreter="rows", reference_fn=_std_two_pass,
+       exempt={"large_index": _LARGE_NOT_RUN},
+       features=(*_KERNEL, "masked_2d_row_load", "int64_offset_arith", "masked_2d_store"),
        defects=(OpDefect("std_overflows", lambda c: c.values == "huge"), _ACCEPTED, _EMPTY_REDUCED, _FP64,
                 OpDefect(_NAN_DROPPED, _nan_dropped("nan", "pos_inf", "inf_minus_inf", "all_neg_inf")),
                 OpDefect("launch_on_current_device", lambda c: c.placement == "other" and c.dim is not None, ("5.0",)))),
-    Op("logsumexp", "flag_gems.ops.logsumexp", "logsumexp", "reduce", ("list", "int"), _torch("logsumexp"),
-       ("logsumexp",), entries=(EntryPoint("logsumexp", "reduce"),), seed_table=True,
+    Op(name="logsumexp", module="flag_gems.ops.logsumexp", entry="logsumexp", kind="reduce",
+       dim_forms=("list", "int"), torch_fn=_torch("logsumexp"), gems_names=("logsumexp",),
+       entries=(EntryPoint("logsumexp", "reduce"),), seed_table=True, composed_of="sum",
+       exempt={"large_index": _LARGE_NOT_RUN}, features=("masked_2d_row_load", "int64_offset_arith"),
        defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),
                 OpDefect("int_input_accepted", _dtype_in(*INTEGERS)), _EMPTY, _FP64)),
 )  # fmt: skip
 
 OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
+
+
+def register(op: Op) -> Op:
+    """Add a row (a vendor's op, or a test's copy of one under a new name): the contracts,
+    the workaround's targets, the defect catalogue's reach and the fast path read the table
+    when they run, so a row registered before the contracts are collected (a ``-p`` plugin,
+    a conftest) is picked up with no other edit.  A name already taken is refused."""
+    global OPS
+    if op.name in OPS_BY_NAME:
+        raise ValueError(f"op {op.name!r} is already in the registry")
+    if op.kind not in KINDS:
+        raise ValueError(f"op {op.name!r}: kind {op.kind!r} is not one of {', '.join(KINDS)}")
+    OPS = (*OPS, op)
+    OPS_BY_NAME[op.name] = op
+    return op
+
+
+def op_name(name: str) -> str:
+    """An op's name for a name a vendor file may use (the op, or one of its entry points)."""
+    if name in OPS_BY_NAME:
+        return name
+    for op in OPS:
+        if name == op.entry or any(name == e.attr for e in op.entries):
+            return op.name
+    return name  # a vendor registry may name ops we do not know: shown as written
+
+
+def reach(defect: Any) -> tuple[str, ...]:
+    """The ops a catalogue defect reaches: a FlagGems defect the ops whose rows' predicates
+    name it, a compiler defect the ops whose kernels rely on its feature; for a defect no
+    row knows, the ops a vendor file named."""
+    found = tuple(defect_reach(defect.id)) if defect.flag_gems else feature_reach(defect.id)
+    return found or tuple(dict.fromkeys(op_name(n) for n in defect.ops))
+
+
+def feature_reach(defect_id: str) -> tuple[str, ...]:
+    """The ops whose kernels rely on the compiler feature a compiler defect breaks."""
+    return tuple(op.name for op in OPS if defect_id in op.features)
 
 
 def defect_reach(defect_id: str) -> dict[str, tuple[str, ...]]:

@@ -18,7 +18,7 @@ Rules, from the seed's review:
   caller's buffer with the caller's keepdim.  Out bindings are chosen by *name*, never
   by identity, so a build that aliases ``sum_dim_out`` to ``sum_dim`` never gets the
   non-out wrapper on its out binding.
-- Targets are the op registry's entry points (``ops.OPS``) that the installed FlagGems
+- Targets are the op registry's entry points (``ops.OPS``, read at install) that the installed FlagGems
   has: one is wrapped when its module defines a ``*non_inner*`` kernel.  Parameters are
   bound by name, so keyword-only ones (std's keepdim) keep their form.
 
@@ -41,6 +41,7 @@ from typing import Any, Callable
 
 from ..registry import ops as registry
 
+
 # Moving the axis to the back also keeps argmax off its non-inner kernel, whose TILE_N is
 # not a power of two for N <= 128; every entry point gets a contiguous input (FlagGems
 # makes it contiguous at once anyway), which keeps 5.4.0.dev0's softmax from writing into
@@ -48,8 +49,14 @@ from ..registry import ops as registry
 # from a contiguous scratch one, since FlagGems writes out= as if contiguous. Past 2**31
 # elements in a slice, the fast path's offsets are int64 and the moved axis's inner kernel
 # never forms n * K (measured on an H200: sum, mean, softmax, argmax all right).
-COVERS = ("masked_2d_row_load", "argmax_tile_not_pow2", "softmax_permuted_output", "out_non_contiguous_ignored",
-          "int32_offset_overflow")
+def __getattr__(name: str) -> Any:
+    """``COVERS``, the protocol's list of defect ids: what the defect catalogue says this
+    workaround covers (``workaround: masked_reductions``), read when first asked."""
+    if name == "COVERS":
+        from ..config.platforms import load_registry
+
+        return load_registry(entry_points=False).covered_by(__name__)
+    raise AttributeError(name)
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,14 @@ class Target:
         return f"{self.module}.{self.attr}"
 
 
-TARGETS: tuple[Target, ...] = tuple(Target(op, entry) for op in registry.OPS for entry in op.entries)
+def targets() -> tuple[Target, ...]:
+    """Every entry point of the op registry's rows, once each (two rows may share one: a
+    vendor's row over a FlagGems function, or a copy under another name)."""
+    found: dict[str, Target] = {}
+    for op in registry.OPS:
+        for entry in op.entries:
+            found.setdefault(f"{op.module}.{entry.attr}", Target(op, entry))
+    return tuple(found.values())
 
 
 def route(shape: Sequence[int], dim: Any) -> int | None:
@@ -212,7 +226,7 @@ def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., 
 def applicable_targets() -> list[Target]:
     """The targets the installed FlagGems has, whose module defines a non-inner kernel."""
     found = []
-    for target in TARGETS:
+    for target in targets():
         try:
             module = importlib.import_module(target.module)
         except ImportError:

@@ -1,0 +1,580 @@
+"""The defect zoo: each mutant a real-world way a reduction goes wrong, applied on the CPU
+lane, against which the contract suite must fail.  mutmut cannot mutate @triton.jit
+kernels, so mutants act through the entry points (wrapping FlagGems' functions in the
+process under test) or through the emulator's interpreter hooks.  ``mutants`` (the
+pytest plugin) applies one; ``run`` runs the zoo.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..registry import ops
+from ..util import FlContractError
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    description: str
+    select: str  # pytest -k expression: the contracts relevant to the mutated op
+    apply: Callable[[], None] | None = None  # patches the process under test
+    args: tuple[str, ...] = ()  # extra pytest arguments (emulator defects, workaround)
+
+
+def _entry(op: str, attr: str | None = None) -> tuple[Any, Any]:
+    row = ops.get(op)
+    mod = sys.modules[row.module]
+    return mod, getattr(mod, attr or row.entry)
+
+
+def _wrap(op: str, attr: str | None, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace an op's entry point (module attribute and its registration) with a mutant."""
+    import functools
+
+    import flag_gems
+
+    mod, original = _entry(op, attr)
+    attr = attr or ops.get(op).entry
+    mutant = functools.wraps(original)(make(original))
+    setattr(mod, attr, mutant)
+    flag_gems._FULL_CONFIG = tuple((n, mutant if f is original else f, *r) for n, f, *r in flag_gems._FULL_CONFIG)
+
+
+def _dims(x: Any, dim: Any) -> tuple[int, int, int] | None:
+    """(d, N, K) for a single dim, else None."""
+    import math
+
+    if isinstance(dim, (list, tuple)):
+        if len(dim) != 1:
+            return None
+        dim = dim[0]
+    if type(dim) is not int:
+        return None
+    d = dim % x.ndim
+    return d, x.shape[d], math.prod(x.shape[d + 1 :])
+
+
+def _last_k_tile_dropped() -> None:
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            info = _dims(inp, dim)
+            if info and info[2] > 32 and out.is_floating_point():
+                d, _, K = info
+                tail = K % 32 or 32  # the last column tile is never stored
+                view = out if keepdim else out.unsqueeze(d)
+                flat = view.reshape(*view.shape[: d + 1], K)
+                flat[..., K - tail :] = 0
+            return out
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _rows(keep: Callable[[int], tuple[int, int]], extra: bool = False) -> Callable[[], None]:
+    """sum over rows [start, stop) of the reduced dim (plus the tail again when ``extra``)."""
+
+    def apply() -> None:
+        def make(orig):
+            def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+                info = _dims(inp, dim)
+                if info is None or info[1] < 2:
+                    return orig(inp, dim, keepdim, dtype=dtype)
+                d, N, _ = info
+                stop, tail = keep(N)
+                out = orig(inp.narrow(d, 0, stop).contiguous(), dim, keepdim, dtype=dtype)
+                if extra and tail:
+                    out = out + orig(inp.narrow(d, N - tail, tail).contiguous(), dim, keepdim, dtype=dtype)
+                return out
+
+            return sum_dim
+
+        _wrap("sum", None, make)
+
+    return apply
+
+
+def _prod_identity_zero() -> None:
+    def make(orig):
+        def prod_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            return orig(inp, dim, keepdim, dtype=dtype) * 0  # accumulator started at 0, not 1
+
+        return prod_dim
+
+    _wrap("prod", None, make)
+
+
+def _keepdim_ignored() -> None:
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            return orig(inp, dim, False, dtype=dtype)
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
+def _half_accumulation() -> None:
+    import torch
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            info = _dims(inp, dim)
+            if info is None or inp.dtype not in (torch.float16, torch.bfloat16):
+                return orig(inp, dim, keepdim, dtype=dtype)
+            d = info[0]
+            acc = torch.zeros_like(inp.select(d, 0))
+            for i in range(inp.shape[d]):  # every partial sum rounded to the input's precision
+                acc = acc + inp.select(d, i)
+            return acc.unsqueeze(d) if keepdim else acc
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _bool_sum_returns_bool() -> None:
+    import torch
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            return out.bool() if inp.dtype == torch.bool and dtype is None else out
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _out_not_written() -> None:
+    def make(orig):
+        _, plain = _entry("sum")
+
+        def sum_dim_out(inp, dim=None, keepdim=False, *, dtype=None, out):
+            return plain(inp, dim, keepdim, dtype=dtype)  # result returned, buffer untouched
+
+        return sum_dim_out
+
+    _wrap("sum", ops.get("sum").out_entry, make)
+
+
+def _softmax_without_max() -> None:
+    def make(orig):
+        def softmax(self, dim, half_to_float=False):
+            e = self.float().exp()  # no max subtraction: overflows for inputs above ~88
+            return (e / e.sum(dim, keepdim=True)).to(self.dtype)
+
+        return softmax
+
+    _wrap("softmax", None, make)
+
+
+def _negative_dim_off_by_one() -> None:
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            if isinstance(dim, (list, tuple)):
+                dim = type(dim)(d - 1 if d < 0 and d - 1 >= -inp.ndim else d for d in dim)
+            elif isinstance(dim, int) and dim < 0 and dim - 1 >= -inp.ndim:
+                dim = dim - 1
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
+def _second_call_garbage() -> None:
+    seen: set[Any] = set()
+
+    def make(orig):
+        def softmax(self, dim, half_to_float=False):
+            out = orig(self, dim, half_to_float)
+            key = (self.data_ptr(), tuple(self.shape), dim)
+            if key in seen and out.numel():  # the second identical call reads stale memory
+                out.view(-1)[-1] += 1.0e-3
+            seen.add(key)
+            return out
+
+        return softmax
+
+    _wrap("softmax", None, make)
+
+
+def _mean_wrong_count() -> None:
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            info = _dims(inp, dim)
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            return out * info[1] / (info[1] + 1) if info and info[2] > 1 else out  # N+1 on the non-inner path
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
+def _routes_inner_dims() -> None:
+    from ..workarounds import masked_reductions as mr
+
+    original = mr.route
+
+    def route(shape, dim):
+        d = original(shape, dim)
+        if d is None and isinstance(dim, (int, list, tuple)) and not isinstance(dim, bool):
+            single = dim[0] if isinstance(dim, (list, tuple)) and len(dim) == 1 else dim
+            if type(single) is int and len(shape) and -len(shape) <= single < len(shape):
+                return single % len(shape)  # the transpose is paid on inner dims too
+        return d
+
+    mr.route = route
+
+
+def _argmax_last_index() -> None:
+    def make(orig):
+        def argmax(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            return out if dim is None else (out + 1).clamp(max=inp.shape[dim] - 1)
+
+        return argmax
+
+    _wrap("argmax", None, make)
+
+
+# -- the reduction checklist's mutants: ways other backends' kernels go wrong -------------
+
+
+def _keepdim_wrong_axis() -> None:
+    """keepdim re-inserts the reduced dim counting from the end the wrong way for dims
+    below -1 (``unsqueeze(dim + 1)`` on a negative dim)."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, False, dtype=dtype)
+            if not keepdim:
+                return out
+            d = dim[0] if isinstance(dim, (list, tuple)) and len(dim) == 1 else dim
+            if isinstance(d, int) and d < -1:
+                return out.unsqueeze(d + 1)
+            return orig(inp, dim, True, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _dim_list_first_only() -> None:
+    """A dim list reduces its first dim only (a loop that returns early)."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            if isinstance(dim, (list, tuple)) and len(dim) > 1:
+                out = orig(inp, [dim[0]], True, dtype=dtype)
+                return out if keepdim else out.squeeze(dim[0] % inp.ndim)
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _dim_none_first_dim() -> None:
+    """dim=None reduces dim 0 only (None read as 0)."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            return orig(inp, [0] if dim is None and inp.ndim else dim, keepdim, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _softmax_nan_dropped() -> None:
+    """A non-inner softmax treats NaN as -inf (a max that skips NaN, then exp(-inf) = 0)."""
+
+    def make(orig):
+        def softmax(self, dim, half_to_float=False):
+            info = _dims(self, dim)
+            if info and info[2] > 1:
+                self = self.nan_to_num(nan=float("-inf"), posinf=float("inf"), neginf=float("-inf"))
+            return orig(self, dim, half_to_float)
+
+        return softmax
+
+    _wrap("softmax", None, make)
+
+
+def _sum_inf_minus_inf_zero() -> None:
+    """Opposite infinities cancel to 0 (an accumulator that clamps to the finite range)."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            return out.nan_to_num(nan=0.0, posinf=float("inf"), neginf=float("-inf")) if out.is_floating_point() else out
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _log_softmax_neginf_slice_zero() -> None:
+    """An all -inf slice gives 0 where torch gives NaN (a guard that zeroes the denominator)."""
+
+    def make(orig):
+        def log_softmax(self, dim, half_to_float=False):
+            return orig(self, dim, half_to_float).nan_to_num(nan=0.0, posinf=float("inf"), neginf=float("-inf"))
+
+        return log_softmax
+
+    _wrap("log_softmax", None, make)
+
+
+def _mean_skips_nan() -> None:
+    """mean leaves NaN out of the slice (a load masked with ``x == x``: NaN never counts);
+    torch's mean of a slice holding NaN is NaN.  (argmax skipping NaN, once a mutant here,
+    is FlagGems' own behaviour on hardware: the registered ``nan_dropped_by_max``.)"""
+
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            if inp.is_floating_point() and bool(inp.isnan().any()):
+                return inp.nanmean(dim, keepdim, dtype=dtype)
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
+def _read_as_contiguous() -> None:
+    """A non-contiguous input is read as if contiguous (its storage walked in order)."""
+    import torch
+
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            if not inp.is_contiguous() and inp.numel():
+                base = torch.as_strided(inp, inp.shape, torch.empty(inp.shape).stride(), inp.storage_offset())
+                return orig(base, dim, keepdim, dtype=dtype)
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
+def _storage_offset_ignored() -> None:
+    """A view that starts inside its storage is read from the storage's start."""
+    import torch
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            if inp.storage_offset() and inp.is_contiguous():
+                inp = torch.as_strided(inp, inp.shape, inp.stride(), 0)
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _out_not_resized() -> None:
+    """out= of the wrong size is written as far as it reaches, never resized."""
+
+    def make(orig):
+        _, plain = _entry("sum")
+
+        def sum_dim_out(inp, dim=None, keepdim=False, *, dtype=None, out):
+            result = plain(inp, dim, keepdim, dtype=dtype).flatten()
+            flat = out.view(-1)
+            n = min(flat.numel(), result.numel())
+            flat[:n] = result[:n].to(out.dtype)
+            return out
+
+        return sum_dim_out
+
+    _wrap("sum", ops.get("sum").out_entry, make)
+
+
+def _dtype_arg_ignored() -> None:
+    """The dtype= argument is dropped: half in, half out."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            return orig(inp, dim, keepdim)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _half_result_widened() -> None:
+    """A half input comes back as float32 (the accumulator's dtype is returned)."""
+    import torch
+
+    def make(orig):
+        def softmax(self, dim, half_to_float=False):
+            out = orig(self, dim, half_to_float)
+            return out.float() if self.dtype in (torch.float16, torch.bfloat16) else out
+
+        return softmax
+
+    _wrap("softmax", None, make)
+
+
+def _argmax_last_of_ties() -> None:
+    """Ties resolve to the last maximum (a >= where torch keeps the first)."""
+
+    def make(orig):
+        def argmax(inp, dim=None, keepdim=False, *, dtype=None):
+            if dim is None:
+                return orig(inp, dim, keepdim, dtype=dtype)
+            d = dim % inp.ndim
+            flipped = orig(inp.flip(d), dim, keepdim, dtype=dtype)
+            return inp.shape[d] - 1 - flipped
+
+        return argmax
+
+    _wrap("argmax", None, make)
+
+
+def _empty_sum_nan() -> None:
+    """The sum of nothing is NaN (0/0 left over from a mean's code path)."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            if inp.numel() == 0 and out.is_floating_point():
+                out = out.fill_(float("nan"))
+            return out
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _unit_dims_squeezed() -> None:
+    """keepdim=False squeezes every size-1 dim, not the reduced one (``squeeze()``)."""
+
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, True, dtype=dtype)
+            return out if keepdim else out.squeeze()
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
+def _tail_tile_of_one_row() -> None:
+    """A row tail of exactly one row past a 16-row tile is skipped (N % 16 == 1, N > 16):
+    an off-by-one only odd sizes meet."""
+
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            info = _dims(inp, dim)
+            if info and info[1] > 16 and info[1] % 16 == 1:
+                d = info[0]
+                out = orig(inp.narrow(d, 0, info[1] - 1).contiguous(), dim, keepdim, dtype=dtype)
+                return out
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _column_grid_y() -> None:
+    """A non-inner mean written as one program per (row, column), the column on grid axis y
+    (FlagGems' argmin and log_softmax launch so): right up to 65535 columns, past them no
+    CUDA-like device launches it."""
+    import triton
+    import triton.language as tl
+
+    from ..workarounds.fastpath import FLOATS
+
+    @triton.jit
+    def column_mean(out, x, N, K, BLOCK_N: tl.constexpr):
+        m, k = tl.program_id(0), tl.program_id(1)
+        n = tl.arange(0, BLOCK_N)
+        v = tl.load(x + m * N * K + n * K + k, mask=n < N, other=0.0).to(tl.float32)
+        tl.store(out + m * K + k, tl.sum(v, axis=0) / N)
+
+    def make(orig):
+        def mean_dim(inp, dim, keepdim=False, *, dtype=None):
+            info = _dims(inp, dim)
+            if not info or info[2] == 1 or dtype is not None or str(inp.dtype) not in FLOATS or not inp.numel():
+                return orig(inp, dim, keepdim, dtype=dtype)
+            d, n, k = info
+            x = inp.contiguous()
+            shape = list(x.shape)
+            shape[d] = 1
+            out = x.new_empty(shape)
+            column_mean[(x.numel() // (n * k), k)](out, x, n, k, BLOCK_N=triton.next_power_of_2(n))
+            return out if keepdim else out.squeeze(d)
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
+MUTANTS: dict[str, Mutant] = {
+    m.name: m
+    for m in (
+        Mutant("masked_row_load", "Iluvatar: the row half of a 2-D load mask is dropped (emulated compiler defect)",
+               "sum or mean or softmax", args=("--fl-inject", "masked_2d_row_load")),
+        Mutant("last_k_tile_dropped", "the last column tile of a non-inner sum is never stored", "sum", _last_k_tile_dropped),
+        Mutant("last_row_tile_dropped", "the last partial row tile is skipped", "sum",
+               _rows(lambda n: (n - (n % 4 or 4) if n > 4 else n - 1, 0))),
+        Mutant("row_tile_read_twice", "the last partial row tile is accumulated twice", "sum",
+               _rows(lambda n: (n, n % 4 or min(n, 4)), extra=True)),
+        Mutant("prod_identity_zero", "prod starts its accumulator at 0 instead of 1", "prod", _prod_identity_zero),
+        Mutant("keepdim_ignored", "mean drops the reduced dim even with keepdim=True", "mean", _keepdim_ignored),
+        Mutant("half_accumulation", "sum accumulates fp16/bf16 in the input dtype, not fp32", "sum", _half_accumulation),
+        Mutant("bool_sum_returns_bool", "sum of a bool tensor returns bool instead of int64", "sum", _bool_sum_returns_bool),
+        Mutant("out_not_written", "sum(out=) returns a fresh result and leaves the buffer unwritten", "sum",
+               _out_not_written),
+        Mutant("softmax_without_max", "softmax skips the max subtraction and overflows on large inputs", "softmax",
+               _softmax_without_max),
+        Mutant("negative_dim_off_by_one", "negative dims resolve one axis too far left", "mean", _negative_dim_off_by_one),
+        Mutant("second_call_garbage", "a repeated identical call reads stale memory (nondeterminism)", "softmax",
+               _second_call_garbage),
+        Mutant("mean_wrong_count", "non-inner mean divides by N + 1", "mean", _mean_wrong_count),
+        Mutant("routes_inner_dims", "the workaround's routing also moves inner dims", "routing",
+               _routes_inner_dims, args=("--fl-force-workaround",)),
+        Mutant("argmax_off_by_one", "argmax returns the index after the maximum", "argmax", _argmax_last_index),
+        # the reduction checklist (dims, special values, layout, dtype, index, empty, generated)
+        Mutant("keepdim_wrong_axis", "keepdim puts the dim back one place off for dims below -1", "sum and dims",
+               _keepdim_wrong_axis),
+        Mutant("dim_list_first_only", "a dim list reduces its first dim only", "sum and dims", _dim_list_first_only),
+        Mutant("dim_none_first_dim", "dim=None reduces dim 0 only", "sum and dims", _dim_none_first_dim),
+        Mutant("softmax_nan_dropped", "a non-inner softmax treats NaN as -inf", "softmax and special",
+               _softmax_nan_dropped),
+        Mutant("sum_inf_minus_inf_zero", "+inf and -inf cancel to 0 in a sum", "sum and special", _sum_inf_minus_inf_zero),
+        Mutant("log_softmax_neginf_zero", "an all -inf slice gives 0 instead of NaN", "log_softmax and special",
+               _log_softmax_neginf_slice_zero),
+        Mutant("mean_skips_nan", "mean leaves NaN out of the slice", "mean and special", _mean_skips_nan),
+        Mutant("read_as_contiguous", "a non-contiguous input is read as if contiguous", "mean and layout",
+               _read_as_contiguous),
+        Mutant("storage_offset_ignored", "a view is read from its storage's start", "sum and layout",
+               _storage_offset_ignored),
+        Mutant("out_not_resized", "a wrongly sized out= buffer is not resized", "sum and layout", _out_not_resized),
+        Mutant("dtype_arg_ignored", "the dtype= argument is ignored", "sum and dtype", _dtype_arg_ignored),
+        Mutant("half_result_widened", "a half input's softmax comes back as float32", "softmax and dtype",
+               _half_result_widened),
+        Mutant("argmax_last_of_ties", "argmax returns the last of tied maxima", "argmax and index", _argmax_last_of_ties),
+        Mutant("empty_sum_nan", "the sum of an empty slice is NaN", "sum and empty", _empty_sum_nan),
+        Mutant("unit_dims_squeezed", "keepdim=False squeezes every size-1 dim", "mean and empty", _unit_dims_squeezed),
+        Mutant("column_grid_y", "a non-inner mean puts its columns on grid axis y (65535 at most)", "mean and grid",
+               _column_grid_y),
+        Mutant("tail_tile_of_one_row", "a one-row tail past a 16-row tile is skipped (N % 16 == 1)", "sum and generated",
+               _tail_tile_of_one_row),
+    )
+}  # fmt: skip
+
+
+def get(name: str) -> Mutant:
+    if name not in MUTANTS:
+        raise FlContractError(f"unknown mutant {name!r}; known: {', '.join(MUTANTS)}")
+    return MUTANTS[name]

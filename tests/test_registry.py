@@ -1,0 +1,87 @@
+"""The op registry is the one place an op lives (issue 28): a row added at run time - here a
+copy of an existing op under a new name - is picked up by the contracts, the workaround's
+targets and the defect catalogue's reach with no other edit."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_fl_contract.registry import ops
+
+from .conftest import ROOT
+
+COPY = """
+import dataclasses
+from pytest_fl_contract.registry import ops
+ops.register(dataclasses.replace(ops.get("sum"), name="sum_copy", real_case=False))
+"""
+
+PACKAGE_NAMES_AN_OP = re.compile(r"[\"']({})[\"']".format("|".join(op.name for op in ops.OPS)))
+FASTPATH_KIND = re.compile(r"\bkind\b|fastpath|tiles\(")  # the fast path's kernel kinds: the rows' fastpath values
+
+
+@pytest.fixture
+def copied(monkeypatch):
+    monkeypatch.setattr(ops, "OPS", ops.OPS)
+    monkeypatch.setattr(ops, "OPS_BY_NAME", dict(ops.OPS_BY_NAME))
+    return ops.register(dataclasses.replace(ops.get("sum"), name="sum_copy"))
+
+
+def test_a_registered_row_reaches_the_defect_catalogue_and_the_workaround(copied):
+    from pytest_fl_contract.cli import defect_lines
+    from pytest_fl_contract.config.platforms import load_registry
+    from pytest_fl_contract.workarounds import masked_reductions
+
+    assert "sum_copy" in ops.feature_reach("masked_2d_row_load")
+    assert "sum_copy" in ops.defect_reach("int32_offset_overflow")
+    lines = defect_lines(load_registry(entry_points=False).get("iluvatar"), set())
+    assert any(line.startswith("masked_2d_row_load:") and "sum_copy" in line for line in lines)
+    qualnames = [t.qualname for t in masked_reductions.targets()]
+    assert len(qualnames) == len(set(qualnames))  # the copy shares sum's entry points: wrapped once
+    with pytest.raises(ValueError, match="already in the registry"):
+        ops.register(copied)
+
+
+@pytest.mark.slow
+def test_the_contracts_pick_up_a_registered_row(tmp_path):
+    """The reduction contracts collect and run the copy: on the emulated Iluvatar lane
+    without the workaround they fail for it, with the workaround they hold."""
+    (tmp_path / "row_plugin.py").write_text(COPY)
+    env = {"PYTHONPATH": f"{tmp_path}:{ROOT}"}
+    base = [sys.executable, "-m", "pytest_fl_contract.cli", "contracts", "reductions", "--", "-p", "row_plugin",
+            "--platform", "iluvatar", "--fl-emulate", "-q", "-p", "no:randomly", "-k",
+            "test_accuracy and sum_copy and 3x5x64 and float32"]  # fmt: skip
+    import os
+
+    run = {name: subprocess.run([*base, *extra], capture_output=True, text=True, timeout=600,
+                                env={**os.environ, **env})
+           for name, extra in (("without", ["--fl-no-workaround"]), ("with", []))}  # fmt: skip
+    assert run["without"].returncode == 1 and re.search(r"\b[1-9]\d* failed", run["without"].stdout), \
+        run["without"].stdout[-2000:]  # fmt: skip
+    assert run["with"].returncode == 0 and re.search(r"\b[1-9]\d* passed", run["with"].stdout), run["with"].stdout[-2000:]
+
+
+def test_no_module_outside_the_registry_and_testing_names_an_op():
+    """Everything else that lists ops derives from the rows (kernel kinds of the fast path,
+    such as its "sum" plan, are the rows' ``fastpath`` values, not op names)."""
+    offenders = []
+    for path in sorted((ROOT / "pytest_fl_contract").rglob("*.py")) + sorted((ROOT / "contracts").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(("pytest_fl_contract/registry/", "pytest_fl_contract/testing/")):
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if PACKAGE_NAMES_AN_OP.search(line) and not (rel.startswith("pytest_fl_contract/workarounds/")
+                                                          and FASTPATH_KIND.search(line)):  # fmt: skip
+                offenders.append(f"{rel}:{n}: {line.strip()}")
+    assert offenders == []
+
+
+def test_rows_are_built_with_keywords():
+    source = Path(ops.__file__).read_text()
+    assert not re.search(r"^    Op\(\"", source, re.M), "a row built with positional fields"
