@@ -20,7 +20,7 @@ def main() -> int:
         for lane in LANES:
             start = time.monotonic()
             done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.cli", "run", lane, "--step", "reduction_contract",
-                                   "--reports", reports], capture_output=True, text=True)  # fmt: skip
+                                   "--reports", reports], capture_output=True, text=True)
             seconds = time.monotonic() - start
             total += seconds
             verdict = [ln for ln in done.stdout.splitlines() if "reduction_contract: end" in ln]

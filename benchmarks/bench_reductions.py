@@ -96,6 +96,7 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
     import torch
 
     from pytest_fl_contract.registry import ops
+    from pytest_fl_contract.util import mnk
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import masked_reductions as mr
 
@@ -109,13 +110,13 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
     traffic = 3 * nbytes if name == "softmax" else nbytes + nbytes // shape[dim]
     calls = {"torch": functools.partial(op.torch_fn, x, dim, False),
              "native": functools.partial(op.invoke, native, x, op.dim_arg(dim)),
-             "fast": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim))}  # fmt: skip
+             "fast": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim))}
     got, want = calls["fast"]().float(), calls["torch"]().float()
     kind = "softmax" if name == "softmax" else "reduce"
-    plan = fastpath.tiles(*fastpath._mnk(shape, dim), device, x.element_size(), kind)  # None: the moved axis
+    plan = fastpath.tiles(*mnk(shape, dim), device, x.element_size(), kind)  # None: the moved axis
     row = {"op": name, "shape": list(shape), "dim": dim, "dtype": dtype, "bytes": nbytes,
            "error": float((got - want).abs().max() / want.abs().max().clamp_min(1e-30)),
-           "plan": vars(plan) if plan else None}  # fmt: skip
+           "plan": vars(plan) if plan else None}
     if graph:  # GPU time alone: the calls replayed from a CUDA graph, no host in the figure
         del calls["torch"]
         row["torch"] = float("nan")
@@ -183,34 +184,34 @@ def main() -> int:
         print(f"{i + 1:4d} {r['op']:8} {'x'.join(map(str, r['shape'])):>22} d{r['dim']} {r['dtype']:9} "
               f"{r['bytes'] / 2**20:9.2f} MB  torch {r['torch']:.4f}  native {r['native']:.4f}  fast {r['fast']:.4f} "
               f"({r['fast'] / r['native']:.2f}x, loop {r.get('loop_fast', nan) / r.get('loop_native', nan):.2f}x)  moved {r.get('moved', nan):.4f}  "
-              f"{100 * r['fast_copy_share']:5.1f}% of copy  err {r['error']:.1e}", flush=True)  # fmt: skip
+              f"{100 * r['fast_copy_share']:5.1f}% of copy  err {r['error']:.1e}", flush=True)
 
     ratios = [r["fast"] / r["native"] for r in rows]
     moved = [r["moved"] / r["native"] for r in rows if "moved" in r]
     print(f"\ndevice {torch.cuda.get_device_name(0)} ({device.source}); copy ceiling {copy_gbs:.0f} GB/s; "
-          f"{len(rows)} cases, seed {args.seed}, {args.rounds} round(s), {time.monotonic() - start:.0f}s")  # fmt: skip
+          f"{len(rows)} cases, seed {args.seed}, {args.rounds} round(s), {time.monotonic() - start:.0f}s")
     print(f"fast / native: median {percentile(ratios, 0.5):.2f}x, p90 {percentile(ratios, 0.9):.2f}x, "
-          f"worst {max(ratios, default=float('nan')):.2f}x")  # fmt: skip
+          f"worst {max(ratios, default=float('nan')):.2f}x")
     loops = [r["loop_fast"] / r["loop_native"] for r in rows if "loop_fast" in r]
     if loops:
         print(f"back to back (host and GPU overlapped, no flush), fast / native: median {percentile(loops, 0.5):.2f}x, "
-              f"p90 {percentile(loops, 0.9):.2f}x, worst {max(loops):.2f}x")  # fmt: skip
+              f"p90 {percentile(loops, 0.9):.2f}x, worst {max(loops):.2f}x")
     if moved:
         print(f"moved axis / native: median {percentile(moved, 0.5):.2f}x, worst {max(moved):.2f}x ({len(moved)} cases)")
     for dtype in DTYPES:
         big = [r["fast_copy_share"] for r in rows if r["bytes"] > LARGE and r["dtype"] == dtype]
         if big:
             print(f"{dtype} inputs over 64 MB: copy share median {100 * percentile(big, 0.5):.0f}%, "
-                  f"worst {100 * min(big):.0f}% ({len(big)} cases)")  # fmt: skip
+                  f"worst {100 * min(big):.0f}% ({len(big)} cases)")
     worst = sorted(rows, key=lambda r: r["fast"] / r["native"], reverse=True)[:8]
     print("worst cases: " + "; ".join(f"{r['op']} {'x'.join(map(str, r['shape']))} d{r['dim']} {r['dtype']} "
-                                      f"{r['fast'] / r['native']:.2f}x" for r in worst))  # fmt: skip
+                                      f"{r['fast'] / r['native']:.2f}x" for r in worst))
     bad = [r for r in rows if not r["error"] <= (1e-2 if r["dtype"] != "float32" else 1e-4)]
     print(f"correctness: {len(rows) - len(bad)} of {len(rows)} within tolerance of torch")
     if args.json:
         versions = {d: metadata.version(d) for d in ("torch", "triton", "flag_gems")}
         result = {"device": torch.cuda.get_device_name(0), "device_model": device.source, "copy_gbs": copy_gbs,
-                  "seed": args.seed, "graph": args.graph, "rounds": args.rounds, "versions": versions, "python": platform.python_version(), "rows": rows}  # fmt: skip
+                  "seed": args.seed, "graph": args.graph, "rounds": args.rounds, "versions": versions, "python": platform.python_version(), "rows": rows}
         with open(args.json, "w", encoding="utf-8") as sink:
             json.dump(result, sink, indent=1)
     return 0 if not bad else 1

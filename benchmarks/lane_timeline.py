@@ -83,7 +83,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def report(folder: Path, top: int = 12) -> int:
     logs = {p.stem: [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-            for p in sorted(folder.glob("*.jsonl"))}  # fmt: skip
+            for p in sorted(folder.glob("*.jsonl"))}
     if "controller" not in logs:
         print(f"lane_timeline: no controller.jsonl under {folder}", file=sys.stderr)
         return 2
@@ -110,7 +110,7 @@ def report(folder: Path, top: int = 12) -> int:
     ready = [r[4] for r in rows]
     ends = [r[0] for r in rows]
     print(f"first case: median {statistics.median(ready):.1f} s, last {max(ready):.1f} s; "
-          f"workers done: first {min(ends):.1f} s, median {statistics.median(ends):.1f} s, last {max(ends):.1f} s")  # fmt: skip
+          f"workers done: first {min(ends):.1f} s, median {statistics.median(ends):.1f} s, last {max(ends):.1f} s")
     end, name, *_, cases = max(rows)
     print(f"the last worker to finish, {name} ({end:.1f} s), ran:")
     _longest(cases, t0, top)

@@ -5,9 +5,8 @@ constants are hardware properties, and the sweep (another sample) is what is quo
 
     python benchmarks/plan_grid.py --cases 16 --seed 11 --min-mb 8 [--shapes op:MxNxK:dim:dtype ...] [--json PATH]
 
-Candidates per case: the model's 8 cheapest plans, the cheapest plan of each tile size
-and column width, and the plan an earlier model chose where
-``benchmarks/_tilemodel_v1.py`` exists (kept out of git; a copy of the old module).
+Candidates per case: the model's 8 cheapest plans and the cheapest plan of each tile size
+and column width.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ def candidates(M: int, N: int, K: int, device, elem: int, kind: str) -> list[tup
     picked = out[:8]
     for group in {(p.block_r * p.block_k, p.block_k, p.flat) for _, p in out}:
         picked.append(min((c for c in out if (c[1].block_r * c[1].block_k, c[1].block_k, c[1].flat) == group),
-                          key=lambda c: c[0]))  # fmt: skip
+                          key=lambda c: c[0]))
     seen, unique = set(), []
     for c in picked:
         if c[1] not in seen:
@@ -52,13 +51,10 @@ def main() -> int:
     import torch
     import triton
 
+    from pytest_fl_contract.util import mnk
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import tilemodel as tm
 
-    try:
-        import _tilemodel_v1 as old
-    except ImportError:
-        old = None
     device = fastpath.device_info("cuda")
     print(device.source, flush=True)
     rng = random.Random(args.seed)
@@ -71,18 +67,13 @@ def main() -> int:
     rows, wrong = [], []
     for op, shape, dim, dtype in cases:
         x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
-        M, N, K = fastpath._mnk(shape, dim)
+        M, N, K = mnk(shape, dim)
         kind = "softmax" if op == "softmax" else "reduce"
         chosen = tm.tiles(M, N, K, device, x.element_size(), kind)
         plans = candidates(M, N, K, device, x.element_size(), kind)
         if chosen not in {p for _, p in plans}:  # host-bound: the widest plan under the launch's cost
             plans.append((tm.cost(M, N, K, chosen, device, x.element_size(), kind)[1], chosen))
-        earlier = None
-        if old is not None:
-            was = old.tiles(M, N, K, old.Device(device.sms, device.bandwidth, "v1"), x.element_size(), kind)
-            earlier = tm.Plan(was.block_r, was.block_k, was.warps, was.splits) if was else None  # its kernel: per m
-            if earlier is not None and earlier not in {p for _, p in plans}:
-                plans.append((tm.cost(M, N, K, earlier, device, x.element_size(), kind)[1], earlier))
+        earlier = None  # an earlier model's pick, where one is compared (the JSON keeps its field)
         timed = []
         if op == "softmax":
             want = torch.softmax(x.float(), dim)
@@ -103,20 +94,20 @@ def main() -> int:
         pick = next(t["ms"] for t in timed if t["plan"] == vars(chosen))
         was = next((t["ms"] for t in timed if earlier is not None and t["plan"] == vars(earlier)), float("nan"))
         row = {"op": op, "shape": list(shape), "dim": dim, "dtype": dtype, "chosen": vars(chosen), "chosen_ms": pick,
-               "best_ms": best, "earlier": vars(earlier) if earlier else None, "earlier_ms": was, "plans": timed}  # fmt: skip
+               "best_ms": best, "earlier": vars(earlier) if earlier else None, "earlier_ms": was, "plans": timed}
         rows.append(row)
         fastest = min(timed, key=lambda t: t["ms"])["plan"]
         print(f"{op:8} {'x'.join(map(str, shape)):>20} {dtype:9} {math.prod(shape) * x.element_size() / 2**20:8.1f} MB "
               f"model {pick:.3f} ms ({pick / best:.2f}x best)  earlier {was:.3f} ({was / best:.2f}x)  best {best:.3f} "
               f"r{fastest['block_r']} k{fastest['block_k']} w{fastest['warps']} s{fastest['splits']}  "
-              f"chosen r{chosen.block_r} k{chosen.block_k} s{chosen.splits}  ({len(timed)} plans)", flush=True)  # fmt: skip
+              f"chosen r{chosen.block_r} k{chosen.block_k} s{chosen.splits}  ({len(timed)} plans)", flush=True)
     ratios = sorted(r["chosen_ms"] / r["best_ms"] for r in rows)
     earlier = sorted(r["earlier_ms"] / r["best_ms"] for r in rows if not math.isnan(r["earlier_ms"]))
     print(f"\nmodel's pick / fastest timed: median {ratios[len(ratios) // 2]:.2f}x, worst {ratios[-1]:.2f}x ({len(ratios)} cases)")
     if earlier:
         print(f"earlier model's pick / fastest: median {earlier[len(earlier) // 2]:.2f}x, worst {earlier[-1]:.2f}x")
     print(f"correctness: {sum(len(r['plans']) for r in rows) - len(wrong)} of {sum(len(r['plans']) for r in rows)} "
-          "plans within tolerance of torch" + "".join(f"\n  WRONG {w}" for w in wrong))  # fmt: skip
+          "plans within tolerance of torch" + "".join(f"\n  WRONG {w}" for w in wrong))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as sink:
             json.dump({"device_model": device.source, "seed": args.seed, "rows": rows}, sink, indent=1)

@@ -65,6 +65,7 @@ def main() -> int:
     import triton
 
     from pytest_fl_contract.registry import ops
+    from pytest_fl_contract.util import mnk
     from pytest_fl_contract.workarounds import fastpath, tilemodel
     from pytest_fl_contract.workarounds import masked_reductions as mr
 
@@ -80,15 +81,13 @@ def main() -> int:
         x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
         native = op.fn()
         wrapped = mr.make_wrapper(native, mr.Target(op, op.entries[0]))
-        M, N, K = fastpath._mnk(shape, dim)
-        kind = "softmax" if name == "softmax" else "reduce"
+        M, N, K = mnk(shape, dim)
+        kind = "softmax" if op.fastpath == "softmax" else "reduce"
         plan = fastpath.tiles(M, N, K, device, x.element_size(), kind)
-        if name == "softmax":
-            direct = functools.partial(fastpath.softmax_dim, x, dim)
-        else:
-            direct = functools.partial(fastpath.reduce_dim, x, dim, False, name == "mean")
+        arguments = {"dim": op.dim_arg(dim), **({} if op.keepdim == "none" else {"keepdim": False})}
+        direct = functools.partial(fastpath.try_fast, op, x, arguments, mr.route)
         calls = {"native": functools.partial(op.invoke, native, x, op.dim_arg(dim)),
-                 "wrapper": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)), "direct": direct}  # fmt: skip
+                 "wrapper": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)), "direct": direct}
         parts = []
         for label, call in calls.items():
             g, n = gpu_us(call)
@@ -119,7 +118,7 @@ def main() -> int:
                 results.append((g, alt, n))
         results.sort(key=lambda r: r[0])
         print("    best plans: " + "; ".join(f"{g:.1f}us r{p.block_r} k{p.block_k} w{p.warps} s{p.splits}"
-                                             for g, p, _ in results[:5]), flush=True)  # fmt: skip
+                                             for g, p, _ in results[:5]), flush=True)
     return 0
 
 

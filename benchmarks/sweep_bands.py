@@ -16,7 +16,7 @@ from collections import defaultdict
 from bench_reductions import percentile as quantile  # the sweep's own quantile: bands agree with its summary
 
 SIZE_BANDS = ((0, 2**20, "< 1 MB"), (2**20, 20 * 2**20, "1 - 20 MB"), (20 * 2**20, 100 * 2**20, "20 - 100 MB"),
-              (100 * 2**20, math.inf, "> 100 MB"))  # fmt: skip
+              (100 * 2**20, math.inf, "> 100 MB"))
 WORST, LARGE = 1.10, 64 * 2**20
 
 
@@ -41,7 +41,7 @@ def table(rows: list[dict], key, title: str) -> list[str]:
         native_us = quantile([1000 * r["native"] for r in groups[name]], 0.5)
         slow = sum(x > WORST for x in ratios)
         out.append(f"  {name:<22}{len(ratios):>6}{quantile(ratios, .5):>7.2f}x{quantile(ratios, .9):>7.2f}x"
-                   f"{max(ratios):>7.2f}x{slow:>9}{native_us:>11.1f}")  # fmt: skip
+                   f"{max(ratios):>7.2f}x{slow:>9}{native_us:>11.1f}")
     return out
 
 
@@ -57,9 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ratios = [r["fast"] / r["native"] for r in rows]
     print(f"{data.get('device_model', data.get('device', '?'))}; seed {data.get('seed')}; {len(rows)} cases; "
-          f"targets: worst <= {WORST}x, median <= 0.90x, >= 80% of copy over 64 MB (fp32, bf16)")  # fmt: skip
+          f"targets: worst <= {WORST}x, median <= 0.90x, >= 80% of copy over 64 MB (fp32, bf16)")
     print(f"fast / native: median {quantile(ratios, .5):.2f}x, p90 {quantile(ratios, .9):.2f}x, worst {max(ratios):.2f}x; "
-          f"{sum(x > WORST for x in ratios)} cases over {WORST}x")  # fmt: skip
+          f"{sum(x > WORST for x in ratios)} cases over {WORST}x")
     for line in table(rows, size_band, "input size") + table(rows, shape_band, "shape") + table(rows, lambda r: r["op"] + " " + r["dtype"], "op and dtype"):
         print(line)
     big = defaultdict(list)
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             big[r["dtype"]].append(r["fast_copy_share"])
     for dtype, shares in sorted(big.items()):
         print(f"{dtype} over 64 MB: copy share median {100 * quantile(shares, .5):.0f}%, "
-              f"{sum(s >= 0.8 for s in shares)} of {len(shares)} at >= 80%")  # fmt: skip
+              f"{sum(s >= 0.8 for s in shares)} of {len(shares)} at >= 80%")
     return 0
 
 

@@ -11,15 +11,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from .lanes import commands as lane_commands
 from .util import FlContractError
+from .util import one_line as util_one_line
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like every other bad input
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other bad input
         raise FlContractError(message)
 
 
@@ -42,10 +43,10 @@ def defect_lines(platform: Any, covers: set[str], markdown: bool = False) -> lis
         versions = defect_reach(d.id) if d.flag_gems else {}
         where = ("; " if d.flag_gems else ", ").join(
             f"{op} ({', '.join(versions[op]) if versions.get(op) else 'every version'})" if d.flag_gems else op
-            for op in reach(d))  # fmt: skip
+            for op in reach(d))
         seen = f" (seen: {'; '.join(d.seen)})" if d.seen else ""
         rows.append((d.id, "FlagGems" if d.flag_gems else "compiler", where or "-",
-                     "yes" if d.id in covers else "no", " ".join(d.description.split()) + seen))  # fmt: skip
+                     "yes" if d.id in covers else "no", " ".join(d.description.split()) + seen))
     if markdown:
         head = ["| defect | whose | ops (FlagGems versions) | workaround covers | what |", "|---|---|---|---|---|"]
         return head + [f"| `{r[0]}` | {r[1]} | {r[2]} | {r[3]} | {r[4]} |" for r in rows]
@@ -107,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="fl-contract", description="FlagGems contract lanes")
     parser.add_argument("--version", action="version", version=f"fl-contract {__version__}")
     parser.add_argument("--manifest", default=None,
-                        help=f"lane manifest (default: ./{lane_commands.DEFAULT_MANIFEST}, else the packaged one)")  # fmt: skip
+                        help=f"lane manifest (default: ./{lane_commands.DEFAULT_MANIFEST}, else the packaged one)")
     parser.add_argument("--platforms-file", action="append", default=[], help="extra platform registry file")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lane_commands.register(sub)
@@ -138,15 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--list", action="store_true", help="list the mutants and exit")
     mutants.add_argument("--every-killer", action="store_true",
                          help="run every contract of the mutated op (no -x): which contracts kill each mutant, "
-                              "and the mutants only one contract kills")  # fmt: skip
+                              "and the mutants only one contract kills")
     mutants.set_defaults(fn=cmd_mutants)
     return parser
 
 
 def one_line(text: str) -> str:
-    """A message as one printable line: newlines and other controls written as escapes."""
-    flat = " ".join(str(text).splitlines()) if "\n" in str(text) else str(text)
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in flat)
+    """An error message as one printable line (``util.one_line``, long enough for a list of names)."""
+    return util_one_line(text, 4000, collapse=False)
 
 
 def _quiet_stdout() -> None:
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "path", None):
             args.manifest = args.path
         if not getattr(args, "fn", None):
-            names = ", ".join(sorted(parser._subparsers._group_actions[0].choices))  # type: ignore[union-attr]
+            names = ", ".join(sorted(parser._subparsers._group_actions[0].choices or ()))  # type: ignore[union-attr, arg-type]
             raise FlContractError(f"missing command; one of: {names}")
         code = args.fn(args)
         sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not at exit

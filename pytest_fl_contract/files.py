@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
-         (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))  # fmt: skip
+         (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
 def _kind(mode: int) -> str:

@@ -57,4 +57,9 @@ def after_import(name: str, callback: Callback) -> Callable[[], None]:
         return lambda: None
     callbacks = _finder().callbacks.setdefault(name, [])
     callbacks.append(callback)
-    return lambda: callback in callbacks and callbacks.remove(callback)  # type: ignore[func-returns-value]
+
+    def withdraw() -> None:
+        if callback in callbacks:
+            callbacks.remove(callback)
+
+    return withdraw

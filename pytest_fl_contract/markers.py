@@ -9,7 +9,7 @@ No pytest globals.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -28,9 +28,14 @@ MARKERS: dict[str, str] = {
 
 
 class Mark(Protocol):
-    name: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def args(self) -> tuple[Any, ...]: ...
+
+    @property
+    def kwargs(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,7 @@ def validate(marks: Iterable[Mark], registry: Registry) -> tuple[Spec, ...]:
             specs.append(Spec("known_defect", (mark.args[0],)))
         elif mark.name == "requires_device_memory":
             if len(mark.args) != 1 or mark.kwargs or isinstance(mark.args[0], bool) or not isinstance(
-                    mark.args[0], (int, float)) or mark.args[0] <= 0:  # fmt: skip
+                    mark.args[0], (int, float)) or mark.args[0] <= 0:
                 raise MarkerError("@requires_device_memory takes one positive number of GiB")
             specs.append(Spec("requires_device_memory", (str(float(mark.args[0])),)))
         elif mark.name == "requires_capability":
@@ -162,7 +167,7 @@ def evaluate_xfail(specs: Iterable[Spec], ctx: Context) -> Xfail | None:
         defect = ctx.platform.defect(spec.args[0])
         if defect is not None and defect.id not in ctx.covered:
             return Xfail(f"known defect {defect.id} on {ctx.platform.name}: {defect.description}", defect.id,
-                         fails_with=defect.fails_with, faults=defect.faults)  # fmt: skip
+                         fails_with=defect.fails_with, faults=defect.faults)
     return None
 
 

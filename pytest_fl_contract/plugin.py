@@ -21,7 +21,7 @@ import pytest
 
 from . import hooks
 from .config.activation import activation
-from .util import FlContractError
+from .util import FlContractError, xdist_worker
 
 if TYPE_CHECKING:
     from .config.settings import Options, Settings
@@ -51,11 +51,13 @@ def settings_of(config: pytest.Config) -> Settings:
     return session_of(config).settings
 
 
-def pytest_plugin_registered(plugin: Any, plugin_name: str, manager: pytest.PytestPluginManager) -> None:
+def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -> None:
     """``-p pytest_fl_contract.plugin`` registers this module under its module name before the
     entry point would register it again as ``fl_contract`` (pluggy refuses one object under
-    two names): the entry point's name is then taken as loaded."""
-    if plugin is sys.modules[__name__] and plugin_name != "fl_contract" and not manager.is_blocked("fl_contract"):
+    two names): the entry point's name is then taken as loaded.  (The hook's ``plugin_name``
+    is pytest 8.1's: the manager says the name on every pytest.)"""
+    if plugin is sys.modules[__name__] and manager.get_name(plugin) != "fl_contract" and \
+            not manager.is_blocked("fl_contract"):
         manager.set_blocked("fl_contract")
 
 
@@ -156,6 +158,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="JUnit classname prefix (default: the platform)",
     )
     parser.addini("fl_platform", "default platform for this project (overridden by FL_PLATFORM and --platform)")
+    for option in group.options:  # every option has its ini equivalent, named as its destination
+        if option.dest in INI_TYPES:
+            parser.addini(option.dest, f"ini for {option.names()[0]} (the command line wins)",
+                          type=INI_TYPES[option.dest])  # type: ignore[arg-type]
+
+
+# The ini type of each option's equivalent (pytest's: "bool", "linelist", "string").
+INI_TYPES: dict[str, Any] = {
+    "fl_platforms_files": "linelist", "fl_emulate": "bool", "fl_profile": "string", "fl_inject": "linelist",
+    "fl_no_workaround": "bool", "fl_force_workaround": "bool", "fl_workaround": "string", "fl_layout": "string",
+    "fl_source_root": "string", "fl_sweep": "string", "fl_autotune": "string", "fl_order": "string",
+    "fl_junit_prefix": "string",
+}
+
+
+def _with_ini(config: pytest.Config, namespace: Any) -> list[str]:
+    """Where the command line left an option at its default, its ini value (``fl_sweep =
+    full`` in a vendor's pytest.ini) becomes the option's; returns the ini names applied.
+    A value outside the option's choices is one usage line."""
+    applied = []
+    for dest, (default, flag, choices) in _fl_options(config).items():
+        if dest not in INI_TYPES or getattr(namespace, dest, default) != default:
+            continue
+        value = config.getini(dest)
+        if value in ("", [], False, None):
+            continue
+        if choices and value not in choices:
+            raise pytest.UsageError(f"ini {dest} = {value!r}: expected one of {', '.join(choices)} (as {flag})")
+        if dest == "fl_source_root" and config.inipath is not None:
+            value = str((config.inipath.parent / value).resolve())
+        setattr(namespace, dest, value)
+        applied.append(f"ini {dest}")
+    return applied
 
 
 def _options(config: pytest.Config, namespace: Any) -> Options:
@@ -180,23 +215,32 @@ def _options(config: pytest.Config, namespace: Any) -> Options:
 
 
 def _active(config: pytest.Config, namespace: Any) -> str | None:
-    """Why this run asked for the plugin, or None; decided once the options are final."""
-    given = [flag for dest, (default, flag) in _fl_options(config).items()
-             if getattr(namespace, dest, default) != default]  # fmt: skip
+    """Why this run asked for the plugin, or None; decided once the options are final
+    (an option's ini equivalent counts as giving it)."""
+    from_ini = _with_ini(config, namespace)
+    given = [flag for dest, (default, flag, _) in _fl_options(config).items()
+             if getattr(namespace, dest, default) != default and f"ini {dest}" not in from_ini] + from_ini
     plugins = [*(getattr(namespace, "plugins", None) or []), *os.environ.get("PYTEST_PLUGINS", "").split(",")]
     ini = config.getini("fl_platform") or None
     return activation(plugins, given, os.environ, ini)
 
 
-def _fl_options(config: pytest.Config) -> dict[str, tuple[Any, str]]:
-    """The plugin's options: destination -> (default, flag), ``--platform`` first."""
+def _fl_options(config: pytest.Config) -> dict[str, tuple[Any, str, tuple[str, ...]]]:
+    """The plugin's options: destination -> (default, flag, choices), ``--platform`` first."""
     group = config._parser.getgroup("fl_contract")
-    return {option.dest: (option.default, option.names()[0]) for option in group.options}
+    found = {}
+    for option in group.options:  # attrs(): pytest 7's Argument has no .default
+        attrs = option.attrs()
+        default = attrs.get("default", False if attrs.get("action") == "store_true" else None)
+        found[option.dest] = (default, option.names()[0], tuple(attrs.get("choices") or ()))
+    return found
 
 
 def _session(config: pytest.Config, namespace: Any) -> LaneSession | None:
     """Resolve once and bring the session up before anything imports triton; None when
     the run did not ask for the plugin."""
+    if getattr(namespace, "help", False) or getattr(namespace, "version", False):
+        return None  # --help and --version answer without a lane (a lane's bad input stays out of them)
     why = config.stash.get(ACTIVE, None) or _active(config, namespace)
     config.stash[ACTIVE] = why
     if why is None:
@@ -248,7 +292,7 @@ def _hardware_plugins(config: pytest.Config, session: LaneSession) -> list[tuple
     from .hardware.schedule import Schedule
 
     s = session.settings
-    workerinput = getattr(config, "workerinput", None)
+    workerinput = xdist_worker(config)
     xdist = workerinput is not None or bool(getattr(config.option, "numprocesses", None))
     plugins: list[tuple[str, Any]] = [("fl_contract_device_watch", lambda: DeviceWatch(s.platform))]
     if xdist:

@@ -16,7 +16,7 @@ and the workaround's record of patched FlagGems attributes (``masked_reductions`
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -29,7 +29,7 @@ from .imports import after_import
 from .registry.ops import Op
 from .reporting import report
 from .reporting.outcomes import PROPERTY, CaseRecord, CaseTag, Summary, record_of
-from .util import FlContractError, first_line
+from .util import FlContractError, first_line, xdist_worker
 
 TAG = pytest.StashKey[CaseTag]()
 SPECS = pytest.StashKey[tuple]()  # tuple[markers.Spec, ...]
@@ -132,7 +132,7 @@ class LaneSession:
                 entries = dict(entries)
             except BaseException as exc:  # a SystemExit or KeyboardInterrupt from it is its failure too
                 what = f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else \
-                    f"failed: {type(exc).__name__}: {first_line(exc)}"  # fmt: skip
+                    f"failed: {type(exc).__name__}: {first_line(exc)}"
                 pytest.exit(f"workaround {self.settings.workaround}: install() {what}",
                             returncode=pytest.ExitCode.USAGE_ERROR)
             self.workaround = WorkaroundInfo(self.settings.workaround or "", *self._origin, entries)  # type: ignore[arg-type]
@@ -151,7 +151,7 @@ class LaneSession:
         if self._picked is not None:
             return self._picked or None
         self._picked = ""
-        workerinput = getattr(self.config, "workerinput", None)
+        workerinput = xdist_worker(self.config)
         if self.settings.emulation is not None or workerinput is None:
             return None
         import torch
@@ -210,7 +210,7 @@ class LaneSession:
         return device_info(self.settings.platform.device_type).source
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_make_collect_report(self, collector: pytest.Collector) -> Iterator[Any]:
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, Any, Any]:
         """Wrong marker arguments fail the collection of their module, with one clear line."""
         rep = yield
         if rep.passed:
@@ -256,7 +256,7 @@ class LaneSession:
             item.add_marker(pytest.mark.xfail(reason=xfail.reason, strict=xfail.strict))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Iterator[Any]:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
         """Attach what the case checks and its known-defect decision to the report, as data
         that travels with it (xdist serialises report attributes)."""
         rep = yield
@@ -338,7 +338,7 @@ class LaneSession:
                 self._module.uninstall()
             except BaseException as exc:  # reported in one line: the run's verdict is already written
                 sys.stderr.write(f"fl-contract: workaround {self.settings.workaround}: uninstall() failed: "
-                                 f"{type(exc).__name__}: {first_line(exc)}\n")  # fmt: skip
+                                 f"{type(exc).__name__}: {first_line(exc)}\n")
             self.workaround = None
 
     def properties(self) -> list[tuple[str, str]]:

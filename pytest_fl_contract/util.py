@@ -5,7 +5,10 @@ a table row, a remote image), and it must stay one line of plain text where it i
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
+from typing import Any
 
 
 class FlContractError(Exception):
@@ -17,10 +20,11 @@ def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [""])[0]
 
 
-def one_line(text: object, limit: int = 500) -> str:
+def one_line(text: object, limit: int = 500, collapse: bool = True) -> str:
     """``text`` on one line of printable characters (controls written as escapes), cut to
-    ``limit`` characters with "..." where it was longer."""
-    flat = " ".join(str(text).split())
+    ``limit`` characters with "..." where it was longer; runs of whitespace become one space
+    unless ``collapse`` is off (an error message quoting a value keeps its spaces)."""
+    flat = " ".join(str(text).split()) if collapse else " ".join(str(text).splitlines())
     flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in flat)
     return flat if len(flat) <= limit else flat[: max(limit - 3, 0)] + "..."
 
@@ -41,3 +45,25 @@ def md_code(text: object, limit: int = 120) -> str:
     """``text`` as an inline code span (op and defect names): backticks cannot end it."""
     flat = one_line(text, limit).replace("`", "'")
     return f"`{flat}`"
+
+
+def installed_version(dist: str) -> str | None:
+    """A distribution's version from its metadata (nothing is imported), or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def xdist_worker(config: Any) -> dict[str, Any] | None:
+    """The ``workerinput`` of an xdist worker's config (workerid, workercount, testrunuid),
+    or None in the controller and in a run without xdist."""
+    return getattr(config, "workerinput", None)
+
+
+def mnk(shape: Sequence[int], d: int) -> tuple[int, int, int]:
+    """A single reduced dim's (M, N, K): the extents before it, its own, and after it -
+    the shape every reduction kernel, tile heuristic and plan is written for."""
+    return math.prod(shape[:d]), (shape[d] if shape else 1), math.prod(shape[d + 1 :])

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The project's own tests (plugin, emulator, workaround, runner, expected lane outcomes).
+# The project's own tests (plugin, emulator, workaround, runner, expected lane outcomes):
+# lint, the type checker on the package, the plugin on the oldest supported pytest, then
+# the suite on the newest (this environment's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 .venv/bin/ruff check . || exit 1
+.venv/bin/mypy pytest_fl_contract || exit 1
+bash scripts/pytest-range.sh || exit 1
 .venv/bin/python -m pytest tests -p xdist -n auto --dist loadgroup -q "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then

@@ -16,7 +16,7 @@ def run_subprocess(pytester: pytest.Pytester):
     plugin loaded only through ``-p fl_contract``."""
 
     def run(*args: str, autoload: bool = False, timeout: float = 600,
-            env: dict[str, str] | None = None) -> pytest.RunResult:  # fmt: skip
+            env: dict[str, str] | None = None) -> pytest.RunResult:
         extra = env or {}
         env = os.environ.copy()
         if not autoload:

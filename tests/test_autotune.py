@@ -124,7 +124,7 @@ def test_rotate_runs_the_picked_config_once_per_call_and_times_nothing(tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", TUNED_KERNEL], capture_output=True, text=True, timeout=300,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, cwd=tmp_path,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert all(len(v) == 1 for v in got["seen"].values())  # the same key, the same config

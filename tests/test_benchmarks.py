@@ -16,7 +16,7 @@ def test_the_timeline_names_each_workers_start_and_cases(pytester: pytest.Pytest
         @pytest.mark.parametrize("i", range(6))
         def test_case(i):
             time.sleep(0.3 if i == 5 else 0.01)
-    """)  # fmt: skip
+    """)
     folder = pytester.path / "timeline"
     monkeypatch.setenv("FL_TIMELINE", str(folder))
     monkeypatch.setenv("PYTHONPATH", f"{BENCHMARKS}")

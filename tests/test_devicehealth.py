@@ -76,7 +76,7 @@ def test_xdist_replaces_the_worker_and_every_later_case_runs(pytester, run_subpr
         "*DeviceLost: the device faulted during this case (RuntimeError: CUDA error: an illegal memory access *); "
         "its context is lost, so this xdist worker is replaced",
         "fl-contract: device fault in test_cases.py::test_culprit (RuntimeError: CUDA error: *); its worker was replaced",
-    ])  # fmt: skip
+    ])
     assert "ran on a lost device" not in result.stdout.str()
     from junitparser import Failure, JUnitXml
 
@@ -108,7 +108,7 @@ def test_without_xdist_the_run_stops_with_one_line(pytester, run_subprocess):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
         "*device lost in test_cases.py::test_culprit (RuntimeError: CUDA error: *); the cases after it did not run*",
-    ])  # fmt: skip
+    ])
     assert "ran on a lost device" not in result.stdout.str()
 
 

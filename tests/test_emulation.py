@@ -31,7 +31,7 @@ def defect():
     device.poison(None)
 
 
-# -- the seed's standalone table (DESIGN §3) ---------------------------------------------
+# -- the seed's standalone table (the PR review in which the Iluvatar defect was found: 28 for 6) ---------------------------------------------
 
 
 # the seed's kernels (colsum_masked, colsum_where, colsum_rows, sum_1d) are the probe battery's
@@ -294,7 +294,7 @@ def test_refusals(setup):
 @triton.jit
 def colsum_block(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
     rows = tl.make_block_ptr(x_ptr, shape=(N, K), strides=(K, 1), offsets=(0, 0), block_shape=(TILE_N, TILE_K),
-                             order=(1, 0))  # fmt: skip
+                             order=(1, 0))
     v = tl.load(rows, boundary_check=(0, 1), padding_option="zero")
     out = tl.make_block_ptr(out_ptr, shape=(K,), strides=(1,), offsets=(0,), block_shape=(TILE_K,), order=(0,))
     tl.store(out, tl.sum(v, axis=0), boundary_check=(0,))

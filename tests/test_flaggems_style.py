@@ -66,7 +66,7 @@ def lines(tmp_path_factory):
     if spec:
         site = tmp_path_factory.mktemp("fg54")
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), spec],
-                       check=True, capture_output=True)  # fmt: skip
+                       check=True, capture_output=True)
         out["5.4"] = site
     return out
 
@@ -83,7 +83,7 @@ def test_flaggems_style_suite_runs_unchanged(pytester, lines, line):
 
     def run(*extra):
         argv = [sys.executable, "-m", "pytest", "-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate",
-                "--ref", "cpu", "-p", "no:cacheprovider", "-rf", *extra]  # fmt: skip
+                "--ref", "cpu", "-p", "no:cacheprovider", "-rf", *extra]
         return subprocess.run(argv, cwd=pytester.path, env=env, capture_output=True, text=True, timeout=600)
 
     done = run()

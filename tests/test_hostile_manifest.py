@@ -136,7 +136,7 @@ def test_what_check_passes_run_can_start(tmp_path, capsys):
     step named setup where the lane has no setup - check passes them, run runs them."""
     name = "a" * 64
     manifest = {"lanes": {name: {"platform": "cpu", "env": {"_A1": "x"}, "steps": [
-        {"name": "setup", "command": ["sh", "-c", 'test "$_A1$B_2" = xy'], "env": {"B_2": "y"}}]}}}  # fmt: skip
+        {"name": "setup", "command": ["sh", "-c", 'test "$_A1$B_2" = xy'], "env": {"B_2": "y"}}]}}}
     path = tmp_path / "m.yaml"
     _write(path, manifest)
     assert cli(capsys, "check", str(path))[0] == 0
@@ -193,12 +193,12 @@ def _checked(capsys, out: Path):
 def test_import_dedupes_step_names_case_insensitively(tmp_path, capsys):
     tests = [{"name": "Operator Tests", "command": "a"}, {"name": "operator tests", "command": "b"},
              {"name": "OPERATOR-TESTS", "command": "c"}, {"name": "reduction_contract", "command": "d"},
-             {"name": "!!!", "command": "e"}, {"name": "x" * 300, "command": "f"}]  # fmt: skip
+             {"name": "!!!", "command": "e"}, {"name": "x" * 300, "command": "f"}]
     code, err, out = _import(tmp_path, capsys, {"cuda.yml": {"integration_tests": tests}})
     assert code == 0, err
     names = [s.name for s in _checked(capsys, out).lanes["cuda"].steps]
     assert names == ["operator-tests", "operator-tests-2", "operator-tests-3", "reduction_contract-2", "step-4",
-                     "x" * 64, "reduction_contract"]  # fmt: skip
+                     "x" * 64, "reduction_contract"]
 
 
 def test_import_renames_a_step_called_setup_beside_a_setup_script(tmp_path, capsys):
@@ -220,7 +220,7 @@ def test_import_refuses_two_files_of_one_lane(tmp_path, capsys):
 def test_import_a_directory_name_with_a_newline_cannot_inject_yaml(tmp_path, capsys):
     evil = "x\n  injected:\n    platform: cpu\n    steps: [{name: pwn, command: [id]}]\n#"
     lane_file = {"display_name": "A\nB: c", "container_options": "--x\n  evil: 1",
-                 "integration_tests": [{"name": "t", "command": "echo 'a: b'\n#c"}]}  # fmt: skip
+                 "integration_tests": [{"name": "t", "command": "echo 'a: b'\n#c"}]}
     code, err, out = _import(tmp_path, capsys, {f"{evil}/cuda.yml": lane_file})
     assert code == 0, err
     manifest = _checked(capsys, out)
@@ -250,7 +250,7 @@ def test_import_a_directory_name_with_a_newline_cannot_inject_yaml(tmp_path, cap
     ],
     ids=["env-list", "env-key-equals", "env-null", "env-nul", "labels-str", "timeout-str", "setup-list",
          "command-nul", "tests-str", "test-no-command", "not-mapping", "alias-bomb", "latin-1", "not-yaml"],
-)  # fmt: skip
+)
 def test_import_refuses_what_check_would_refuse_in_one_line(tmp_path, capsys, lane_file, message):
     code, err, out = _import(tmp_path, capsys, {"cuda.yml": lane_file})
     assert code == 2 and not out.exists()

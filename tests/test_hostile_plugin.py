@@ -39,7 +39,7 @@ USAGE = [  # (id, files to write, pytest args, the one ERROR line holds)
     ("workaround-empty", {}, ["--fl-workaround", ""], "--fl-workaround is empty: give a module name"),
     ("workaround-covers-an-int", {"wk5.py": WK5}, ["--fl-workaround", "wk5", "--fl-source-root", "."],
      "COVERS must be a list of defect ids"),
-]  # fmt: skip
+]
 
 
 def _write(pytester: pytest.Pytester, files: dict[str, str | bytes]) -> None:
@@ -70,7 +70,7 @@ MARKERS = [  # (id, decorator, the one line)
     ("platforms-none", "@pytest.mark.platforms()", "@platforms needs at least one platform name"),
     ("capability-unknown", '@pytest.mark.requires_capability("teleport")', "@requires_capability takes capability"),
     ("requires-csrc-args", "@pytest.mark.requires_csrc(1)", "@requires_csrc takes no arguments"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("decorator, message", [m[1:] for m in MARKERS], ids=[m[0] for m in MARKERS])
@@ -116,7 +116,7 @@ def test_the_plugins_junit_is_valid_xunit2_and_keeps_its_summary(pytester, run_s
     runner re-writes from it is."""
     pytester.makepyfile(test_suite=PLUGIN_SUITE)
     run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-no-workaround", "--junitxml=out.xml",
-                   "-o", f"junit_family={family}", "-p", "no:cacheprovider", timeout=120)  # fmt: skip
+                   "-o", f"junit_family={family}", "-p", "no:cacheprovider", timeout=120)
     out = pytester.path / "out.xml"
     report = junit.read(out)
     counts = junit.count(report, "lane")
@@ -140,7 +140,7 @@ def test_a_contract_lane_writes_valid_xunit2_and_its_per_op_summary(tmp_path):
         Step("reductions", "pytest", ("-q", "-k", "(sum or argmax) and accuracy and float32 and 5x64"),
              suites=("reductions",), expect="fail"),
         Step("cast", "pytest", ("-q",), suites=("copy",)),
-    )  # fmt: skip
+    )
     the_lane = Lane("l", "iluvatar", steps, env=env, pytest_args=("--fl-emulate", "--fl-no-workaround"))
     run = run_lane(the_lane, tmp_path / "reports", progress=io.StringIO())
     assert run.ok, run.markdown
@@ -155,12 +155,12 @@ def test_a_contract_lane_writes_valid_xunit2_and_its_per_op_summary(tmp_path):
 
 
 @pytest.mark.parametrize("args", [["mutants", "--list"], ["--manifest", "ci/manifest.yaml", "lanes"]],
-                         ids=["mutants-list", "lanes"])  # fmt: skip
+                         ids=["mutants-list", "lanes"])
 def test_a_reader_that_goes_away_is_quiet_141(tmp_path, args):
     read, write = os.pipe()
     os.close(read)  # `| head -1` that has already gone: every write gets EPIPE
     done = subprocess.run([PY, "-m", "pytest_fl_contract.cli", *args], stdout=write, stderr=subprocess.PIPE,
-                          cwd=ROOT, text=True, timeout=60)  # fmt: skip
+                          cwd=ROOT, text=True, timeout=60)
     os.close(write)
     assert done.returncode == 141 and done.stderr == "", done.stderr
 
@@ -170,7 +170,7 @@ def test_a_reader_that_goes_away_is_quiet_141(tmp_path, args):
     [([], "missing command; one of:"), (["run"], "the following arguments are required: lane"),
      (["--nope"], "unrecognized arguments: --nope"), (["report"], "the following arguments are required: files")],
     ids=["no-command", "run-no-lane", "unknown-option", "report-no-files"],
-)  # fmt: skip
+)
 def test_cli_usage_errors_are_one_line(capsys, args, message):
     code, _, err = cli(capsys, *args)
     assert code == 2

@@ -157,7 +157,7 @@ def test_output_is_capped_in_bytes_head_and_tail_and_logged_whole(tmp_path):
 def test_output_cap_from_the_manifest_and_the_command_line(tmp_path, capsys):
     manifest = tmp_path / "m.yaml"
     manifest.write_text("defaults: {output_cap: 1024}\nlanes: {l: {platform: cpu, steps: [{name: s, "
-                        "command: [sh, -c, 'seq 1 100000; exit 1']}]}}\n")  # fmt: skip
+                        "command: [sh, -c, 'seq 1 100000; exit 1']}]}}\n")
     code, out, err = cli(capsys, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "a"))
     assert code == 1 and "Traceback" not in err
     text = result(junit.read(tmp_path / "a" / "l.xml").cases[0]).text
@@ -187,9 +187,9 @@ def test_cancel_keeps_every_step_and_kills_the_running_one(tmp_path, sig, code):
               - {{name: first, command: [echo, one]}}
               - {{name: long, command: "trap '' TERM; sleep 30 & echo $! > {pid_file}; echo waiting; wait", shell: true}}
               - {{name: later, command: [echo, two]}}
-    """))  # fmt: skip
+    """))
     proc = subprocess.Popen([PY, "-m", "pytest_fl_contract.cli", "--manifest", str(manifest), "run", "l", "--reports",
-                             str(tmp_path / "r")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                             str(tmp_path / "r")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
     while not pid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -224,7 +224,7 @@ STEP_XML = [  # (id, what the fake pytest step writes, exit code, outcome of the
     ("entities", '<!DOCTYPE x [<!ENTITY a "aaaa">]><testsuite name="x" tests="0"/>', 0, "error", "declares a DTD or entities"),
     ("wrong-root", "<html/>", 0, "error", "root element <html>"),
     ("valid", PASSING, 0, "passed", ""),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("xml, code, outcome, message", [x[1:] for x in STEP_XML], ids=[x[0] for x in STEP_XML])
@@ -302,7 +302,7 @@ def _manifest(tmp_path: Path) -> Path:
     ],
     ids=["reports-is-a-file", "lane-xml-is-a-dir", "lane-dir-is-a-file", "cap-not-a-number", "cap-too-small",
          "unknown-step"],
-)  # fmt: skip
+)
 def test_run_refuses_in_one_line(tmp_path, capsys, monkeypatch, prepare, args, message):
     monkeypatch.chdir(tmp_path)
     prepare(tmp_path)
@@ -355,7 +355,7 @@ REPORTS = [  # (id, file content, exit code, the one line on stderr, or None)
      1, None),
     ("passing", f'<testsuites><testsuite name="x" tests="1" failures="0" errors="0" skipped="0">{CASE}</testsuite>'
                 "</testsuites>", 0, None),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("content, code, message", [r[1:] for r in REPORTS], ids=[r[0] for r in REPORTS])
@@ -372,7 +372,7 @@ def test_report_fails_what_it_cannot_trust_in_one_line(tmp_path, capsys, content
 
 
 @pytest.mark.parametrize("target, message", [(".", "not a regular file (a directory)"), ("missing.xml", "No such file")],
-                         ids=["a-directory", "missing"])  # fmt: skip
+                         ids=["a-directory", "missing"])
 def test_report_of_what_is_not_a_file_is_one_line(tmp_path, capsys, monkeypatch, target, message):
     monkeypatch.chdir(tmp_path)
     code, _, err = cli(capsys, "report", target)
@@ -389,7 +389,7 @@ hostile_text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, ex
 @given(name=hostile_text, message=hostile_text, output=hostile_text, seconds=st.floats(allow_nan=True))
 def test_any_text_makes_valid_xunit2(tmp_path_factory, name, message, output, seconds):
     case = junit.Case(name, name, seconds if seconds == seconds and 0 <= seconds < 1e12 else 0.0,
-                      (junit.Result("failure", message, message, output),), output, output)  # fmt: skip
+                      (junit.Result("failure", message, message, output),), output, output)
     report = junit.Report((junit.Suite(name, (case,), ((name, message),)),))
     path = tmp_path_factory.mktemp("xsd") / "any.xml"
     junit.write(report, path, name=name)
@@ -417,6 +417,6 @@ def test_pytests_own_xunit2_validates_against_the_schema_we_use(tmp_path):
     )
     subprocess.run([PY, "-m", "pytest", "-p", "no:fl_contract", "-p", "no:cacheprovider", "-q",
                     f"--junitxml={tmp_path / 'out.xml'}", str(tmp_path / "test_all.py")], cwd=tmp_path,
-                   capture_output=True, timeout=120)  # fmt: skip
+                   capture_output=True, timeout=120)
     assert_valid_junit(tmp_path / "out.xml")
     assert junit.problems(junit.read(tmp_path / "out.xml")) == []

@@ -53,7 +53,7 @@ def _comparable(text: str) -> str:
 
 
 @pytest.mark.parametrize("env", [{}, {"GEMS_VENDOR": "nvidia", "CUDA_VISIBLE_DEVICES": "0"}],
-                         ids=["no-accelerator", "an-accelerator-named"])  # fmt: skip
+                         ids=["no-accelerator", "an-accelerator-named"])
 def test_item1_a_foreign_suite_runs_as_if_the_plugin_were_not_installed(pytester, run_subprocess, env):
     """Autoload on (as ``pip install`` leaves it): same exit, same output, no header line,
     no import of torch / triton / flag_gems, with and without a vendor named."""
@@ -72,7 +72,7 @@ def test_item1_a_foreign_suite_runs_as_if_the_plugin_were_not_installed(pytester
     ("FL_PLATFORM", [], {"FL_PLATFORM": "nvidia"}, ""),
     ("ini fl_platform", [], {}, "[pytest]\nfl_platform = nvidia\n"),
     ("--platform", ["--platform", "nvidia"], {}, ""),
-], ids=["-p-fl_contract", "-p-module-item15", "env", "ini", "--platform"])  # fmt: skip
+], ids=["-p-fl_contract", "-p-module-item15", "env", "ini", "--platform"])
 def test_item1_the_plugin_is_active_when_a_run_asks_for_it(pytester, run_subprocess, how, args, env, ini):
     """Naming a platform or loading the plugin by name (either of its names: the module name
     used to crash with "Plugin already registered" under autoload) makes it active."""
@@ -146,7 +146,7 @@ def test_item2_a_changed_exit_status_is_not_a_verdict(tmp_path):
 
 def test_item2_a_failed_case_is_a_caught_defect_and_the_summary_names_it(tmp_path):
     run, progress, _ = _lane(tmp_path, _suite(tmp_path, "caught", "def test_a(): assert 0\ndef test_b(): pass\n",
-                                              expect="fail"))  # fmt: skip
+                                              expect="fail"))
     assert run.ok and run.exit_code == 0
     assert "expected to fail: defect caught: 1 failed" in progress
 
@@ -154,7 +154,7 @@ def test_item2_a_failed_case_is_a_caught_defect_and_the_summary_names_it(tmp_pat
 @pytest.mark.parametrize("script", [
     f"{PY} -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'; exit $?",
     "sh -c 'kill -SEGV $$'; exit $?",
-], ids=["child-segfaults", "exit-139"])  # fmt: skip
+], ids=["child-segfaults", "exit-139"])
 def test_item2_a_signal_reported_by_a_shell_is_a_crash(tmp_path, script):
     run, _, cases = _lane(tmp_path, Step("s", "command", ("bash", "-c", script)), platform="cpu")
     assert not run.ok
@@ -167,7 +167,7 @@ def test_item2_a_command_that_is_not_found_is_an_error_and_cannot_expect_failure
     assert cases["typo"].results[0].kind == "error" and "not found" in cases["typo"].results[0].message
     manifest = tmp_path / "m.yaml"
     manifest.write_text("lanes:\n  l:\n    platform: cpu\n    steps:\n      - name: t\n        shell: true\n"
-                        "        command: pytset -q\n        expect: fail\n")  # fmt: skip
+                        "        command: pytset -q\n        expect: fail\n")
     code, _, err = cli(capsys, "check", str(manifest))
     assert code == 2
     one_line(err, "expect: fail needs a pytest step")
@@ -229,7 +229,7 @@ def test_fixture_error(broken): pass
 def test_item4_a_known_defect_xfail_does_not_swallow_an_import_error(pytester, run_subprocess):
     pytester.makepyfile(test_known=KNOWN)
     result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-no-workaround", "-rA",
-                            "-p", "no:cacheprovider", timeout=120)  # fmt: skip
+                            "-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(xfailed=1, failed=1, errors=1)
     out = result.stdout.str()
     assert "known defect masked_2d_row_load fails with AssertionError, not ModuleNotFoundError" in out
@@ -245,7 +245,7 @@ def test_item4_a_lane_whose_flag_gems_cannot_be_imported_stops_with_one_line(tmp
     env.pop("PYTEST_XDIST_WORKER", None)
     for xdist in ([], ["-p", "xdist", "-n", "2"]):
         done = subprocess.run([*CLI, "contracts", "reductions", "--", "--platform", "cpu", "-q", "-p", "no:randomly",
-                               "-k", "accuracy", *xdist], env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+                               "-k", "accuracy", *xdist], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-2000:]
         assert "xfailed" not in done.stdout and "INTERNALERROR" not in done.stdout
         stop = [line for line in done.stdout.splitlines() if "Interrupted: cannot import flag_gems" in line]
@@ -263,7 +263,7 @@ def _fifo(path: Path) -> Path:
 
 def _cli_subprocess(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                          env={**os.environ, **(env or {})})  # fmt: skip
+                          env={**os.environ, **(env or {})})
 
 
 @pytest.mark.parametrize("argv", [
@@ -271,7 +271,7 @@ def _cli_subprocess(*args: str, env: dict[str, str] | None = None, timeout: floa
     ["--platforms-file", "{fifo}", "defects", "--platform", "nvidia"],
     ["report", "{fifo}"],
     ["import", "{fifo}"],
-], ids=["manifest", "platforms-file", "report", "import"])  # fmt: skip
+], ids=["manifest", "platforms-file", "report", "import"])
 def test_item6_a_fifo_given_as_an_input_is_one_line(tmp_path, argv):
     fifo = _fifo(tmp_path / "cuda.yml")
     done = _cli_subprocess(*[a.format(fifo=fifo) for a in argv], timeout=30)
@@ -283,7 +283,7 @@ def test_item6_a_fifo_as_the_plugins_platforms_file_is_one_usage_line(pytester, 
     _fifo(pytester.path / "vendor.yaml")
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
     result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-platforms-file", "vendor.yaml",
-                            "-p", "no:cacheprovider", timeout=60)  # fmt: skip
+                            "-p", "no:cacheprovider", timeout=60)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     one_line(result.stderr.str(), "not a regular file (a FIFO)")
 
@@ -293,7 +293,7 @@ def test_item6_a_fifo_as_the_step_summary_is_one_line(tmp_path):
     manifest.write_text("lanes:\n  l:\n    platform: cpu\n    steps:\n      - {name: s, command: [true]}\n")
     fifo = _fifo(tmp_path / "summary")
     done = _cli_subprocess("--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r"),
-                           env={"GITHUB_STEP_SUMMARY": str(fifo)}, timeout=60)  # fmt: skip
+                           env={"GITHUB_STEP_SUMMARY": str(fifo)}, timeout=60)
     assert done.returncode == 0
     one_line(done.stderr, "cannot append the summary to $GITHUB_STEP_SUMMARY", "not a regular file (a FIFO)")
 
@@ -303,7 +303,7 @@ def test_item6_fifos_a_step_makes_in_the_reports_never_block_the_runner(tmp_path
     the run ends, every step is in LANE.xml, the FIFOs replaced by files."""
     reports = tmp_path / "reports"
     mk = (f"import os; d = {str(reports)!r}; "
-          "[os.mkfifo(p) for p in (d + '/l/s.xml', d + '/l.xml', d + '/l/later.log')]")  # fmt: skip
+          "[os.mkfifo(p) for p in (d + '/l/s.xml', d + '/l.xml', d + '/l/later.log')]")
 
     def fake_argv(lane, step, report):
         return [PY, "-c", mk] if step.name == "s" else [PY, "-c", "print('later ran')"]
@@ -386,7 +386,7 @@ def _start_run(tmp_path: Path, marker: str) -> subprocess.Popen:
     manifest = tmp_path / "m.yaml"
     manifest.write_text(SLEEPER_MANIFEST.format(py=json.dumps(PY), marker=marker))
     proc = subprocess.Popen([*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     deadline = time.monotonic() + 30
     while not _alive_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -420,7 +420,7 @@ def test_item8_a_killed_runner_takes_its_step_along_and_the_next_run_says_so(tmp
     assert "started" in (tmp_path / "r" / "l" / "sleeper.log").read_text()  # the log was not sitting in a buffer
     (tmp_path / "m.yaml").write_text("lanes:\n  l:\n    platform: cpu\n    steps:\n      - {name: s, command: [true]}\n")
     done = subprocess.run([*CLI, "--manifest", str(tmp_path / "m.yaml"), "run", "l", "--reports", str(tmp_path / "r")],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     assert "the last run of lane l" in done.stdout and "did not finish" in done.stdout and "'sleeper'" in done.stdout
 
@@ -432,7 +432,7 @@ def test_item9_a_deeply_nested_summary_property_is_a_problem_not_an_internal_err
     deep = "[" * 100_000 + "]" * 100_000
     path = tmp_path / "deep.xml"
     path.write_text(f'<testsuites><testsuite name="s" tests="1"><properties><property name="fl_summary" '
-                    f'value="{deep}"/></properties><testcase name="t"/></testsuite></testsuites>')  # fmt: skip
+                    f'value="{deep}"/></properties><testcase name="t"/></testsuite></testsuites>')
     code, _, err = cli(capsys, "report", str(path))
     assert code == 1
     one_line(err, "malformed fl_summary property: nested too deeply")
@@ -475,7 +475,7 @@ def test_item9_two_runs_of_one_lane_into_one_directory(tmp_path):
     first = _start_run(tmp_path, marker)
     try:
         second = subprocess.run([*CLI, "--manifest", str(tmp_path / "m.yaml"), "run", "l", "--reports",
-                                 str(tmp_path / "r")], capture_output=True, text=True, timeout=60)  # fmt: skip
+                                 str(tmp_path / "r")], capture_output=True, text=True, timeout=60)
         assert second.returncode == 2
         one_line(second.stderr, "lane l is already running into", "give this run another --reports")
     finally:
@@ -530,7 +530,7 @@ def test_items11_12_16_values_names_and_merge_keys_as_written(tmp_path, capsys):
      "env 'A' has no value (YAML null)"),
     ("lanes:\n  l:\n    platform: cpu\n    steps: [{name: s, command: [true]}, {name: s, command: [true]}]\n",
      "duplicate step name"),
-], ids=["lane-named-like-an-option", "env-null", "duplicate-step"])  # fmt: skip
+], ids=["lane-named-like-an-option", "env-null", "duplicate-step"])
 def test_item13_16_manifest_refusals_name_the_problem(tmp_path, capsys, text, message):
     path = tmp_path / "m.yaml"
     path.write_text(text)
@@ -591,13 +591,13 @@ def test_item14_text_from_tests_cannot_add_markdown_structure():
 def test_item15_a_closed_stdout_or_stderr_changes_neither_exit_nor_json(tmp_path):
     manifest = tmp_path / "m.yaml"
     manifest.write_text("lanes:\n  l:\n    platform: cpu\n    runner_labels: [ubuntu-latest]\n"
-                        "    steps: [{name: s, command: [true]}]\n")  # fmt: skip
+                        "    steps: [{name: s, command: [true]}]\n")
     done = subprocess.run(" ".join([*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r"),
-                                    ">&-"]), shell=True, capture_output=True, text=True, timeout=60)  # fmt: skip
+                                    ">&-"]), shell=True, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "r" / "l.xml").is_file()
     done = subprocess.run(" ".join([*CLI, "--manifest", str(manifest), "matrix", "2>&-"]), shell=True,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     assert json.loads(done.stdout)["include"][0]["lane"] == "l"
 

@@ -41,13 +41,13 @@ def wheel_site(tmp_path_factory):
     dist = tmp_path_factory.mktemp("dist")
     tree = tmp_path_factory.mktemp("tree") / "src"
     shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".venv", ".git", "reports", "build", "dist", "*.egg-info",
-                                                              "__pycache__", ".hypothesis", ".*_cache", ".whl"))  # fmt: skip
+                                                              "__pycache__", ".hypothesis", ".*_cache", ".whl"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
-                    str(tree)], check=True, capture_output=True)  # fmt: skip
+                    str(tree)], check=True, capture_output=True)
     site = tmp_path_factory.mktemp("site")
     wheel = next(dist.glob("pytest_fl_contract-*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True)  # fmt: skip
+                   check=True, capture_output=True)
     return site
 
 
@@ -77,7 +77,7 @@ def checkout_verdicts(tmp_path_factory):
     for label, extra in (("with", []), ("without", ["--fl-no-workaround"])):
         xml = tmp_path_factory.mktemp("checkout") / "out.xml"
         done = run([sys.executable, "-m", "pytest", str(ROOT / "contracts" / "reductions"), "-p", "fl_contract",
-                    "--platform", "iluvatar", *EMULATE, *extra, f"--junitxml={xml}"], ROOT)  # fmt: skip
+                    "--platform", "iluvatar", *EMULATE, *extra, f"--junitxml={xml}"], ROOT)
         assert done.returncode == (0 if label == "with" else 1), done.stdout[-3000:]
         out[label] = verdicts(xml)
     return out
@@ -85,7 +85,7 @@ def checkout_verdicts(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("which, workaround", [(0, "with"), (1, "without")],
-                         ids=["pytest-pyargs-with-workaround", "fl-contract-contracts-without"])  # fmt: skip
+                         ids=["pytest-pyargs-with-workaround", "fl-contract-contracts-without"])
 def test_readme_commands_from_an_empty_directory(tmp_path, wheel_site, checkout_verdicts, which, workaround):
     command = readme_commands()[which]
     extra = EMULATE + (["--fl-no-workaround"] if workaround == "without" else [])
@@ -95,7 +95,7 @@ def test_readme_commands_from_an_empty_directory(tmp_path, wheel_site, checkout_
     if workaround == "with":
         assert f"workaround: pytest_fl_contract.workarounds.masked_reductions from the wheel ({wheel_site}" in done.stdout
     where = run([sys.executable, "-c", "import pytest_fl_contract.contracts as c; print(c.__file__)"], tmp_path,
-                wheel_site)  # fmt: skip
+                wheel_site)
     assert where.stdout.strip() == str(wheel_site / "pytest_fl_contract" / "contracts" / "__init__.py")
     assert verdicts(tmp_path / "out.xml") == checkout_verdicts[workaround]
     written = sorted(p.name for p in tmp_path.iterdir())
@@ -109,7 +109,7 @@ def test_packaged_lanes_and_a_lane_end_to_end(tmp_path, wheel_site):
     assert done.returncode == 0, done.stderr
     assert f"manifest: {wheel_site / 'pytest_fl_contract' / 'ci' / 'manifest.yaml'} (packaged with" in done.stderr
     assert re.search(r"^iluvatar-emulated-noworkaround\s+iluvatar\s+reduction_contract \(expect fail\)", done.stdout,
-                     re.M)  # fmt: skip
+                     re.M)
     done = run(["fl-contract", "run", "cpu", "--step", "cast_contract"], tmp_path, wheel_site)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     assert (tmp_path / "reports" / "cpu.xml").is_file()
@@ -158,7 +158,7 @@ def test_source_checkout():
          "iluvatar", "--fl-emulate", "--fl-source-root", str(ROOT), "--fl-layout", "checkout", *EMULATE,
          "-k", "sum and (accuracy or routing or install)", "-p", "no:cacheprovider"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout[-3000:]
     assert "fl-contract layout: checkout (--fl-layout)" in done.stdout
     assert "workaround: pytest_fl_contract.workarounds.masked_reductions from the checkout" in done.stdout
@@ -179,5 +179,5 @@ def test_contracts_pass_under_importlib_import_mode():
          "cpu", "--import-mode=importlib", "-k", "sum and accuracy and float32 and 5x64", "-p", "no:cacheprovider"],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
         env={k: v for k, v in os.environ.items() if k != "FL_PLATFORM"},
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout[-3000:]

@@ -97,7 +97,7 @@ def test_xdist_workers_never_run_two_heavy_cases_at_once(pytester, run_subproces
     pytester.makeconftest(FAKE_DEVICE)
     pytester.makepyfile(test_heavy=HEAVY)
     result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-no-workaround", "-p", "xdist", "-n", "3",
-                            "--junitxml=lane.xml")  # fmt: skip
+                            "--junitxml=lane.xml")
     result.assert_outcomes(passed=3)
     spans = sorted(json.loads(line) for line in (pytester.path / "spans.txt").read_text().splitlines())
     assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:])), spans

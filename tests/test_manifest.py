@@ -153,7 +153,7 @@ yaml_values = st.recursive(
         st.sampled_from(["lanes", "steps", "platform", "name", "command", "pytest", "use", "timeout", "env",
                          "shell", "expect", "cpu", "a", "shared_steps", "defaults", "x"]), children, max_size=4),
     max_leaves=12,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])

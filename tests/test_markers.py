@@ -110,7 +110,7 @@ def test_aliases_of_one_platform_collapse():
 
 @pytest.mark.parametrize("mark", [M.known_defect(["masked_2d_row_load"]), M.known_defect(5),
                                   M.skip_platforms("nvidia", reason=None), M.skip_platforms("nvidia", reason=3),
-                                  M.platforms(["nvidia"]), M.requires_capability(["fp64"])])  # fmt: skip
+                                  M.platforms(["nvidia"]), M.requires_capability(["fp64"])])
 def test_unhashable_or_mistyped_arguments_are_marker_errors(mark):
     with pytest.raises(MarkerError):
         validate([mark.mark], REGISTRY)

@@ -27,7 +27,7 @@ from .test_migrate import ILUVATAR
 MANIFEST = ROOT / "ci" / "manifest.yaml"
 BIN = Path(sys.executable).parent
 CPU_LANES = ["cpu", "iluvatar-emulated", "iluvatar-emulated-noworkaround",
-             "cpu-fg54", "iluvatar-emulated-fg54", "iluvatar-emulated-noworkaround-fg54"]  # fmt: skip
+             "cpu-fg54", "iluvatar-emulated-fg54", "iluvatar-emulated-noworkaround-fg54"]
 
 
 def tool(name: str) -> str:
@@ -41,7 +41,7 @@ def tool(name: str) -> str:
 def schema_check(builtin: str, *files: Path) -> None:
     """check-jsonschema with one of its vendored schemas (no network: they ship in its wheel)."""
     done = subprocess.run([tool("check-jsonschema"), "--builtin-schema", builtin, *map(str, files)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -106,7 +106,7 @@ def test_gitlab_child_pipeline_of_the_shipped_manifest(capsys, tmp_path):
 
 def test_gitlab_options(capsys):
     doc, _ = matrix(capsys, "--format", "gitlab", "--runners", "hosted", "--hosted-tag", "saas-linux-small-amd64",
-                    "--package", ".")  # fmt: skip
+                    "--package", ".")
     assert list(doc) == [f"lane:{name}" for name in CPU_LANES]
     assert doc["lane:cpu"]["tags"] == ["saas-linux-small-amd64"]
     assert doc["lane:cpu"]["before_script"][1] == "python3 -m pip install '.[cpu]'"
@@ -287,7 +287,7 @@ def test_merge_puts_every_case_under_its_lane(tmp_path, capsys):
     reports = tmp_path / "lane-reports"
     write_lane(reports, "a", passed("a"), 0)
     foreign = junit.parse_text('<testsuite name="pytest" tests="1"><testcase classname="tests.test_x" name="t"/>'
-                               "</testsuite>")  # fmt: skip
+                               "</testsuite>")
     write_lane(reports, "b", foreign, 0)  # a report not written by `run`: its case gets the lane too
     caught = junit.single_case("c", "s", 1.0, junit.Result("failure", "caught"))
     record = verdict.record("s", "fail", False, "failed", True)  # what `run` records of an expect: fail step

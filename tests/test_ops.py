@@ -159,7 +159,7 @@ _VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), _S
 
 @settings(max_examples=300, deadline=None)
 @given(pairs=st.lists(st.tuples(_VALUES, _VALUES), min_size=1, max_size=12),
-       rtol=st.sampled_from([0.0, 1e-7, 4 * 2.0**-23, 0.5]), atol=st.sampled_from([0.0, 1e-30, 1e-5, 1.0]))  # fmt: skip
+       rtol=st.sampled_from([0.0, 1e-7, 4 * 2.0**-23, 0.5]), atol=st.sampled_from([0.0, 1e-30, 1e-5, 1.0]))
 @example(pairs=[(math.inf, math.inf), (-math.inf, -math.inf), (math.nan, math.nan), (-0.0, 0.0)], rtol=0.0, atol=0.0)
 @example(pairs=[(1e308, -1e308)], rtol=4.0, atol=0.0)
 @example(pairs=[(1.0, 1.0)] * 7 + [(1.0, 2.0)], rtol=0.0, atol=0.0)  # the last block differs
@@ -204,7 +204,7 @@ def test_the_std_reference_is_torch_std(shape, data, keepdim):
     fits = st.one_of(st.floats(-1e150, 1e150), st.sampled_from([math.inf, -math.inf, math.nan, 0.0, -0.0, 1e-300]))
     x = torch.tensor(data.draw(st.lists(fits, min_size=n, max_size=n)), dtype=torch.float64).reshape(shape)
     dim = data.draw(st.one_of(st.none(), st.integers(0, len(shape) - 1),
-                              st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True)))  # fmt: skip
+                              st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True)))
     want = x.std(dim=dim, keepdim=keepdim)
     got = get("std").reference(x, dim, keepdim)
     assert got.shape == want.shape
@@ -269,7 +269,7 @@ def _slabs_hold(sweeps, shape, data, keepdim) -> None:
     rank = len(shape)
     dims = st.integers(-rank, rank - 1)
     dim = data.draw(dims if op.kind == "along" or op.name == "prod" else st.one_of(
-        dims, st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True)))  # fmt: skip
+        dims, st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True)))
     keep = keepdim and op.kind == "reduce"
     whole = op.reference(x, dim, keep)
     seen = torch.zeros(whole.shape, dtype=torch.int64)

@@ -25,7 +25,7 @@ ROW_MASK_OPS = {"sum", "mean", "softmax", "argmax"}  # flag_gems 5.0.2: ops with
 def failures(pytester, run_subprocess, *lane_args, select=SELECT):
     """Run the contracts; the failing ops per contract, as the lane's JUnit summary says."""
     result = run_subprocess(str(ROOT / "contracts" / "reductions"), "-p", "fl_contract", *lane_args, *select,
-                            "--junitxml=lane.xml", "-q", "-p", "no:cacheprovider")  # fmt: skip
+                            "--junitxml=lane.xml", "-q", "-p", "no:cacheprovider")
     summary = count(JUnitXml.fromfile(str(pytester.path / "lane.xml")), "lane").summary
     failed = defaultdict(set)  # contract -> ops
     for op, contracts in summary.failures.items():
@@ -83,7 +83,7 @@ def test_contracts_show_what_the_seed_workaround_misses(pytester, run_subprocess
     pytester.makepyfile(seed_workaround=SEED_WORKAROUND)
     result, failed = failures(pytester, run_subprocess, "--platform", "iluvatar", "--fl-emulate",
                               "--fl-workaround", "seed_workaround", "--fl-source-root", str(pytester.path),
-                              select=["-k", "(test_accuracy and float32) or test_determinism or logsumexp", *SELECT[2:]])  # fmt: skip
+                              select=["-k", "(test_accuracy and float32) or test_determinism or logsumexp", *SELECT[2:]])
     assert result.ret == 1
     assert failed["accuracy"] == {"mean", "argmax"}
     assert failed["determinism"] == {"mean", "argmax"}
@@ -97,7 +97,7 @@ def fg54_site(tmp_path_factory):
         pytest.skip("FL_FLAGGEMS_54 (a pip spec of the 5.4 line) is not set; .ci/run sets it")
     site = tmp_path_factory.mktemp("fg54")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), spec],
-                   check=True, capture_output=True)  # fmt: skip
+                   check=True, capture_output=True)
     return site
 
 

@@ -11,7 +11,7 @@ from pytest_fl_contract.registry import ops
 from pytest_fl_contract.util import FlContractError
 
 FLAGGEMS_VENDORS = ["nvidia", "iluvatar", "ascend", "cambricon", "metax", "mthreads", "kunlunxin",
-                    "hygon", "amd", "aipu", "tsingmicro", "sunrise", "enflame"]  # fmt: skip
+                    "hygon", "amd", "aipu", "tsingmicro", "sunrise", "enflame"]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def test_names_follow_flag_gems_vendors_plus_cpu_mps_bpu(registry):
     "alias, name",
     [("cuda", "nvidia"), ("gcu", "enflame"), ("musa", "mthreads"), ("dcu", "hygon"), ("npu", "ascend"),
      ("mlu", "cambricon"), ("CUDA", "nvidia"), ("corex", "iluvatar")],
-)  # fmt: skip
+)
 def test_torch_fl_names_are_aliases(registry, alias, name):
     assert registry.get(alias).name == name
 
@@ -80,7 +80,7 @@ MALFORMED = [
     ("platforms: {x: {vendor: x}}", "platforms.x.device_type: required for a new platform"),
     ("platforms: {x: {device_type: cpu, aliases: [cuda]}}", "platforms.x.aliases: alias 'cuda' is already an alias of platform 'nvidia'"),
     ("platforms: {x: [", r"line [12]: not valid YAML"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("text, message", MALFORMED)
@@ -102,7 +102,7 @@ def test_vendor_file_overrides_key_by_key_and_adds(tmp_path):
     path.write_text(yaml.safe_dump({"platforms": {
         "iluvatar": {"capabilities": {"device_cast": True}},
         "newchip": {"vendor": None, "device_type": "newchip", "aliases": ["nc"]},
-    }}))  # fmt: skip
+    }}))
     registry = load_registry([str(path)], entry_points=False)
     ilu = registry.get("iluvatar")
     assert ilu.has("device_cast") and not ilu.has("fp64")  # merged, not replaced

@@ -51,7 +51,7 @@ def test_iluvatar_lane_strict_markers(pytester, run_subprocess):
         "fl-contract *: platform iluvatar (--platform)",
         "fl-contract device: not queried (torch not imported) | torch * | triton * | flag_gems *",
         "fl-contract layout: wheel (no */csrc) | workaround: off (--fl-no-workaround) | sweep: full | interpreter: no",
-    ])  # fmt: skip
+    ])
     result.stdout.fnmatch_lines([
         "*fl-contract summary*",
         "skipped (5), by reason:",
@@ -61,7 +61,7 @@ def test_iluvatar_lane_strict_markers(pytester, run_subprocess):
         "*1  skipped on iluvatar: no fp64 accumulate",
         "*1  iluvatar lacks fp64 (registry)",
         "known defect masked_2d_row_load: 1 xfailed (still present), 1 xpassed - the defect no longer shows: fixed compiler?",
-    ])  # fmt: skip
+    ])
     result.assert_outcomes(passed=1, skipped=5, xfailed=1, failed=1)
 
 
@@ -80,7 +80,7 @@ def test_nvidia_lane_runs_what_iluvatar_skips(pytester, run_subprocess):
 
 
 @pytest.mark.parametrize("args", [["--platform", "nosuch"], ["--platform", "cpu", "--fl-inject", "nosuch"],
-                                  ["--platform", "cpu", "--fl-profile", "nosuch"]])  # fmt: skip
+                                  ["--platform", "cpu", "--fl-profile", "nosuch"]])
 def test_bad_option_is_one_line_usage_error(pytester, run_subprocess, args):
     pytester.makepyfile("def test_x(): pass")
     result = run_subprocess("-p", "fl_contract", *args)
@@ -182,7 +182,7 @@ def test_emulated_header(pytester, run_subprocess):
         "fl-contract *: platform iluvatar (--platform), emulated on CPU (profile iluvatar-small, injected: masked_2d_row_load)",
         "fl-contract device: Iluvatar BI-V150 (emulated, 4 SMs) | *",
         "*workaround: pytest_fl_contract.workarounds.masked_reductions (covers masked_2d_row_load)*interpreter: TRITON_INTERPRET=1",
-    ])  # fmt: skip
+    ])
     result.assert_outcomes(passed=1)
 
 

@@ -90,7 +90,7 @@ def test_plain_interpreter_fails_exactly_the_and_or_probes():
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert {p for p, v in got.items() if v == "FAIL"} == AND_OR_PROBES == {
         "python_and", "python_and_cols_first", "python_or"
-    }  # fmt: skip
+    }
     assert {p for p, v in got.items() if v not in ("ok", "FAIL")} == {"int64_offsets"}
 
 
@@ -178,7 +178,7 @@ def test_markdown_table_escapes_pipes_and_quotes_variants():
 
 
 @pytest.mark.parametrize("values, text", [(6.0, "6"), (-float("inf"), "-inf"), (0.5, "0.5"),
-                                          (list(range(10)), "[0, 1, 2, 3, 4, 5, 6, 7, ...]")])  # fmt: skip
+                                          (list(range(10)), "[0, 1, 2, 3, 4, 5, 6, 7, ...]")])
 def test_values_as_shown(values, text):
     import numpy as np
 
@@ -193,7 +193,7 @@ def test_command_on_the_cpu_lane(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("compiler probe battery: platform cpu, device NVIDIA emulated (4 SMs) (Triton's")
     assert out[2].split() == ["seed_masked_load", "(N=4,", "TILE_N=8)", "tl.load(mask=(n<N)&(k<K),", "other=0.0)",
-                              "6", "6", "ok"]  # fmt: skip
+                              "6", "6", "ok"]
     assert "29 probes: 28 passed, 0 failed, 0 errors, 1 skipped" in out
 
 
@@ -211,7 +211,7 @@ def test_command_mutants_are_all_caught(capsys):
         (["probe", "--platform", "quantum"], "fl-contract: error: unknown platform 'quantum'"),
         (["probe", "--platform", "nvidia", "--inject", ROW_LOAD], "fl-contract: error: --fl-inject and --fl-profile"),
     ],
-)  # fmt: skip
+)
 def test_command_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
@@ -227,7 +227,7 @@ def test_command_on_the_emulated_iluvatar_lane(tmp_path):
     out = done.stdout.splitlines()
     assert "injected defects: masked_2d_row_load" in out[0]
     assert "| seed_masked_load | `(N=4, TILE_N=8) tl.load(mask=(n<N)&(k<K), other=0.0)` | 28 | 6 | FAIL | " \
-           "masked_2d_row_load |" in out  # fmt: skip
+           "masked_2d_row_load |" in out
     assert "| seed_where_row | `(N=4, TILE_N=8) load + tl.where(n < N, v, 0)` | 28 | 6 | FAIL | masked_2d_row_load |" in out
     assert "| seed_tile_eq_n | `(N=4, TILE_N=4) TILE_N == N (no masked row)` | 6 | 6 | ok |  |" in out
     assert "| seed_row_loop | `(N=4, TILE_N=8) per-row loop` | 6 | 6 | ok |  |" in out
@@ -242,15 +242,15 @@ def test_command_on_the_emulated_iluvatar_lane(tmp_path):
 def test_suite_on_the_emulated_lane_names_the_defect_in_the_summary(pytester, run_subprocess):
     xml = pytester.path / "probes.xml"
     result = run_subprocess(str(ROOT / "contracts" / "probes"), "-p", "fl_contract", "--platform", "iluvatar",
-                            "--fl-emulate", f"--junitxml={xml}")  # fmt: skip
+                            "--fl-emulate", f"--junitxml={xml}")
     result.assert_outcomes(failed=len(ROW_LOAD_PROBES), passed=len(battery.PROBES) - len(ROW_LOAD_PROBES) - 1,
-                           skipped=1)  # fmt: skip
+                           skipped=1)
     result.stdout.fnmatch_lines([f"failing contracts of {LABEL}: 6 (*)"])  # the plugin's summary
     result.stdout.fnmatch_lines(["*fl-contract compiler probes*", "seed_masked_load *28 *6 *FAIL *masked_2d_row_load"])
     counts = junit.count(junit.read(xml), "compiler_probes")
     assert counts.summary.failures == {LABEL: {p: 1 for p in ROW_LOAD_PROBES}}
     assert f"- `{LABEL}`: 6 (argmax_partial_rows 1, load_mask_other 1, load_row_mask 1, max_partial_rows 1, " \
-           "seed_masked_load 1, seed_where_row 1)" in counts.summary.markdown("compiler_probes")  # fmt: skip
+           "seed_masked_load 1, seed_where_row 1)" in counts.summary.markdown("compiler_probes")
 
 
 def test_every_lane_runs_the_probes_and_iluvatar_lanes_expect_them_to_fail():
@@ -269,5 +269,5 @@ def test_the_wheel_lists_every_contract_package():
     tomllib = pytest.importorskip("tomllib")
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     on_disk = {"pytest_fl_contract." + ".".join(p.parent.relative_to(ROOT).parts)
-               for p in (ROOT / "contracts").rglob("__init__.py")}  # fmt: skip
+               for p in (ROOT / "contracts").rglob("__init__.py")}
     assert "pytest_fl_contract.contracts.probes" in on_disk <= listed

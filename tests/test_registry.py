@@ -56,14 +56,14 @@ def test_the_contracts_pick_up_a_registered_row(tmp_path):
     env = {"PYTHONPATH": f"{tmp_path}:{ROOT}"}
     base = [sys.executable, "-m", "pytest_fl_contract.cli", "contracts", "reductions", "--", "-p", "row_plugin",
             "--platform", "iluvatar", "--fl-emulate", "-q", "-p", "no:randomly", "-k",
-            "test_accuracy and sum_copy and 3x5x64 and float32"]  # fmt: skip
+            "test_accuracy and sum_copy and 3x5x64 and float32"]
     import os
 
     run = {name: subprocess.run([*base, *extra], capture_output=True, text=True, timeout=600,
                                 env={**os.environ, **env})
-           for name, extra in (("without", ["--fl-no-workaround"]), ("with", []))}  # fmt: skip
+           for name, extra in (("without", ["--fl-no-workaround"]), ("with", []))}
     assert run["without"].returncode == 1 and re.search(r"\b[1-9]\d* failed", run["without"].stdout), \
-        run["without"].stdout[-2000:]  # fmt: skip
+        run["without"].stdout[-2000:]
     assert run["with"].returncode == 0 and re.search(r"\b[1-9]\d* passed", run["with"].stdout), run["with"].stdout[-2000:]
 
 
@@ -77,7 +77,7 @@ def test_no_module_outside_the_registry_and_testing_names_an_op():
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if PACKAGE_NAMES_AN_OP.search(line) and not (rel.startswith("pytest_fl_contract/workarounds/")
-                                                          and FASTPATH_KIND.search(line)):  # fmt: skip
+                                                          and FASTPATH_KIND.search(line)):
                 offenders.append(f"{rel}:{n}: {line.strip()}")
     assert offenders == []
 

@@ -39,7 +39,7 @@ def test_pass_fail_and_all_steps_run_after_a_failure(tmp_path):
     ok, md, progress, merged, cases = run(tmp_path, lane(
         command("fails", "import sys; print('boom'); sys.exit(3)"),
         command("passes", "print('fine')"),
-    ))  # fmt: skip
+    ))
     assert not ok
     assert cases["passes"].result == []
     failure = cases["fails"].result[0]
@@ -53,7 +53,7 @@ def test_segfault_is_an_error_case_named_by_signal(tmp_path):
         import os, signal
         print("about to crash", flush=True)
         os.kill(os.getpid(), signal.SIGSEGV)
-    """)))  # fmt: skip
+    """)))
     assert not ok
     error = cases["crash"].result[0]
     assert isinstance(error, Error) and error.message == "crashed: -11 SIGSEGV" and "about to crash" in error.text
@@ -63,7 +63,7 @@ def test_segfault_is_an_error_case_named_by_signal(tmp_path):
 def test_timeout_kills_the_step_and_keeps_its_output(tmp_path):
     ok, _, progress, _, cases = run(tmp_path, lane(
         command("hangs", "import time; print('waiting', flush=True); time.sleep(60)", timeout=1.5),
-    ))  # fmt: skip
+    ))
     assert not ok
     result = cases["hangs"].result[0]
     assert result.message == "timed out after 1.5s" and "waiting" in result.text
@@ -79,7 +79,7 @@ def test_pytest_steps_merge_into_one_lane_file_without_duplicate_suites(tmp_path
     ok, md, _, merged, cases = run(tmp_path, lane(
         _pytest_step(tmp_path, "good", "def test_a(): pass\ndef test_b(): pass\n"),
         _pytest_step(tmp_path, "bad", "def test_c(): assert False\n"),
-    ))  # fmt: skip
+    ))
     assert not ok
     names = [suite.name for suite in merged]
     assert names == ["lane-a/good", "lane-a/bad"]
@@ -116,7 +116,7 @@ def test_expected_failure_and_allowed_failure(tmp_path):
     ok, md, progress, _, _ = run(tmp_path, lane(
         command("caught", "raise SystemExit(1)", expect="fail"),
         command("flaky", "raise SystemExit(1)", allow_failure=True),
-    ))  # fmt: skip
+    ))
     assert ok
     assert "expected to fail: defect caught" in progress and "(failure allowed)" in progress
     ok, _, progress, _, _ = run(tmp_path, lane(command("missed", "pass", expect="fail")))
@@ -159,7 +159,7 @@ def test_pytest_step_runs_the_plugin_with_lane_platform(tmp_path):
     step = _pytest_step(tmp_path, "plat", """
         def test_platform(fl_settings):
             assert fl_settings.platform.name == "nvidia"
-    """)  # fmt: skip
+    """)
     env_path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     the_lane = Lane("gpu-lane", "nvidia", (step,), env={"PYTHONPATH": env_path})
     ok, md, _, merged, cases = run(tmp_path, the_lane)
@@ -173,7 +173,7 @@ def test_pytest_step_runs_the_plugin_with_lane_platform(tmp_path):
 def test_lane_setup_runs_first_and_its_failure_stops_the_lane(tmp_path):
     marker = tmp_path / "set-up"
     good = Lane("lane-a", "cpu", (command("check", f"import os; assert os.path.exists({str(marker)!r})"),),
-                setup=(f"touch {marker}",))  # fmt: skip
+                setup=(f"touch {marker}",))
     ok, _, progress, _, cases = run(tmp_path, good)
     assert ok and list(cases) == ["setup", "check"]
     bad = Lane("lane-a", "cpu", (command("check", "pass"),), setup=("echo broken; exit 7",))
@@ -184,7 +184,7 @@ def test_lane_setup_runs_first_and_its_failure_stops_the_lane(tmp_path):
 
 def test_lane_timeout_bounds_the_steps(tmp_path):
     slow = Lane("lane-a", "cpu", (command("slow", "import time; time.sleep(30)"), command("later", "pass")),
-                timeout_minutes=0.03)  # fmt: skip
+                timeout_minutes=0.03)
     ok, _, progress, _, cases = run(tmp_path, slow)
     assert not ok
     assert cases["slow"].result[0].message.startswith("timed out after 1.")

@@ -56,7 +56,7 @@ def test_known_defects_and_failures_travel_as_data(pytester, run_subprocess, xdi
     pytester.makeconftest(TAGGED)
     pytester.makepyfile(test_cases=CASES)
     result = run_subprocess("-p", "fl_contract", "-p", "xdist", "--platform", "iluvatar", "--fl-no-workaround",
-                            "--junitxml=out.xml", *xdist)  # fmt: skip
+                            "--junitxml=out.xml", *xdist)
     result.assert_outcomes(passed=1, failed=2, skipped=1, xfailed=1)
     summary = Summary.from_json(_suite_properties(pytester.path / "out.xml")[PROPERTY])
     assert dict(summary.defects["masked_2d_row_load"]) == {"xfailed": 1, "xpassed": 1}
@@ -65,7 +65,7 @@ def test_known_defects_and_failures_travel_as_data(pytester, run_subprocess, xdi
     result.stdout.fnmatch_lines([
         "known defect masked_2d_row_load: 1 xfailed (still present), 1 xpassed - the defect no longer shows*",
         "failing contracts of sum: 2 (determinism 1, keepdim 1)",
-    ])  # fmt: skip
+    ])
     # the runner's reading of the same file: the same summary, nothing parsed from text
     counts = count(JUnitXml.fromfile(str(pytester.path / "out.xml")), "step")
     assert counts.summary.to_json() == summary.to_json()
@@ -100,11 +100,11 @@ def test_no_per_case_properties_unless_xunit1(pytester, run_subprocess):
 def test_summary_round_trip_and_malformed_property():
     summary = Summary().extend([CaseRecord("failed", "sum", "accuracy"), CaseRecord("xfailed", "argmax", "x", "d1"),
                                 CaseRecord("skipped", skip_reason="why"), CaseRecord("xpassed", "mean", "keepdim", "d1"),
-                                CaseRecord("error", "sum", "out")])  # fmt: skip
+                                CaseRecord("error", "sum", "out")])
     again = Summary.from_json(summary.to_json())
     assert again.to_json() == summary.to_json()
     assert dict(again.failures["sum"]) == {"accuracy": 1, "out": 1} and dict(again.defects["d1"]) == {
-        "xfailed": 1, "xpassed": 1}  # fmt: skip
+        "xfailed": 1, "xpassed": 1}
     for bad in ("", "[]", "{", json.dumps({"skips": {"a": "3"}}), json.dumps({"defects": {"d": 4}})):
         with pytest.raises(ValueError, match=PROPERTY):
             Summary.from_json(bad)
@@ -126,7 +126,7 @@ def _report(**kw):
     (_report(failed=True, fl_case={"op": "sum", "contract": "a", "defect": "d", "xpass": True}),
      CaseRecord("xpassed", "sum", "a", "d")),
     (_report(wasxfail="r"), CaseRecord("xpassed")),
-])  # fmt: skip
+])
 def test_record_of_each_report_kind(report, expected):
     assert record_of(report) == expected
 
@@ -160,12 +160,12 @@ def test_workaround_is_installed_when_a_conftest_imports_flag_gems(pytester, run
     ("COVERS = 5\ndef install(): pass\ndef uninstall(): pass\n", "COVERS must be a list of defect ids"),
     ("COVERS = ('masked_2d_row_load',)\n", "lacks install(), uninstall()"),
     ("raise ImportError('broken vendor module')\n", "cannot import brokenwa"),
-])  # fmt: skip
+])
 def test_broken_workaround_module_is_one_line(pytester, run_subprocess, body, message):
     pytester.makepyfile(brokenwa=body)
     pytester.makepyfile("def test_x(): pass")
     result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-workaround", "brokenwa",
-                            "--fl-source-root", str(pytester.path))  # fmt: skip
+                            "--fl-source-root", str(pytester.path))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.strip()]
     assert len(errors) == 1 and message in errors[0], result.stderr.lines
@@ -176,11 +176,11 @@ def test_failing_install_stops_the_run_with_one_line(pytester, run_subprocess):
     """install() runs the moment flag_gems is imported (here a stand-in module); when it
     raises, the run stops with one line naming the workaround - no result is trusted."""
     pytester.makepyfile(badinstall="COVERS = ()\ndef install():\n    raise RuntimeError('no registrar')\n"
-                                   "def uninstall(): pass\n")  # fmt: skip
+                                   "def uninstall(): pass\n")
     pytester.makepyfile(flag_gems="VERSION = 'stand-in'\n")
     pytester.makepyfile(test_imports="def test_import():\n    import flag_gems\n\ndef test_later():\n    pass\n")
     result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-workaround", "badinstall",
-                            "--fl-source-root", str(pytester.path), "test_imports.py")  # fmt: skip
+                            "--fl-source-root", str(pytester.path), "test_imports.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(["*workaround badinstall: install() failed: RuntimeError: no registrar*"])
     assert "test_later" not in result.stdout.str() or "passed" not in result.stdout.str()

@@ -20,7 +20,7 @@ sizes = st.one_of(st.integers(1, 64), st.integers(1, 1 << 22), st.sampled_from([
 
 @settings(max_examples=400, deadline=None)
 @given(M=sizes, N=sizes, K=sizes, elem=st.sampled_from([2, 4]),
-       kind=st.sampled_from(["reduce", "softmax"]), device=st.sampled_from([H200, SMALL]))  # fmt: skip
+       kind=st.sampled_from(["reduce", "softmax"]), device=st.sampled_from([H200, SMALL]))
 def test_tiles_hold_their_invariants(M, N, K, elem, kind, device):
     plan = tm.tiles(M, N, K, device, elem, kind)
     if plan is None:  # an output of more than 2**31 - 1 blocks of the widest tile (terabytes)
@@ -40,7 +40,7 @@ def test_tiles_hold_their_invariants(M, N, K, elem, kind, device):
 
 @settings(max_examples=300, deadline=None)
 @given(M=st.integers(1, 1 << 31), N=st.integers(1, 1 << 20), K=st.integers(1, 1 << 31), elem=st.sampled_from([2, 4]),
-       kind=st.sampled_from(["reduce", "softmax"]))  # fmt: skip
+       kind=st.sampled_from(["reduce", "softmax"]))
 def test_every_plan_is_launchable_or_there_is_none(M, N, K, elem, kind):
     """Column blocks of the flattened (M, K) output go on grid axis x (2**31 - 1 programs),
     splits on z (65535): a plan past them fails to launch on the device (the interpreter

@@ -93,7 +93,7 @@ class FakeGems:
         m["flag_gems"]._FULL_CONFIG = (
             ("_softmax", softmax), ("prod.dim_int", prod_dim),
             ("sum.IntList_out", sum_dim_out), ("sum.dim_IntList", sum_dim),
-        )  # fmt: skip
+        )
         m["flag_gems"].FULL_CONFIG_BY_FUNC = {}
         for target in mr.targets():  # modules this build lacks: hide any real flag_gems already imported
             self.modules.setdefault(target.module, None)
@@ -140,7 +140,7 @@ def test_applicable_targets_follow_the_installed_build(fake):
     fake()
     assert [t.qualname for t in mr.applicable_targets()] == [
         "flag_gems.ops.sum.sum_dim", "flag_gems.ops.sum.sum_dim_out", "flag_gems.ops.softmax.softmax",
-    ]  # fmt: skip
+    ]
 
 
 def test_non_inner_dim_is_moved_back_and_keepdim_reapplied(fake):
@@ -262,12 +262,12 @@ def test_wrapped_sum_equals_torch(shape, dim, keepdim):
 
 # (op, keepdim or half_to_float, dim form), each variant once and three of them twice
 _VARIANTS = [("sum", False, "list"), ("sum", True, "list"), ("softmax", False, "int"), ("softmax", True, "int"),
-             ("sum", False, "int"), ("sum", False, "list"), ("softmax", False, "int"), ("softmax", True, "int")]  # fmt: skip
+             ("sum", False, "int"), ("sum", False, "list"), ("softmax", False, "int"), ("softmax", True, "int")]
 
 
 @settings(max_examples=25, deadline=None)
 @given(shape=st.sampled_from([(2, 3, 4), (6, 3, 4), (3, 2, 4), (2, 12), (4, 3, 2, 2)]), dim=st.integers(-2, 1),
-       dtype=st.sampled_from([torch.float32, torch.float16]), order=st.permutations(range(8)))  # fmt: skip
+       dtype=st.sampled_from([torch.float32, torch.float16]), order=st.permutations(range(8)))
 def test_memoised_plans_answer_each_call_as_its_own(shape, dim, dtype, order):
     """Calls that share a shape and a dim, differing in op, keepdim, half_to_float or dim form,
     in any order: every result is its own call's (a plan remembered under too small a key
@@ -337,7 +337,7 @@ def _f3(self, dim, keepdim=False, *args, **kw):
 
 @pytest.mark.parametrize("fn", [_f1, _f2, _f3])
 @given(args=st.lists(st.integers(0, 3), max_size=5),
-       kwargs=st.dictionaries(st.sampled_from(["inp", "dim", "keepdim", "dtype", "out", "self", "x"]), st.integers(0, 3)))  # fmt: skip
+       kwargs=st.dictionaries(st.sampled_from(["inp", "dim", "keepdim", "dtype", "out", "self", "x"]), st.integers(0, 3)))
 def test_fast_binding_is_signature_bind(fn, args, kwargs):
     """The wrapper's binder agrees with inspect's for every call: same arguments, or both refuse."""
     signature = inspect.signature(fn)
@@ -396,7 +396,7 @@ def test_a_planned_call_launches_on_its_inputs_device(monkeypatch):
 
 @settings(max_examples=60, deadline=None)
 @given(M=st.integers(1, 9), N=st.integers(1, 300), K=st.integers(1, 9), kind=st.sampled_from(["sum", "mean", "softmax"]),
-       log_r=st.integers(0, 5), log_k=st.integers(0, 6), log_s=st.integers(0, 4), flat=st.booleans())  # fmt: skip
+       log_r=st.integers(0, 5), log_k=st.integers(0, 6), log_s=st.integers(0, 4), flat=st.booleans())
 def test_every_plan_answers_as_torch(M, N, K, kind, log_r, log_k, log_s, flat):
     """Whatever plan the model picks - column blocks per m or of the flattened output (which
     span several m or end mid-m), row

@@ -97,7 +97,7 @@ def run_step(
     script = tmp / "step.sh"
     script.write_text(the_step["run"])
     return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+                          capture_output=True, text=True, timeout=600)
 
 
 def outputs(path: Path) -> dict[str, str]:
@@ -190,7 +190,7 @@ def test_job_graph_is_setup_then_lanes_then_merge():
     assert list(doc["on"]) == ["workflow_call"]
     assert doc["on"]["workflow_call"]["inputs"]["manifest"] == {
         "description": "the lane manifest, relative to the caller's repository root", "type": "string",
-        "required": True}  # fmt: skip
+        "required": True}
     jobs = doc["jobs"]
     needs = {name: job.get("needs", []) for name, job in jobs.items()}
     assert needs == {"setup": [], "lanes": "setup", "merge": ["setup", "lanes"]}
@@ -345,7 +345,7 @@ def test_readme_fan_out_snippets_pass_the_checkers(tmp_path):
     caller.write_text("name: lanes\non: [push]\n" + caller_block)
     env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
     done = subprocess.run([tool("actionlint"), "-no-color", str(caller)], capture_output=True, text=True, env=env,
-                          timeout=120, cwd=tmp_path)  # fmt: skip
+                          timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     schema_check("vendor.github-workflows", caller)
     (job,) = workflow(caller)["jobs"].values()
@@ -376,7 +376,7 @@ def test_readme_torch_fl_commands_fan_a_torch_fl_checkout_out(tmp_path):
     (tmp_path / "ci").mkdir()
     env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
     done = subprocess.run(["bash", "-eo", "pipefail", "-c", "\n".join(commands[:2])], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["include"]
     assert [(row["lane"], row["runs_on"]) for row in rows] == [

@@ -17,6 +17,7 @@ from pytest_fl_contract.hardware.devicehealth import device_fault
 from pytest_fl_contract.hardware.slabs import slabs
 from pytest_fl_contract.registry import ops as registry
 from pytest_fl_contract.registry.ops import Op, installed, non_inner_kernels
+from pytest_fl_contract.util import first_line
 
 # -- sweeps -----------------------------------------------------------------------------
 
@@ -211,7 +212,7 @@ def check(op: Op, got: Any, x: Any, d: int, keepdim: bool = False) -> None:
         assert in_range, f"{op.name} index out of range [0, {x.shape[d]}): {got.flatten()[:8].tolist()}"
         idx = got if keepdim else got.unsqueeze(d)
         assert_close(ref_in.gather(d, idx), best, rtol=0, atol=0,
-                     msg=lambda m: f"{op.name} points at a value other than the {op.extreme}imum: {m}")  # fmt: skip
+                     msg=lambda m: f"{op.name} points at a value other than the {op.extreme}imum: {m}")
         return
     cpu = x.detach().cpu()
     # the shape by arithmetic: torch's meta kernels import sympy on first use, 3.4 s of an
@@ -226,7 +227,7 @@ def check(op: Op, got: Any, x: Any, d: int, keepdim: bool = False) -> None:
         # indices are its own: the message says where the block starts in the result
         where = ", ".join(f"{c.start}:{c.stop}" if c.start is not None else ":" for c in dst)
         assert_close(got[dst].double(), op.reference(cpu[src], d, keepdim), **tol,
-                     msg=(lambda m, w=where: f"{m}\n(indices within the result's block [{w}])") if dst else None)  # fmt: skip
+                     msg=(lambda m, w=where: f"{m}\n(indices within the result's block [{w}])") if dst else None)
 
 
 def blocks(shape: tuple[int, ...], dim: Any, keepdim: bool, kind: str) -> list[tuple[tuple[slice, ...], ...]]:
@@ -254,7 +255,7 @@ def reduced_size(shape: tuple[int, ...], dim: Any) -> int:
 
 
 def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: bool = False,
-                 exact_index: bool = False) -> str | None:  # fmt: skip
+                 exact_index: bool = False) -> str | None:
     """None when FlagGems does what torch does for this call, else what differs.
 
     torch on the CPU, in the input's own dtype, decides what raises and the result's shape
@@ -273,8 +274,8 @@ def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: boo
         raise  # the lane's environment, not FlagGems' behaviour: never "raised alike"
     except Exception as exc:
         if device_fault(exc):  # never "what torch does", even where torch refuses the input too
-            return f"{op.name}: FlagGems' kernel faulted: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]}"
-        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+            return f"{op.name}: FlagGems' kernel faulted: {type(exc).__name__}: {first_line(exc)[:160]}"
+        first = first_line(exc)[:160]
         got_kind, got = "raises", f"{type(exc).__name__}" + (f" ({first})" if first else "")
     if got_kind != want_kind:
         shown = f"raised {got}" if got_kind == "raises" else f"returned {tuple(got.shape)} {got.dtype}"
@@ -294,7 +295,7 @@ def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: boo
     for src, dst in blocks(tuple(cpu.shape), dim, keepdim, op.kind):
         # float64, then rounded to the result's dtype: what overflows there (a product of 1e30s) is inf
         reference = (op.reference(cpu[src], dim, keepdim).to(got.dtype).double() if cpu.is_floating_point()
-                     else want[dst].double())  # fmt: skip
+                     else want[dst].double())
         part = got[dst].double()
         try:
             assert_close(part, reference, rtol=tol["rtol"], atol=tol["atol"] * scale)
@@ -340,7 +341,7 @@ def magnitude(cpu: Any) -> float:
         return max(1.0, float(cpu.abs().max()))
     flat = cpu.reshape(-1)
     return max(1.0, *(float(flat[i : i + _REF_BLOCK].abs().nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0).max())
-                      for i in range(0, flat.numel(), _REF_BLOCK)))  # fmt: skip
+                      for i in range(0, flat.numel(), _REF_BLOCK)))
 
 
 def _first_diff(got: Any, want: Any, at: tuple[slice, ...] = ()) -> str:
@@ -375,7 +376,7 @@ def _index_disagreement(op: Op, got: Any, cpu: Any, dim: Any, keepdim: bool) -> 
 
 
 def assert_agrees(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: bool = False, what: str = "",
-                  exact_index: bool = False) -> None:  # fmt: skip
+                  exact_index: bool = False) -> None:
     problem = disagreement(op, call, x, dim, keepdim, exact_index)
     assert problem is None, f"{what}: {problem}" if what else problem
 

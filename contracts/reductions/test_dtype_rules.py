@@ -54,4 +54,4 @@ def test_dtype_argument(flag_gems, fl_device, fl_settings, any_op, dtype_case, v
     assert got.dtype == want.dtype, f"dtype={dtype}: {op.name} returned {got.dtype}, torch {want.dtype}"
     exact = op.reference(x.cpu(), case.dim)
     torch.testing.assert_close(got.double(), exact, **tolerance(dtype, case.shape[case.dim]),
-                               msg=lambda m: f"dtype={dtype}: {m}")  # fmt: skip
+                               msg=lambda m: f"dtype={dtype}: {m}")

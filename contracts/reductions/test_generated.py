@@ -56,7 +56,7 @@ def problem_of(op, draw, device: str, *, routed: bool, covered=frozenset(), vers
     if problem is None:
         return None
     return (f"{problem}; reproduce: ops.get({op.name!r}).call(make_input(Case({shape}, {dim}), {dtype!r}, "
-            f"{device!r}, op=ops.get({op.name!r})), {dim}, {keep})")  # fmt: skip
+            f"{device!r}, op=ops.get({op.name!r})), {dim}, {keep})")
 
 
 def pytest_generate_tests(metafunc):
@@ -81,13 +81,13 @@ def test_generated(flag_gems, fl_device, fl_settings, request, any_op, shard):
     @seed(lane_seed(lane, shard))
     @settings(max_examples=BUDGET[fl_settings.sweep] // SHARDS[fl_settings.sweep] // (8 if toy else 1),
               deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+              suppress_health_check=list(HealthCheck))
     @given(draw=draws(toy, 2**8 if toy else LIMIT[fl_settings.sweep]))
     def check(draw):
         if draw[3] == "bfloat16" and not fl_settings.platform.has("bf16"):
             return
         problem = problem_of(op, draw, fl_device, routed=session.wraps(op), covered=session.covered,
-                             version=version, emulated=emulated)  # fmt: skip
+                             version=version, emulated=emulated)
         assert problem is None, problem
 
     check()

@@ -31,10 +31,10 @@ def test_grid_limits(flag_gems, fl_device, fl_settings, request, any_op, grid_ca
     if fl_settings.emulation is not None:
         if op.interpreter != "fast":
             pytest.skip(f"{op.name} runs element by element or row by row on the interpreter ({op.interpreter}): "
-                        f"{case.shape} takes minutes there; hardware lanes run it")  # fmt: skip
+                        f"{case.shape} takes minutes there; hardware lanes run it")
         if session_of(request.config).wraps(op) and op.fastpath is None:
             pytest.skip(f"{op.name} is routed through the moved axis, whose inner kernel puts each of "
                         f"{math.prod(case.shape) // case.shape[case.dim]} rows on grid x: a program each on the "
-                        "interpreter (a minute); hardware lanes run it")  # fmt: skip
+                        "interpreter (a minute); hardware lanes run it")
     x = make_input(case, "float32", fl_device, op=op)
     assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, False, f"{case.shape} dim={case.dim}")

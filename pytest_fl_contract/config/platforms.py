@@ -25,14 +25,14 @@ ENTRY_POINT_GROUP = "fl_contract.platforms"
 _PLATFORM_KEYS = {
     "description", "aliases", "vendor", "device_type", "capabilities", "defects", "exclude_defects",
     "emulation", "copy_source",
-}  # fmt: skip
+}
 _DEFECT_KEYS = {"id", "whose", "description", "feature", "seen", "seen_on", "ops", "workaround", "faults", "fails_with"}
 WHOSE = ("compiler", "flag_gems")
 # A known-defect xfail holds only for the failures its defect produces: the contract's own
 # assertion always, and the exception types a defect lists.  These never are a defect's:
 # they say the lane's environment is broken, not its kernels.
 NEVER_A_DEFECT = ("ImportError", "ModuleNotFoundError", "BaseException", "Exception", "KeyboardInterrupt",
-                  "SystemExit", "OSError")  # fmt: skip
+                  "SystemExit", "OSError")
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def _validate_defect(defect: Any, source: str, where: str, whose: str | None = N
     for name in _check_str_list(defect.get("fails_with", []), source, f"{where}.fails_with"):
         if not name.isidentifier() or name in NEVER_A_DEFECT:
             raise _fail(source, f"{where}.fails_with", f"{name!r} is not an exception type a defect can "
-                        f"raise (never: {', '.join(NEVER_A_DEFECT)})")  # fmt: skip
+                        f"raise (never: {', '.join(NEVER_A_DEFECT)})")
     return defect
 
 
@@ -250,7 +250,7 @@ def parse_document(data: Any, source: str) -> dict[str, dict[str, Any]]:
     catalogue: dict[str, dict[str, Any]] = {}
     for key, entry in _check_mapping(doc.get("defects", {}), source, "defects").items():
         catalogue[str(key)] = _validate_defect({"id": str(key), **_check_mapping(entry, source, f"defects.{key}")},
-                                               source, f"defects.{key}")  # fmt: skip
+                                               source, f"defects.{key}")
     for entry in _validate_defects(doc.get("flag_gems_defects", []), source, "flag_gems_defects", "flag_gems"):
         catalogue[entry["id"]] = entry
     for entry in raw.values():
@@ -274,12 +274,7 @@ def _load_yaml(text: str, source: str) -> Any:
 def load_path(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     """One registry file: size-capped, UTF-8 only (binary or Latin-1 is one line naming it)."""
     source = os.fspath(path)
-    try:
-        text = safeyaml.read_text(path)
-    except OSError as exc:
-        raise FlContractError(f"platforms file {safeyaml.shown(source)}: cannot read: {exc.strerror}") from None
-    except safeyaml.YamlInputError as exc:
-        raise FlContractError(f"platforms file {safeyaml.shown(source)}: {exc.problem}") from None
+    text = safeyaml.read_or_refuse(path, f"platforms file {safeyaml.shown(source)}")
     return parse_document(_load_yaml(text, source), source)
 
 
@@ -327,10 +322,10 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
             if alias in platforms:
                 raise _fail(sources[-1], f"platforms.{name}.aliases",
                             f"alias {alias!r} is the name of platform {alias!r} itself: an alias names it or the "
-                            "platform, not both (rename one)")  # fmt: skip
+                            "platform, not both (rename one)")
             if owner and owner != name:
                 raise _fail(sources[-1], f"platforms.{name}.aliases", f"alias {alias!r} is already an alias of "
-                            f"platform {owner!r}")  # fmt: skip
+                            f"platform {owner!r}")
             aliases[alias] = name
     return Registry(platforms=platforms, sources=sources, _aliases=aliases, defects=catalogue)
 
@@ -341,18 +336,18 @@ def _defect(entry: dict[str, Any], source: str) -> Defect:
     seen = tuple(entry.get("seen", ())) + ((entry["seen_on"],) if entry.get("seen_on") else ())
     return Defect(entry["id"], " ".join(entry["description"].split()), tuple(entry.get("ops", ())),
                   entry.get("workaround"), entry.get("faults", False), tuple(entry.get("fails_with", ())),
-                  entry.get("whose", "compiler"), " ".join(entry.get("feature", "").split()), seen)  # fmt: skip
+                  entry.get("whose", "compiler"), " ".join(entry.get("feature", "").split()), seen)
 
 
 def _with_common(name: str, entry: dict[str, Any], catalogue: Mapping[str, Defect], inherited: list[Defect],
-                 source: str) -> list[Defect]:  # fmt: skip
+                 source: str) -> list[Defect]:
     """A platform's own defects (ids of the catalogue), then FlagGems' own ones it does not
     list or exclude."""
     own = []
     for defect_id in entry.get("defects", []):
         if defect_id not in catalogue:
             raise _fail(source, f"platforms.{name}.defects", f"unknown defect {defect_id!r}: define it under "
-                        "defects: (id, whose, description)")  # fmt: skip
+                        "defects: (id, whose, description)")
         own.append(catalogue[defect_id])
     skip = {d.id for d in own} | set(entry.get("exclude_defects", []))
     return own + [d for d in inherited if d.id not in skip]
@@ -394,7 +389,7 @@ def load_registry(extra_files: list[str] | tuple[str, ...] = (), *, entry_points
 _QUICK_ATTRS = (  # as flag_gems' DeviceDetector._get_vendor_from_quick_cmd
     ("mlu", "cambricon"), ("musa", "mthreads"), ("corex", "iluvatar"),
     ("npu", "ascend"), ("ptpu", "sunrise"), ("gcu", "enflame"),
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,19 @@ def read_text(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> str:
         ) from None
 
 
+def read_or_refuse(path: str | os.PathLike[str], label: str, cannot: str = "cannot read") -> str:
+    """``read_text``, what it refuses as one ``FlContractError`` line: ``LABEL: CANNOT: why``
+    for a file that cannot be read, ``LABEL: why`` for one that is not YAML text."""
+    from ..util import FlContractError
+
+    try:
+        return read_text(path)
+    except OSError as exc:
+        raise FlContractError(f"{label}: {cannot}: {exc.strerror}") from None
+    except YamlInputError as exc:
+        raise FlContractError(f"{label}: {exc.problem}") from None
+
+
 def expanded_size(node: Node, budget: int = MAX_NODES) -> int:
     """Nodes in the document once every alias is expanded; raises YamlInputError past
     ``budget`` or on a recursive alias.  Memoised per node, so a bomb costs its own size."""
@@ -79,7 +92,7 @@ def expanded_size(node: Node, budget: int = MAX_NODES) -> int:
             total += size(child)
             if total > budget:
                 what = (f"aliases expand to more than {budget} values" if aliased else
-                        f"holds more than {budget} values (a manifest is a few hundred)")  # fmt: skip
+                        f"holds more than {budget} values (a manifest is a few hundred)")
                 raise YamlInputError(f"{what}: refused", current.start_mark.line + 1)
         open_nodes.discard(key)
         sizes[key] = total

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from ..hardware.autotune import MODES as AUTOTUNE_MODES
 from ..hardware.autotune import Plan
 from ..hardware.autotune import plan as autotune_plan
-from ..util import FlContractError
+from ..util import FlContractError, installed_version
 from .layout import Layout, detect_layout
 from .platforms import Detection, Platform, Registry, detect
 
@@ -141,10 +140,5 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
 
 def versions() -> dict[str, str]:
     """Installed versions, read from metadata: nothing is imported."""
-    out = {}
-    for dist in ("torch", "triton", "flag_gems", "pytest-fl-contract"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
+    return {dist: installed_version(dist) or "not installed" for dist in ("torch", "triton", "flag_gems",
+                                                                           "pytest-fl-contract")}

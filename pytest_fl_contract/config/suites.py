@@ -48,4 +48,4 @@ def pytest_argv(suites: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
     """``python -m pytest`` over the packaged suites, isolated from the caller's configuration."""
     base = root()
     return [sys.executable, "-m", "pytest", "-p", "fl_contract", "-c", str(base / "pytest.ini"),
-            "--rootdir", str(base), "-o", f"cache_dir={cache_dir() / 'pytest'}", *map(str, paths(suites)), *extra]  # fmt: skip
+            "--rootdir", str(base), "-o", f"cache_dir={cache_dir() / 'pytest'}", *map(str, paths(suites)), *extra]

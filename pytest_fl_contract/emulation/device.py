@@ -12,7 +12,7 @@ write is a defect on any device, and this is the one place it is seen for certai
 
 Injected defects (``INJECTABLE``) change what a load or ``tl.where`` sees before that guard:
 
-- ``masked_2d_row_load`` (the seed's table, DESIGN section 3): where a 2-D mask combines a row
+- ``masked_2d_row_load`` (the seed's standalone table: 28 for 6 on a BI-V150): where a 2-D mask combines a row
   and a column condition, the row half is lost.  The builder only sees the final boolean
   array, so a 2-D mask (or ``tl.where`` condition) that is *separable* - equal to
   ``rows_any[:, None] & cols_any[None, :]`` with the valid rows a prefix, as an index bound
@@ -235,9 +235,9 @@ def install() -> None:
         bad = outside(ptrs.data, wanted, itemsize)
         if not bad.any():
             return original_store(self, ptrs, value, ti.TensorHandle(wanted, ti.tl.int1), cache_modifier,
-                                  eviction_policy)  # fmt: skip
+                                  eviction_policy)
         original_store(self, ptrs, value, ti.TensorHandle(wanted & ~bad, ti.tl.int1), cache_modifier,
-                       eviction_policy)  # fmt: skip
+                       eviction_policy)
         DEVICE.counters.oob_stores += int(bad.sum())
         _note(int(bad.sum()))
         raise EmulatedDeviceFault(

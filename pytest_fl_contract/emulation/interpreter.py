@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ..config.platforms import EMULATOR_ENV
 from ..imports import after_import
-from ..util import FlContractError
+from ..util import FlContractError, installed_version
 from . import device
 from .profiles import DeviceProfile
 
@@ -25,13 +25,6 @@ TESTED: dict[str, tuple[str, ...]] = {
     "triton": ("3.7.1",),
     "flag_gems": ("5.0.2", "5.4.0.dev0"),
 }
-
-
-def installed_version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def check_versions() -> dict[str, str]:
@@ -165,16 +158,16 @@ def _patch_libentry(module: ModuleType) -> None:
     def libtuner(configs, key, prune_configs_by=None, reset_to_zero=None,
                  restore_value=None, pre_hook=None, post_hook=None, warmup=25, rep=100,
                  use_cuda_graph=False, do_bench=None, strategy="default", policy="default",
-                 **flagtune: Any):  # fmt: skip  # 5.4's flagtune_* (its tuning database): nothing to tune here
+                 **flagtune: Any):  # 5.4's flagtune_* (its tuning database): nothing to tune here
         return triton.autotune(
             configs=configs, key=key, prune_configs_by=prune_configs_by,
             reset_to_zero=reset_to_zero, restore_value=restore_value,
             pre_hook=pre_hook, post_hook=post_hook,
-        )  # fmt: skip
+        )
 
-    module.LibEntry = InterpretedLibEntry
-    module.libentry = lambda: InterpretedLibEntry
-    module.libtuner = libtuner
+    module.LibEntry = InterpretedLibEntry  # type: ignore[attr-defined]
+    module.libentry = lambda: InterpretedLibEntry  # type: ignore[attr-defined]
+    module.libtuner = libtuner  # type: ignore[attr-defined]
 
 
 def _patch_pointwise_dynamic(module: ModuleType) -> None:
@@ -182,7 +175,7 @@ def _patch_pointwise_dynamic(module: ModuleType) -> None:
     ``__globals__`` from it; an InterpretedFunction carries the same source."""
     from triton.runtime.interpreter import InterpretedFunction
 
-    module.JITFunction = InterpretedFunction
+    module.JITFunction = InterpretedFunction  # type: ignore[attr-defined]
 
 
 def _patch_limits(module: ModuleType) -> None:
@@ -208,8 +201,8 @@ def _patch_limits(module: ModuleType) -> None:
             return -(2 ** (d.int_bitwidth - 1))
         return 0
 
-    module.get_dtype_max = get_dtype_max
-    module.get_dtype_min = get_dtype_min
+    module.get_dtype_max = get_dtype_max  # type: ignore[attr-defined]
+    module.get_dtype_min = get_dtype_min  # type: ignore[attr-defined]
 
 
 def _patch_runtime(module: ModuleType) -> None:
@@ -341,7 +334,7 @@ def compiled_nan_semantics(interpreter: Any) -> None:
     original = reduce_ops.min_max
     ninf, pinf = float("-inf"), float("inf")
     by_op = {np.argmax: (_argext_dropping_nan(np.argmax, ninf), _value_dropping_nan(np.max)),
-             np.argmin: (_argext_dropping_nan(np.argmin, pinf), _value_dropping_nan(np.min))}  # fmt: skip
+             np.argmin: (_argext_dropping_nan(np.argmin, pinf), _value_dropping_nan(np.min))}
 
     def min_max(self: Any, input: Any, val_reduce_op: Any, idx_reduce_op: Any = None) -> Any:
         if idx_reduce_op in by_op:
@@ -364,7 +357,7 @@ def device_grid_limits(interpreter: Any, limits: tuple[int, int, int]) -> None:
     def checked(nx: int, ny: int, nz: int) -> None:
         if nx > limits[0] or ny > limits[1] or nz > limits[2]:
             raise RuntimeError(f"Triton Error [CUDA]: invalid argument (emulated launch: grid ({nx}, {ny}, {nz}) "
-                               f"past the device's limits {limits})")  # fmt: skip
+                               f"past the device's limits {limits})")
         set_grid_dim(nx, ny, nz)
 
     builder.set_grid_dim = checked

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..config.settings import Settings
-from ..util import FlContractError
+from ..util import FlContractError, first_line
 
 
 def device_of(settings: Settings) -> str:
@@ -53,8 +53,7 @@ def import_flag_gems() -> Any:
     try:
         import flag_gems
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise FlContractError(f"cannot import flag_gems: {type(exc).__name__}: {first}") from None
+        raise FlContractError(f"cannot import flag_gems: {type(exc).__name__}: {first_line(exc)}") from None
     return flag_gems
 
 
@@ -66,7 +65,7 @@ def poison_device_memory(device: str, fill: float, nbytes: int = 64 * 2**20) -> 
     block = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
     block.fill_(fill)
     del block
-    from ..emulation import device
+    from ..emulation import device as emulated
 
-    if device.DEVICE.installed:
-        device.poison(fill)
+    if emulated.DEVICE.installed:
+        emulated.poison(fill)

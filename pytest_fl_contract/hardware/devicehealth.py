@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
 
 from ..config.platforms import Platform
-from ..util import first_line
+from ..util import first_line, xdist_worker
 
 EXIT_DEVICE_LOST = 75  # EX_TEMPFAIL: the process, not the code under test, is unusable now
 
@@ -111,7 +111,7 @@ class DeviceWatch:
             self._check(item, "teardown")
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
         rep = yield
         if self.lost is not None and self.lost[:2] == (item.nodeid, rep.when):
             rep.fl_device_lost = self.lost[2]  # travels to the xdist controller with the report
@@ -142,7 +142,7 @@ class DeviceWatch:
         if _worker(self._session.config):
             _exit()  # a fault in teardown: that report is forwarded, then the worker goes
         self._session.shouldfail = (f"device lost in {nodeid} ({self.lost[2]}); the cases after it did not run "
-                                    "(with -n a worker is replaced instead)")  # fmt: skip
+                                    "(with -n a worker is replaced instead)")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
@@ -171,11 +171,11 @@ class DeviceWatch:
             terminalreporter.write_line(
                 f"fl-contract: {self.never_ran} collected cases never ran (xdist stopped replacing workers: "
                 "see --max-worker-restart); the run fails", red=True,
-            )  # fmt: skip
+            )
 
 
 def _worker(config: pytest.Config | None) -> bool:
-    return config is not None and hasattr(config, "workerinput")
+    return config is not None and xdist_worker(config) is not None
 
 
 def _exit() -> None:

@@ -49,7 +49,7 @@ def run(spec: Spec, timeout: float = 600) -> Verdict:
         return Verdict(bool(result["ok"]), str(result["detail"]))
     tail = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
     error = next((ln for ln in reversed(tail) if "CUDA error" in ln or "illegal memory" in ln), None) or next(
-        (ln for ln in reversed(tail) if "error" in ln.lower()), tail[-1] if tail else "")  # fmt: skip
+        (ln for ln in reversed(tail) if "error" in ln.lower()), tail[-1] if tail else "")
     how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
     return Verdict(False, f"the call killed its process ({how}): {error.strip()[:300]}")
 

@@ -13,10 +13,9 @@ time (``--maxschedchunk 1``: its first batches are otherwise runs of consecutive
 the long ones to one worker), the longest-processing-time rule, so the long ones overlap
 the short ones (``--fl-order collection`` keeps collection order).  xdist's first batch is
 still at least two consecutive cases a worker (``first_batch``): those are dealt so that no
-worker gets two of the longest.  That order starts the memory-heavy cases together:
-before the memory ledger (``ledger.py``) it hung an H200 lane at 4010 of 4064 cases; with
-it, four ordered runs on H200s finished: cold 49 - 54 s against 61 - 68 s in collection
-order, warm 42 - 47 s.
+worker gets two of the longest.  That order starts the memory-heavy cases together, so
+it goes with the memory ledger (``ledger.py``), which keeps them within the device's memory
+(what it cost and saved: benchmarks/results/README.md).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from typing import Any
 import pytest
 
 from ..imports import after_import
+from ..util import xdist_worker
 
 CACHE_KEY = "fl_contract/durations"
 
@@ -54,7 +54,7 @@ def first_batch(cases: int, workers: int, maxschedchunk: int | None) -> int:
 
 
 def longest_first(nodeids: Sequence[str], durations: Mapping[str, float], workers: int = 1,
-                  batch: int = 2) -> list[int]:  # fmt: skip
+                  batch: int = 2) -> list[int]:
     """Indices of ``nodeids``, longest recorded first (stable; a case never timed counts as
     the median, so a new case neither jumps the queue nor waits for the end).  Unchanged
     when under half the cases were ever timed: the record is of some other selection.
@@ -84,7 +84,7 @@ class Schedule:
         self.config = config
         self.key = f"{CACHE_KEY}/{lane}"
         self.seen: dict[str, float] = {}
-        workerinput = getattr(config, "workerinput", None)
+        workerinput = xdist_worker(config)
         if workerinput is not None and "OMP_NUM_THREADS" not in os.environ:
             threads = cpu_share(usable_cpus(), int(workerinput.get("workercount", 1)))
             after_import("torch", lambda torch: torch.set_num_threads(threads))
@@ -102,7 +102,7 @@ class Schedule:
         """Every worker collects and must agree on the order: all read the same record."""
         if self.config.getoption("fl_order", "longest-first") != "longest-first":
             return
-        workers = int(getattr(self.config, "workerinput", {}).get("workercount", 1))
+        workers = int((xdist_worker(self.config) or {}).get("workercount", 1))
         chunk = getattr(self.config.option, "maxschedchunk", None)
         chunk = 1 if chunk is None else chunk  # what the controller set (__init__), unless the user did
         batch = first_batch(len(items), workers, chunk)
@@ -110,12 +110,12 @@ class Schedule:
         items[:] = [items[i] for i in order]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not hasattr(self.config, "workerinput"):  # the controller keeps the record
+        if xdist_worker(self.config) is None:  # the controller keeps the record
             self.seen[report.nodeid] = self.seen.get(report.nodeid, 0.0) + float(getattr(report, "duration", 0.0))
 
     def pytest_sessionfinish(self, session: Any) -> None:
         cache = getattr(self.config, "cache", None)
-        if cache is None or hasattr(self.config, "workerinput") or not self.seen:
+        if cache is None or xdist_worker(self.config) is not None or not self.seen:
             return
         recorded = self._recorded()
         recorded.update({k: round(v, 3) for k, v in self.seen.items()})

@@ -102,7 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if run.cancelled:
         not_started = sum(r.verdict == "not run" for r in run.results)
         _stderr(f"cancelled by {signal_name(run.cancelled)}: {not_started} step(s) not run; "
-                f"every step is in {shown(run.report)}")  # fmt: skip
+                f"every step is in {shown(run.report)}")
     return run.exit_code
 
 
@@ -207,7 +207,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         raise FlContractError(f"--output {shown(output)}: cannot write: {exc.strerror}") from None
     state = "every lane got its verdict" if not merged.failures else f"{len(merged.failures)} problem(s)"
     trouble = publish(junit.summary_markdown(f"fl-contract lanes: {len(lanes)} merged into {output.name}, {state}",
-                                             merged.rows))  # fmt: skip
+                                             merged.rows))
     for line in ([trouble] if trouble else []) + merged.failures:
         _stderr(line)
     return 1 if merged.failures else 0
@@ -225,7 +225,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--fail-fast", action="store_true", help="stop at the first step that does not get its verdict")
     run.add_argument("--output-cap", metavar="BYTES",
                      help="bytes of each step's output its JUnit case keeps, head and tail (default: the manifest's "
-                          "defaults.output_cap, else 64k); the step's .log keeps all of it")  # fmt: skip
+                          "defaults.output_cap, else 64k); the step's .log keeps all of it")
     run.set_defaults(fn=cmd_run)
     report = sub.add_parser("report", help="summarise existing JUnit files")
     report.add_argument("files", nargs="+")
@@ -238,7 +238,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "matrix", help="the lanes as CI jobs: a GitHub Actions matrix (JSON) or a GitLab child pipeline"
     )
     mat.add_argument("--format", choices=("github", "gitlab"), default="github",
-                     help="github: strategy.matrix JSON on one line (default); gitlab: child-pipeline YAML")  # fmt: skip
+                     help="github: strategy.matrix JSON on one line (default); gitlab: child-pipeline YAML")
     mat.add_argument(
         "--lanes",
         default="*",
@@ -256,7 +256,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     mat.add_argument("--package", metavar="NAME_OR_PATH",
                      help="gitlab: what the jobs pip install (a name or a path, no version; the [cpu] extra is "
-                          "added for CPU lanes; default: pytest-fl-contract==this version)")  # fmt: skip
+                          "added for CPU lanes; default: pytest-fl-contract==this version)")
     mat.add_argument(
         "--hosted-tag",
         action="append",

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from xml.parsers import expat
 
-from .. import files
+from .. import files, util
 from ..reporting.outcomes import PROPERTY, Summary
 from ..util import md_text
 
@@ -59,9 +59,8 @@ def cap_text(text: str, cap: int) -> str:
 
 
 def one_line(text: str, limit: int = 500) -> str:
-    """A message attribute: one line, XML-safe, bounded."""
-    flat = " ".join(xml_safe(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    """A message attribute: ``util.one_line`` of the XML-safe text."""
+    return util.one_line(xml_safe(text), limit)
 
 
 # -- records --------------------------------------------------------------------------
@@ -134,7 +133,7 @@ def skipped_suite(lane: str, step: str, message: str) -> Report:
 
 
 def command_suite(lane: str, step: str, verdict: str, message: str, output: str, seconds: float,
-                  note: str = "") -> Report:  # fmt: skip
+                  note: str = "") -> Report:
     """A command step (no pytest) as one case: passed, failed (non-zero exit) or error
     (crash, timeout, cancel: the verdict says error, so the case does too); ``note``, what
     the runner saw beside it (the processes it left and were killed), is its system-out."""
@@ -178,7 +177,7 @@ def under_lane(report: Report, lane: str) -> Report:
     return replace(report, suites=tuple(
         replace(suite, name=suite_name(suite.name),
                 cases=tuple(replace(case, classname=classname(case.classname)) for case in suite.cases))
-        for suite in report.suites))  # fmt: skip
+        for suite in report.suites))
 
 
 # -- reading --------------------------------------------------------------------------
@@ -399,7 +398,7 @@ def _suite_element(suite: Suite, cap: int) -> ET.Element:
 
 
 def to_bytes(report: Report, name: str | None = None, cap: int = TEXT_CAP,
-             caps: Mapping[str, int] | None = None) -> bytes:  # fmt: skip
+             caps: Mapping[str, int] | None = None) -> bytes:
     """The report as xunit2 that ``junit-10.xsd`` accepts; ``<testsuites>`` carries name,
     tests, failures, errors and time, never ``skipped`` (the schema has no such attribute).
     ``caps``: per suite name, the characters each text keeps (a step's ``output_cap``)."""
@@ -417,7 +416,7 @@ def to_bytes(report: Report, name: str | None = None, cap: int = TEXT_CAP,
 
 
 def write(report: Report, path: Path, name: str | None = None, cap: int = TEXT_CAP,
-          caps: Mapping[str, int] | None = None) -> None:  # fmt: skip
+          caps: Mapping[str, int] | None = None) -> None:
     """Atomically: the file holds the whole report or what it held before (a full disk)."""
     files.write_atomic(path, to_bytes(report, name, cap, caps))
 
@@ -498,10 +497,10 @@ def count(xml: Report | Any, name: str) -> StepCounts:
 def summary_markdown(title: str, rows: list[tuple[StepCounts, str]]) -> str:
     """rows: (counts, verdict).  A lane engineer reads this at a glance."""
     out = [f"### {title}", "", "| step | verdict | passed | failed | errors | skipped | xfailed | xpassed | seconds |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for c, verdict in rows:
         out.append(f"| {_cell(c.name)} | {_cell(verdict)} | {c.passed} | {c.failed - c.xpassed} | {c.errors} | "
-                   f"{c.skipped} | {c.xfailed} | {c.xpassed} | {c.seconds:.1f} |")  # fmt: skip
+                   f"{c.skipped} | {c.xfailed} | {c.xpassed} | {c.seconds:.1f} |")
     for c, _ in rows:
         out += c.summary.markdown(c.name)
         out += [f"- {_cell(c.name)}: {_cell(problem)}" for problem in c.problems]

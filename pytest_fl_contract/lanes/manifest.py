@@ -31,9 +31,9 @@ SETUP_STEP = "setup"  # the name the lane's ``setup:`` commands run under
 PACKAGES_STEP = "packages"  # the name the lane's ``packages:`` install runs under
 TOP_KEYS = {"version", "defaults", "shared_steps", "lanes"}
 LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup", "packages",
-             "timeout_minutes", "pytest_args", "steps"}  # fmt: skip
+             "timeout_minutes", "pytest_args", "steps"}
 STEP_KEYS = {"name", "use", "contracts", "pytest", "command", "shell", "env", "timeout", "allow_failure", "expect",
-             "description", "output_cap"}  # fmt: skip
+             "description", "output_cap"}
 DEFAULT_KEYS = {"timeout", "output_cap"}
 
 
@@ -268,13 +268,13 @@ def _parse_step(
         raise err(_line(raw, "expect"), f"expect must be 'pass' or 'fail', got {_show(expect)}", lane, name)
     if expect == "fail" and kind == "command":
         raise err(_line(raw, "expect"), "expect: fail needs a pytest step: a command's exit status cannot tell a "
-                  "caught defect from a broken environment (a typo exits 127 too)", lane, name)  # fmt: skip
+                  "caught defect from a broken environment (a typo exits 127 too)", lane, name)
     cap = merged.get("output_cap", default_cap)
     if not _output_cap(cap):
         raise err(_line(raw, "output_cap"), f"output_cap must be bytes in [{MIN_OUTPUT_CAP}, {MAX_OUTPUT_CAP}]",
-                  lane, name)  # fmt: skip
+                  lane, name)
     return Step(name, kind, value if isinstance(value, str) else tuple(value), tuple(suites), shell,
-                {k: str(v) for k, v in env.items()}, float(timeout), allow, expect, cap)  # fmt: skip
+                {k: str(v) for k, v in env.items()}, float(timeout), allow, expect, cap)
 
 
 def parse(text: str, path: str, registry: Registry) -> Manifest:
@@ -342,19 +342,19 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
             if key in raw and not _str_list(raw[key]):
                 raise err(_line(raw, key), f"{key} must be a list of strings", lane_name)
         for label in raw.get("runner_labels", ()):
-            problem = label_problem(label)
-            if problem:
-                raise err(_line(raw, "runner_labels"), f"runner_labels: {_show(label)} {problem}", lane_name)
+            refused = label_problem(label)
+            if refused:
+                raise err(_line(raw, "runner_labels"), f"runner_labels: {_show(label)} {refused}", lane_name)
         for spec in raw.get("packages", ()):
             if not spec.strip() or spec.lstrip().startswith("-") or "$" in PACKAGE_VAR.sub("", spec):
                 raise err(_line(raw, "packages"), f"packages: {_show(spec)} is not a pip spec (a wheel path, a "
-                          "version or a URL; ${VAR} for one the lane is given)", lane_name)  # fmt: skip
+                          "version or a URL; ${VAR} for one the lane is given)", lane_name)
         for key in ("pytest_args", "setup", "packages"):
             if _has_nul(raw.get(key)):
                 raise err(_line(raw, key), f"{key} cannot hold a NUL byte", lane_name)
-        problem = _env_problem(raw["env"]) if "env" in raw else None
-        if problem:
-            raise err(_line(raw, "env"), problem, lane_name)
+        env_problem = _env_problem(raw["env"]) if "env" in raw else None
+        if env_problem:
+            raise err(_line(raw, "env"), env_problem, lane_name)
         if "timeout_minutes" in raw and not _timeout(raw["timeout_minutes"]):
             raise err(_line(raw, "timeout_minutes"), "timeout_minutes must be a positive number", lane_name)
         steps_raw = raw.get("steps")
@@ -370,10 +370,10 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
             names.add(step.name)
             if step.name == PACKAGES_STEP and raw.get("packages"):
                 raise err(step_line, "the name 'packages' is the lane's package install's own; rename the step",
-                          lane_name, step.name)  # fmt: skip
+                          lane_name, step.name)
             if step.name == SETUP_STEP and raw.get("setup"):
                 raise err(step_line, "the name 'setup' is the lane's setup: commands' own; rename the step",
-                          lane_name, step.name)  # fmt: skip
+                          lane_name, step.name)
             steps.append(step)
         lanes[lane_name] = Lane(
             name=lane_name,
@@ -393,10 +393,5 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
 
 
 def load(path: str | Path, registry: Registry) -> Manifest:
-    try:
-        text = safeyaml.read_text(path)
-    except OSError as exc:
-        raise FlContractError(f"{safeyaml.shown(path)}: cannot read the manifest: {exc.strerror}") from None
-    except safeyaml.YamlInputError as exc:
-        raise FlContractError(f"{safeyaml.shown(path)}: {exc.problem}") from None
+    text = safeyaml.read_or_refuse(path, safeyaml.shown(path), "cannot read the manifest")
     return parse(text, str(path), registry)

@@ -59,7 +59,7 @@ def lane_names(directory: Path, lanes: str | None, output: Path | None = None) -
         raise FlContractError(f"--reports {safeyaml.shown(directory)}: not a directory")
     skip = output.resolve() if output is not None else None
     names = sorted(p.stem for p in directory.glob("*.xml")
-                   if p.is_file() and NAME_RE.match(p.stem) and p.resolve() != skip)  # fmt: skip
+                   if p.is_file() and NAME_RE.match(p.stem) and p.resolve() != skip)
     if not names:
         raise FlContractError(f"no lane reports (LANE.xml) in {safeyaml.shown(directory)}")
     return names
@@ -74,7 +74,7 @@ def lane_problems(report: junit.Report) -> list[str]:
     records: dict[str, dict[str, Any]] = {}
     for suite in report.suites:
         record = next((r for name, value in suite.properties if name == verdict.STEP_PROPERTY
-                       for r in [verdict.read_record(value)] if r), None)  # fmt: skip
+                       for r in [verdict.read_record(value)] if r), None)
         step = record["step"] if record else suite.name
         groups.setdefault(step, []).append(suite)
         if record:
@@ -90,7 +90,7 @@ def lane_problems(report: junit.Report) -> list[str]:
             problems.append(f"step {step}: {state}" + (f" (expected to fail: {wanted.note})" if expect == "fail" else ""))
         elif record and record.get("ok") is not wanted.ok and not record.get("allow_failure"):
             problems.append(f"step {step}: recorded as {'ok' if record.get('ok') else 'failed'}, but its cases say "
-                            f"{'ok' if wanted.ok else 'not'}")  # fmt: skip
+                            f"{'ok' if wanted.ok else 'not'}")
     return problems
 
 
@@ -109,7 +109,7 @@ def merge(directory: Path, lanes: list[str]) -> Merged:
         report = None
         if not path.is_file():
             trouble = (f"no report {path.name}: its job uploaded no reports/ (cancelled, timed out, or its runner "
-                       "was lost)")  # fmt: skip
+                       "was lost)")
         else:
             try:
                 report = junit.read(path)

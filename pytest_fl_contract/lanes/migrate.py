@@ -34,7 +34,6 @@ MAPPED = {
     "integration_environment": "env",
     "timeout_minutes": "timeout_minutes",
 }
-UNMAPPED_KNOWN = ("container_volumes", "container_options", "wheel_artifact_name", "integration_wheel_source")
 MAX_TESTS = 10_000  # steps of one imported lane: about 8 YAML values each, inside safeyaml.MAX_NODES
 CONTRACT_NAME = "reduction_contract"
 CONTRACT_STEP = {"contracts": "reductions", "pytest": ["-p", "xdist", "-n", "auto"], "timeout": 1800}
@@ -134,7 +133,7 @@ def convert(path: Path, registry: Registry) -> tuple[str, dict[str, Any], dict[s
         raise _fail(path, "integration_tests must be a list of {name, command}")
     if len(tests) > MAX_TESTS:
         raise _fail(path, f"{len(tests)} integration_tests: a lane takes at most {MAX_TESTS} steps (a manifest "
-                    f"holds at most {safeyaml.MAX_NODES} values); split the file")  # fmt: skip
+                    f"holds at most {safeyaml.MAX_NODES} values); split the file")
     taken = {CONTRACT_NAME} | ({schema.SETUP_STEP} if "setup" in lane else set())
     tried: dict[str, int] = {}
     steps = []
@@ -172,7 +171,7 @@ def to_manifest(paths: list[Path], registry: Registry) -> tuple[str, list[str]]:
         sources[name] = path
         body = ["  " + ln for ln in _dump({name: lane})]
         lines.append(body[0])
-        lines.append(f"    # imported from {comment(path)}")
+        lines.append(f"    # imported from {comment(str(path))}")
         if kept:
             lines.append("    # not mapped to the manifest, kept as written:")
             lines += [f"    #   {comment(ln)}" for ln in _dump(kept)]  # ASCII already: comment() is a no-op

@@ -94,7 +94,7 @@ def package_specs(lane: Lane, environ: Mapping[str, str]) -> list[str]:
     for raw, spec in zip(lane.packages, specs):
         if not spec or spec.startswith("-") or "\0" in spec or "\n" in spec:
             raise FlContractError(f"lane {lane.name}: packages: {raw!r} expands to {spec[:80]!r}, which is not a pip "
-                                  "spec (a wheel path, a version or a URL)")  # fmt: skip
+                                  "spec (a wheel path, a version or a URL)")
     return specs
 
 
@@ -104,11 +104,11 @@ def package_step(lane: Lane, site: str, environ: Mapping[str, str]) -> Step:
     nothing fails the step."""
     specs = package_specs(lane, environ)
     check = ("import pathlib, sys; sys.exit(0 if any(pathlib.Path(sys.argv[1]).glob('*.dist-info')) else "
-             "'pip installed nothing into the lane directory')")  # fmt: skip
+             "'pip installed nothing into the lane directory')")
     script = ('"$0" -m pip install -q --disable-pip-version-check --no-deps --no-compile --target "$1" "${@:2}" '
-              '&& "$0" -c "$FL_CHECK_INSTALLED" "$1"')  # fmt: skip
+              '&& "$0" -c "$FL_CHECK_INSTALLED" "$1"')
     return Step(PACKAGES_STEP, "command", ("bash", "-c", script, sys.executable, site, *specs), timeout=PACKAGES_TIMEOUT,
-                env={"FL_CHECK_INSTALLED": check})  # fmt: skip
+                env={"FL_CHECK_INSTALLED": check})
 
 
 def expanded(args: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
@@ -122,7 +122,7 @@ def step_argv(lane: Lane, step: Step, report: Path) -> list[str] | str:
     if step.kind == "command":
         return step.args if isinstance(step.args, str) else list(step.args)
     lane_args = ["--platform", lane.platform, "--fl-junit-prefix", lane.name, f"--junitxml={report}",
-                 *lane.pytest_args, *step.args]  # fmt: skip
+                 *lane.pytest_args, *step.args]
     if step.suites:
         from ..config.suites import pytest_argv
 
@@ -185,7 +185,7 @@ def _own_properties(report: junit.Report) -> junit.Report:
     record its own verdict)."""
     return replace(report, suites=tuple(replace(s, properties=tuple(p for p in s.properties
                                                                     if p[0] != verdict.STEP_PROPERTY))
-                                        for s in report.suites))  # fmt: skip
+                                        for s in report.suites))
 
 
 def _with_record(report: junit.Report, record: tuple[str, str]) -> junit.Report:
@@ -193,7 +193,7 @@ def _with_record(report: junit.Report, record: tuple[str, str]) -> junit.Report:
 
 
 def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Cancel | None = None,
-             token: str | None = None) -> StepResult:  # fmt: skip
+             token: str | None = None) -> StepResult:
     cancel = cancel or Cancel()
     lane_dir = reports / lane.name
     report = lane_dir / f"{step.name}.xml"
@@ -246,11 +246,12 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
         if state == "error":  # keep what the step said: its output becomes an error case
             crash = junit.error_suite(lane.name, step.name, detail, run.output, run.seconds)
             xml = crash if xml is None else junit.with_case(xml, crash)
+    assert xml is not None  # a command's suite, the step's own report, or its error case
     counts = junit.count(xml, step.name)
     wanted = verdict.expectation(step.expect, state, counts)
     try:
         junit.write(_with_record(xml, verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok,
-                                                     tuple(notes))), report, cap=text_cap(step))  # fmt: skip
+                                                     tuple(notes))), report, cap=text_cap(step))
     except OSError as exc:
         problem = f"cannot write {report.name}: {exc.strerror}"
         if state != "error":
@@ -264,20 +265,20 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
         detail = f"{detail}; {'; '.join(notes)}"
     shown = state if step.expect == "pass" else f"{state} (expected to fail: {wanted.note})"
     _say(progress, f"[{lane.name}] {step.name}: end {shown}, {detail}, {run.seconds:.1f}s"
-         + (" (failure allowed)" if not wanted.ok and step.allow_failure else ""))  # fmt: skip
+         + (" (failure allowed)" if not wanted.ok and step.allow_failure else ""))
     return StepResult(step, state, wanted.ok or step.allow_failure, detail, run.seconds, report, xml)
 
 
 def broken(lane: Lane, step: Step, reports: Path, exc: BaseException, progress: TextIO,
-           plain: bool = False) -> StepResult:  # fmt: skip
+           plain: bool = False) -> StepResult:
     """The step runner itself failed (a bug of ours, or a lane that broke its own report
     directory beyond repair), or the step could not be made (``plain``: bad input, said as
     it is): still an error case, so LANE.xml lists the step."""
     detail = junit.one_line(str(exc), 300) if plain else \
-        f"fl-contract runner error: {type(exc).__name__}: {junit.one_line(str(exc), 300)}"  # fmt: skip
+        f"fl-contract runner error: {type(exc).__name__}: {junit.one_line(str(exc), 300)}"
     _say(progress, f"[{lane.name}] {step.name}: end error, {detail}")
     xml = _with_record(junit.error_suite(lane.name, step.name, detail, "", 0.0),
-                       verdict.record(step.name, step.expect, step.allow_failure, "error", False))  # fmt: skip
+                       verdict.record(step.name, step.expect, step.allow_failure, "error", False))
     return StepResult(step, "error", step.allow_failure, detail, 0.0, reports / lane.name / f"{step.name}.xml", xml)
 
 
@@ -285,7 +286,7 @@ def not_run(lane: Lane, step: Step, reports: Path, reason: str, progress: TextIO
     """A step the lane never started still gets its JUnit case (skipped, with the reason)."""
     report = reports / lane.name / f"{step.name}.xml"
     xml = _with_record(junit.skipped_suite(lane.name, step.name, f"not run: {reason}"),
-                       verdict.record(step.name, step.expect, step.allow_failure, "not run", False))  # fmt: skip
+                       verdict.record(step.name, step.expect, step.allow_failure, "not run", False))
     try:
         junit.write(xml, report)
     except OSError:
@@ -323,7 +324,7 @@ class LaneLock:
             os.close(fd)
             who = f" (pid {held.get('pid')}, since {held.get('started')})" if held else ""
             raise FlContractError(f"lane {self.lane} is already running into {safeyaml.shown(self.path.parent)}"
-                                  f"{who}: wait for it, or give this run another --reports") from None  # fmt: skip
+                                  f"{who}: wait for it, or give this run another --reports") from None
         self.fd = fd
         state = _read_state(fd)
         self.previous = state if state and state.get("state") == "running" else None
@@ -367,7 +368,7 @@ def _unfinished(lock: LaneLock, progress: TextIO) -> str | None:
     token = str(last.get("token") or "")
     killed = kill_token(token) if token else {}
     line = (f"the last run of lane {lock.lane} (pid {last.get('pid')}, started {last.get('started')}) did not "
-            f"finish: it was killed during step {last.get('step')!r}")  # fmt: skip
+            f"finish: it was killed during step {last.get('step')!r}")
     if killed:
         line += f"; killed {len(killed)} process(es) that step left: {', '.join(f'{p} ({n})' for p, n in killed.items())}"
     _say(progress, f"[{lock.lane}] {line}")
@@ -376,7 +377,7 @@ def _unfinished(lock: LaneLock, progress: TextIO) -> str | None:
 
 def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: bool = False,
              progress: TextIO | None = None, step_runner: Callable[..., StepResult] = run_step,
-             output_cap: int | None = None) -> LaneRun:  # fmt: skip
+             output_cap: int | None = None) -> LaneRun:
     """Run the lane: its setup commands first, then every step (all of them unless
     --fail-fast), inside the lane's timeout_minutes; a cancel signal stops the rest.
     Writes reports/LANE.xml with one case per step (or the step's own cases) whatever
@@ -404,7 +405,7 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
 
 
 def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fail_fast: bool, progress: TextIO,
-                step_runner: Callable[..., StepResult], output_cap: int | None) -> LaneRun:  # fmt: skip
+                step_runner: Callable[..., StepResult], output_cap: int | None) -> LaneRun:
     merged_path = reports / f"{lane.name}.xml"
     unfinished = _unfinished(lock, progress)
     steps = [s for s in lane.steps if only is None or s.name == only]
@@ -419,7 +420,7 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
         missing = missing_inputs(lane, os.environ)
         if missing:
             skipped = (f"{', '.join(missing)} not set: the pip spec{'s' if len(missing) > 1 else ''} of what this "
-                       f"lane installs ({', '.join(lane.packages)})")  # fmt: skip
+                       f"lane installs ({', '.join(lane.packages)})")
             stop_reason = f"lane skipped: {skipped}"
         else:
             site = tempfile.mkdtemp(prefix=f"fl-lane-{lane.name}-")
@@ -430,7 +431,7 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
                 stop_reason = "the lane's packages could not be installed"
             path = lane.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
             lane = replace(lane, env={**lane.env, "FL_LANE_SITE": site,
-                                      "PYTHONPATH": os.pathsep.join(p for p in (site, path) if p)})  # fmt: skip
+                                      "PYTHONPATH": os.pathsep.join(p for p in (site, path) if p)})
     if output_cap is not None:
         steps = [replace(s, output_cap=output_cap) for s in steps]
     deadline = time.monotonic() + lane.timeout_minutes * 60 if lane.timeout_minutes else None
@@ -485,7 +486,7 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
     if skipped:
         state = f"SKIPPED ({skipped})"
     markdown = junit.summary_markdown(f"fl-contract lane `{lane.name}` (platform {lane.platform}): {md_text(state)}",
-                                      rows)  # fmt: skip
+                                      rows)
     if unfinished:
         markdown += f"\n**{md_text(unfinished)}**\n"
     if problem:

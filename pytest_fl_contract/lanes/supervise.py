@@ -43,7 +43,7 @@ STEP_TOKEN = "FL_CONTRACT_STEP_TOKEN"  # in every step's environment: finds the 
 # process that does not handle them, with no report and the step left running.
 CANCEL_SIGNALS = tuple(getattr(signal, name) for name in
                        ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
-                       if hasattr(signal, name))  # fmt: skip
+                       if hasattr(signal, name))
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 
@@ -512,7 +512,7 @@ def execute(
     try:
         proc = subprocess.Popen(argv, shell=shell, env={**env, STEP_TOKEN: token}, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=(lambda: _die_with_parent(parent)) if _PRCTL else None)  # fmt: skip
+                                preexec_fn=(lambda: _die_with_parent(parent)) if _PRCTL else None)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         return Execution(None, "not started", junit.xml_safe(f"cannot start: {exc}"), time.monotonic() - start)
     assert proc.stdout is not None

@@ -32,10 +32,10 @@ def pytest_verdict(code: int, counts: junit.StepCounts) -> tuple[str, str]:
     failed, errors = counts.failed, counts.errors
     if code == 0 and (failed or errors):
         return "error", (f"exit 0, but its JUnit report holds {failed} failed and {errors} errored case(s): the "
-                         "exit status was changed (a conftest or plugin) and cannot be trusted")  # fmt: skip
+                         "exit status was changed (a conftest or plugin) and cannot be trusted")
     if code == 1 and not (failed or errors):
         return "error", (f"exit 1, but none of the {counts.tests} case(s) in its JUnit report failed: the exit "
-                         "status was changed (a conftest or plugin) and cannot be trusted")  # fmt: skip
+                         "status was changed (a conftest or plugin) and cannot be trusted")
     return ("passed" if code == 0 else "failed"), f"exit {code}"
 
 
@@ -64,7 +64,7 @@ def expectation(expect: str, verdict: str, counts: junit.StepCounts) -> Expectat
         return Expectation(False, f"NOT caught: the step {'passed' if verdict == 'passed' else verdict}")
     if counts.errors:
         return Expectation(False, f"NOT caught: {counts.errors} case(s) errored - a broken environment fails "
-                                  "that way too, a caught defect does not")  # fmt: skip
+                                  "that way too, a caught defect does not")
     if counts.failed - counts.xpassed < 1:
         return Expectation(False, "NOT caught: only strict xpasses failed (known defects that no longer show)")
     return Expectation(True, f"defect caught: {failing(counts)}")
@@ -82,11 +82,11 @@ def from_cases(report: junit.Report) -> str:
 
 
 def record(step: str, expect: str, allow_failure: bool, verdict: str, ok: bool,
-           notes: tuple[str, ...] = ()) -> tuple[str, str]:  # fmt: skip
+           notes: tuple[str, ...] = ()) -> tuple[str, str]:
     """The runner's record of a step, a suite property: its expectation, its verdict, and
     what the runner saw beside it (processes it killed, a log it could not keep)."""
     return STEP_PROPERTY, json.dumps({"step": step, "expect": expect, "allow_failure": allow_failure,
-                                      "verdict": verdict, "ok": ok, "notes": list(notes)}, sort_keys=True)  # fmt: skip
+                                      "verdict": verdict, "ok": ok, "notes": list(notes)}, sort_keys=True)
 
 
 def read_record(value: str) -> dict[str, Any] | None:

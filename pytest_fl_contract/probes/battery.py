@@ -1,7 +1,7 @@
 """The probe battery: tiny Triton kernels, each exercising one compiler feature FlagGems'
 reduction kernels rely on, with its exact answer computed on the host from the same input.
 
-Geometry follows the seed (DESIGN §3): a tile of ``TILE_N = 8`` rows over a buffer that
+Geometry follows the seed (the PR review in which the Iluvatar defect was found: 28 for 6): a tile of ``TILE_N = 8`` rows over a buffer that
 really has 8 rows, of which only ``N = 4`` are valid, so rows past N hold known nonzero
 values inside the same allocation and a dropped condition changes the answer (the seed's
 column sum: 6, or 28 when the row condition is lost).  Column-masked probes use ``K``
@@ -555,7 +555,7 @@ TIES = np.array(
      [0, 0, 0, 4, 4, 4, 9, 9],
      [2, 2, 2, 2, 2, 2, 9, 9]],  # all tied: lane 0
     dtype=np.float32,
-)  # fmt: skip
+)
 TIES_K = 6
 
 
@@ -612,7 +612,7 @@ COL_TIES = np.array(
      [9, 9, 9, 9],
      [9, 9, 9, 9]],
     dtype=np.float32,
-)  # fmt: skip
+)
 
 
 @triton.jit
@@ -885,6 +885,6 @@ PROBES: tuple[Probe, ...] = (
           _grid_yz, grid_yz, grid_yz_folded),
     Probe("int64_offsets", "(int8, 3 programs) offsets pid * (2**30+3) past 2**31", "int64_offset_arith",
           _int64, int64_offsets, int64_offsets_wrapped, needs=("int64",), hardware_only=True),
-)  # fmt: skip
+)
 
 BY_ID: dict[str, Probe] = {p.id: p for p in PROBES}

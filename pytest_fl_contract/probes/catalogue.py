@@ -18,7 +18,7 @@ from typing import Any
 
 from ..config.platforms import Platform, Registry
 from ..registry import ops as op_registry
-from ..util import FlContractError, first_line
+from ..util import FlContractError, first_line, installed_version
 
 
 def _registry(registry: Registry | None) -> Registry:
@@ -102,7 +102,7 @@ def error_row(probe: Any, exc: BaseException) -> Row:
 
 
 def run_battery(device: str, platform: Platform | None = None, only: Sequence[str] = (),
-                mutants: bool = False) -> list[Row]:  # fmt: skip
+                mutants: bool = False) -> list[Row]:
     """Every probe (or ``only`` these) on ``device``; capabilities the platform lacks skip.
     With ``mutants`` each probe runs its mutant kernel instead: every one must be caught."""
     from . import battery
@@ -168,7 +168,7 @@ def tally(rows: Sequence[Row]) -> str:
     n = {v: sum(r.verdict == v for r in rows) for v in ("ok", "FAIL", "error", "skipped", "caught", "MISSED")}
     if n["caught"] or n["MISSED"]:
         return (f"{len(rows)} mutants: {n['caught']} caught, {n['MISSED']} missed, {n['error']} errors, "
-                f"{n['skipped']} skipped")  # fmt: skip
+                f"{n['skipped']} skipped")
     return f"{len(rows)} probes: {n['ok']} passed, {n['FAIL']} failed, {n['error']} errors, {n['skipped']} skipped"
 
 
@@ -210,15 +210,10 @@ def bring_up(settings: Any) -> str:
 
 
 def describe(settings: Any) -> str:
-    from importlib import metadata
-
     from ..hardware.device import device_name
 
     def version(dist: str) -> str:  # vendor builds may install under another distribution name
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return str(getattr(sys.modules.get(dist), "__version__", "unknown"))
+        return installed_version(dist) or str(getattr(sys.modules.get(dist), "__version__", "unknown"))
 
     where = f"platform {settings.platform.name}, device {device_name(settings)}"
     if settings.emulation is not None:

@@ -91,8 +91,9 @@ def _argmax_tile_not_pow2(call: Call) -> bool:
 
 
 def _mnk(call: Call) -> tuple[int, int, int]:
-    d = call.reduced[0] if len(call.reduced) == 1 else 0
-    return math.prod(call.shape[:d]), call.shape[d] if call.shape else 1, math.prod(call.shape[d + 1 :])
+    from ..util import mnk
+
+    return mnk(call.shape, call.reduced[0] if len(call.reduced) == 1 else 0)
 
 
 # Value patterns that put -inf in every slice: the last row's own -inf ties with the -inf the
@@ -220,7 +221,7 @@ class Op:
         return fn(x, dim, keepdim, **kwargs)
 
     def call(self, x: Any, d: Any, keepdim: bool = False, form: str | None = None, attr: str | None = None,
-             **kwargs: Any) -> Any:  # fmt: skip
+             **kwargs: Any) -> Any:
         """Call the entry point (or ``attr``) as installed now, the way torch dispatch calls it."""
         return self.invoke(self.fn(attr), x, self.dim_arg(d, form), keepdim, **kwargs)
 
@@ -239,7 +240,7 @@ class Op:
         those only the emulator sees count only when ``emulated``."""
         version = version if version is not None else flag_gems_version()
         found = [d.id for d in self.defects
-                 if d.in_version(version) and (emulated or not d.emulator_only) and d.applies(call)]  # fmt: skip
+                 if d.in_version(version) and (emulated or not d.emulator_only) and d.applies(call)]
         return tuple(dict.fromkeys(found))
 
 
@@ -364,7 +365,7 @@ OPS: tuple[Op, ...] = (
        exempt={"large_index": _LARGE_NOT_RUN}, features=("masked_2d_row_load", "int64_offset_arith"),
        defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),
                 OpDefect("int_input_accepted", _dtype_in(*INTEGERS)), _EMPTY, _FP64)),
-)  # fmt: skip
+)
 
 OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
 
@@ -420,12 +421,9 @@ def defect_reach(defect_id: str) -> dict[str, tuple[str, ...]]:
 
 def flag_gems_version() -> str | None:
     """The installed FlagGems version, from metadata (nothing is imported)."""
-    from importlib import metadata
+    from ..util import installed_version
 
-    try:
-        return metadata.version("flag_gems")
-    except metadata.PackageNotFoundError:
-        return None
+    return installed_version("flag_gems")
 
 
 def get(name: str) -> Op:

@@ -20,7 +20,6 @@ from typing import Any
 from ..util import md_code, md_text
 
 PROPERTY = "fl_summary"
-OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("fl_contract").addoption(
         "--fl-mutant", dest="fl_mutant", metavar="NAME",
         help="apply a defect mutant (fl-contract mutants --list) to prove the contracts catch it",
-    )  # fmt: skip
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -32,5 +32,6 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_fl_contract_flag_gems(flag_gems: Any, session: Any) -> None:
     """Right after flag_gems is imported and the lane's workaround installed."""
     name = session.config.getoption("fl_mutant", None)
-    if name and get(name).apply is not None:
-        get(name).apply()
+    apply = get(name).apply if name else None
+    if apply is not None:
+        apply()

@@ -37,7 +37,7 @@ def run_one(mutant: Mutant, contracts: Path, workdir: Path, every: bool = False)
     select, stop = (op if op in ops.OPS_BY_NAME else mutant.select, []) if every else (mutant.select, ["-x"])
     argv = [sys.executable, "-m", "pytest", str(contracts), "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",
             "--fl-mutant", mutant.name, *mutant.args, "-k", select, *stop, "-q", "-p", "no:cacheprovider",
-            "-p", "no:randomly", f"--junitxml={report}", "-o", "addopts="]  # fmt: skip
+            "-p", "no:randomly", f"--junitxml={report}", "-o", "addopts="]
     start = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=workdir, timeout=900)
     seconds = time.monotonic() - start

@@ -571,7 +571,7 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("tail_tile_of_one_row", "a one-row tail past a 16-row tile is skipped (N % 16 == 1)", "sum and generated",
                _tail_tile_of_one_row),
     )
-}  # fmt: skip
+}
 
 
 def get(name: str) -> Mutant:

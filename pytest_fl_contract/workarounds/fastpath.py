@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import math
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -29,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ..util import mnk
 from .tilemodel import Device, Plan, cdiv, device_info, programs, second_plan, tiles
 
 FLOATS = ("torch.float32", "torch.float16", "torch.bfloat16")
@@ -63,7 +63,7 @@ def accepts(op: Any, dim: Any) -> bool:
 
 @triton.jit
 def _sum_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-              LOG_R: tl.constexpr):  # fmt: skip
+              LOG_R: tl.constexpr):
     """fp32 column sums of rows [n_start, n_end) (``col``: each column's offset of row 0,
     from ``_columns``): whole BLOCK_R blocks under the column mask alone, then the rest in whole blocks of BLOCK_R/2, /4, ... 1 rows (its binary
     digits: at most LOG_R more steps, never a row mask)."""
@@ -85,7 +85,7 @@ def _sum_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOC
 
 @triton.jit
 def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                        LOG_R: tl.constexpr):  # fmt: skip
+                        LOG_R: tl.constexpr):
     """Column max and sum of exp over rows [n_start, n_end), online, same row walk."""
     rows = tl.arange(0, BLOCK_R)
     n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
@@ -113,7 +113,7 @@ def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.const
 
 @triton.jit
 def _softmax_write_rows(out_ptr, in_ptr, n_start, n_end, col, kmask, K, m, inv,
-                        BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr):  # fmt: skip
+                        BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr):
     rows = tl.arange(0, BLOCK_R)
     n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
     for n0 in range(n_start, n_full, BLOCK_R):
@@ -159,7 +159,7 @@ def _split_rows(N, rows_per_split):
 
 @triton.jit
 def fl_reduce_rows_kernel(out_ptr, in_ptr, MK, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                          LOG_R: tl.constexpr, FLAT: tl.constexpr):  # fmt: skip
+                          LOG_R: tl.constexpr, FLAT: tl.constexpr):
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R) * scale
     tl.store(out_ptr + c, total.to(out_ptr.dtype.element_ty), mask=cmask)
@@ -179,7 +179,7 @@ def fl_reduce_rows_split_kernel(
 
 @triton.jit
 def fl_softmax_rows_kernel(out_ptr, in_ptr, MK, N, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                           LOG_R: tl.constexpr, FLAT: tl.constexpr):  # fmt: skip
+                           LOG_R: tl.constexpr, FLAT: tl.constexpr):
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     m, s = _softmax_stats_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R)
     _softmax_write_rows(out_ptr, in_ptr, 0, N, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
@@ -199,7 +199,7 @@ def fl_softmax_stats_split_kernel(
 
 @triton.jit
 def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, MK, N, K, rows_per_split, splits,
-                                 BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr):  # fmt: skip
+                                 BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr):
     """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
@@ -251,13 +251,12 @@ def _chunk(N: int, splits: int, block_r: int) -> int:
     return cdiv(cdiv(N, splits), align) * align
 
 
-def _mnk(shape: tuple[int, ...], d: int) -> tuple[int, int, int]:
-    return math.prod(shape[:d]), shape[d], math.prod(shape[d + 1 :])
+
 
 
 def _meta(plan: Plan) -> dict[str, int]:
     return {"BLOCK_R": plan.block_r, "BLOCK_K": plan.block_k, "LOG_R": _log2(plan.block_r), "FLAT": plan.flat,
-            "num_warps": plan.warps}  # fmt: skip
+            "num_warps": plan.warps}
 
 
 class _Planned:
@@ -287,9 +286,9 @@ class Reduce(_Planned):
     """A planned sum/mean over dim ``d``."""
 
     def __init__(self, shape: tuple[int, ...], d: int, keepdim: bool, mean: bool, plan: Plan, device: Device,
-                 where: Any) -> None:  # fmt: skip
+                 where: Any) -> None:
         super().__init__(where)
-        M, N, K = _mnk(shape, d)
+        M, N, K = mnk(shape, d)
         out_shape = list(shape)
         out_shape[d] = 1
         if not keepdim:
@@ -306,7 +305,7 @@ class Reduce(_Planned):
         second = second_plan(splits, M * K, device)  # partials are fp32: (1, splits, M * K), one launch
         self.grid = (programs(M, K, plan), 1, splits)
         self.split = ((splits, M, K), (M * K, N, K, rows_per_split), (programs(1, M * K, second),),
-                      (M * K, splits, M * K), _meta(second))  # fmt: skip
+                      (M * K, splits, M * K), _meta(second))
 
     def run(self, x: Any) -> Any:
         out = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
@@ -325,7 +324,7 @@ class Softmax(_Planned):
 
     def __init__(self, shape: tuple[int, ...], d: int, out_dtype: Any, plan: Plan, where: Any) -> None:
         super().__init__(where)
-        M, N, K = _mnk(shape, d)
+        M, N, K = mnk(shape, d)
         self.shape, self.out_dtype, self.sizes = tuple(shape), out_dtype, (M * K, N, K)
         self.meta = _meta(plan)
         if plan.splits == 1:
@@ -364,7 +363,7 @@ def prepare(op: Any, x: Any, arguments: dict[str, Any], route: Any) -> Reduce | 
     d = route(tuple(x.shape), dim)
     if d is None:
         return None
-    M, N, K = _mnk(tuple(x.shape), d)
+    M, N, K = mnk(tuple(x.shape), d)
     device = _device(x)
     if op.fastpath in ("sum", "mean"):
         if arguments.get("dtype") not in (None, x.dtype):
@@ -391,13 +390,14 @@ _PLANS_MAX = 4096  # distinct calls remembered (a model makes a few dozen)
 def _key(op: Any, x: Any, arguments: dict[str, Any]) -> tuple[Any, ...] | None:
     """What decides a call's plan, hashable; None for a dim that is not one int (never the
     fast path's; and a tensor in a key would be kept alive)."""
-    dim = arguments.get("dim")
+    dim: Any = arguments.get("dim")
     if type(dim) is not int:
-        if type(dim) not in (list, tuple) or len(dim) != 1 or type(dim[0]) is not int:
+        if not isinstance(dim, (list, tuple)) or type(dim) not in (list, tuple) or len(dim) != 1 or \
+                type(dim[0]) is not int:
             return None  # more than one dim, or none: never the fast path's
         dim = (type(dim), dim[0])
     return (op.name, x.shape, x.dtype, x.device, dim, bool(arguments.get("keepdim", False)),
-            arguments.get("dtype"), bool(arguments.get("half_to_float", False)))  # fmt: skip
+            arguments.get("dtype"), bool(arguments.get("half_to_float", False)))
 
 
 def try_fast(op: Any, x: Any, arguments: dict[str, Any], route: Any) -> Any:
@@ -411,26 +411,13 @@ def try_fast(op: Any, x: Any, arguments: dict[str, Any], route: Any) -> Any:
     if key is None:
         return NotImplemented
     try:
-        plan = _PLANS.get(key, _PLANS)
+        known = key in _PLANS
     except TypeError:  # an unhashable dtype= or keepdim=: the entry point says what is wrong with it
         return NotImplemented
-    if plan is _PLANS:
+    if known:
+        plan = _PLANS[key]
+    else:
         if len(_PLANS) >= _PLANS_MAX:
             _PLANS.clear()
         plan = _PLANS[key] = prepare(op, x, arguments, route)
     return NotImplemented if plan is None else plan(x.contiguous())
-
-
-def reduce_dim(x: Any, d: int, keepdim: bool, mean: bool) -> Any:
-    """sum/mean of a float tensor over non-inner dim ``d``, FlagGems' dtype rule; NotImplemented
-    where no plan's grid is launchable (``tilemodel.launchable``)."""
-    device = _device(x)
-    plan = tiles(*_mnk(tuple(x.shape), d), device, x.element_size())
-    if plan is None:
-        return NotImplemented
-    return Reduce(tuple(x.shape), d, keepdim, mean, plan, device, x.device)(x.contiguous())
-
-
-def softmax_dim(x: Any, d: int, out_dtype: Any = None) -> Any:
-    plan = tiles(*_mnk(tuple(x.shape), d), _device(x), x.element_size(), "softmax")
-    return NotImplemented if plan is None else Softmax(tuple(x.shape), d, out_dtype, plan, x.device)(x.contiguous())

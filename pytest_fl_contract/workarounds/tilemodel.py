@@ -39,17 +39,17 @@ def device_info(device_type: str, index: int = 0) -> Device:
     except Exception:
         return ASSUMED
     occupancy = {"threads_per_sm": int(getattr(props, "max_threads_per_multi_processor", 0) or 2048),
-                 "regs_per_sm": int(getattr(props, "regs_per_multiprocessor", 0) or 65536)}  # fmt: skip
+                 "regs_per_sm": int(getattr(props, "regs_per_multiprocessor", 0) or 65536)}
     clock = getattr(props, "memory_clock_rate", 0) or 0  # kHz
     bus = getattr(props, "memory_bus_width", 0) or 0  # bits
     name = getattr(props, "name", device_type)
     if clock and bus:
         bandwidth = 2 * clock * 1e3 * bus / 8  # double data rate
         return Device(sms, bandwidth, f"{name}: {sms} SMs, {bandwidth / 1e12:.2f} TB/s (read from torch.{device_type})",
-                      **occupancy)  # fmt: skip
+                      **occupancy)
     return Device(sms, ASSUMED.bandwidth * sms / ASSUMED.sms,
                   f"{name}: {sms} SMs (read from torch.{device_type}), bandwidth assumed "
-                  f"{ASSUMED.bandwidth * sms / ASSUMED.sms / 1e12:.2f} TB/s (not reported)", **occupancy)  # fmt: skip
+                  f"{ASSUMED.bandwidth * sms / ASSUMED.sms / 1e12:.2f} TB/s (not reported)", **occupancy)
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,7 @@ BASE_REGS = 32  # registers a thread holds besides its share of the tile (indice
 MAX_PROGRAMS = 32  # resident programs (thread blocks) an SM takes at most
 LAUNCH = 25.0e-6  # host seconds of one launch through FlagGems' launch cache (measured 5-40 us by host CPU)
 FLAT_SOFTMAX_COST = 3.0  # softmax over flattened blocks, same tiles: 2.5 - 3.4x slower on an H200 (see ``tiles``)
-OPEN = 32  # bytes a contiguous run costs beyond its own: one 32-byte sector, the unit DRAM and L2 move (was 128;
-#   the seed-11 plan grids picked better at 32: benchmarks/results/README.md, h200-plan-grid-seed11-*)
+OPEN = 32  # bytes a contiguous run costs beyond its own: one 32-byte sector, the unit DRAM and L2 move
 
 
 def cdiv(a: int, b: int) -> int:
@@ -105,7 +104,7 @@ def programs(M: int, K: int, plan: Plan) -> int:
 
 
 def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind: str = "reduce",
-         latency_s: float = LATENCY) -> tuple[float, float]:  # fmt: skip
+         latency_s: float = LATENCY) -> tuple[float, float]:
     """(time, GPU time) of a plan in seconds, as the model sees it.
 
     Time is the larger of the host's launches and the GPU's work.  The GPU's work has two
