@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +31,14 @@ def run_subprocess(pytester: pytest.Pytester):
         return pytester.runpytest_subprocess(*args, timeout=timeout)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def fg54_site(tmp_path_factory):
+    spec = os.environ.get("FL_FLAGGEMS_54")
+    if not spec:
+        pytest.skip("FL_FLAGGEMS_54 (a pip spec of the 5.4 line) is not set; .ci/run sets it")
+    site = tmp_path_factory.mktemp("fg54")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), spec],
+                   check=True, capture_output=True)
+    return site

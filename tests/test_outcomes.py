@@ -6,8 +6,6 @@ tell these apart they would be broken."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections import defaultdict
 
 import pytest
@@ -90,15 +88,6 @@ def test_contracts_show_what_the_seed_workaround_misses(pytester, run_subprocess
     assert failed["out"] == {"logsumexp"}
 
 
-@pytest.fixture(scope="module")
-def fg54_site(tmp_path_factory):
-    spec = os.environ.get("FL_FLAGGEMS_54")
-    if not spec:
-        pytest.skip("FL_FLAGGEMS_54 (a pip spec of the 5.4 line) is not set; .ci/run sets it")
-    site = tmp_path_factory.mktemp("fg54")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), spec],
-                   check=True, capture_output=True)
-    return site
 
 
 @pytest.mark.slow

@@ -56,6 +56,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "case" in names:
         cases = sweep(settings.sweep)
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
+    if "path" in names:
+        metafunc.parametrize("path_op,path,path_case,dtype", path_params(ops_for("full")))
+    if "tile_case" in names:
+        from pytest_fl_contract.contracts.reductions.test_tiles import tile_params
+
+        metafunc.parametrize("tile_op,tile_case", tile_params(ops_for("full"), flag_gems_version()))
+    if "backward_case" in names:
+        from pytest_fl_contract.contracts.reductions.test_backward import backward_params
+
+        metafunc.parametrize("backward_op,entry,backward_case,layout", backward_params(ops_for("full"), settings.sweep))
+    if "param" in names:
+        metafunc.parametrize("param_op,param,value,param_case,dtype", param_params(ops_for("full")))
     for name, cases in (
         ("partial_case", PARTIAL_TILE_CASES[settings.sweep]),
         ("keepdim_case", KEEPDIM_CASES),
@@ -65,6 +77,37 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(name, cases, ids=[c.id for c in cases])
 
 
+def _slug(text: str) -> str:
+    return "-".join("".join(c if c.isalnum() else " " for c in text).split())
+
+
+def path_params(ops: list[Op]) -> list:
+    """(op, path, its Case, dtype) for every kernel path of every op the installed FlagGems
+    has, in its line (registry rows' ``paths``)."""
+    version = flag_gems_version()
+    return [pytest.param(op, path, Case(path.shape, path.dim), path.dtype, id=f"{op.name}-{_slug(path.name)}")
+            for op in ops for path in op.paths_in(version)]
+
+
+PARAM_CASES = {"non-inner": Case((3, 5, 4), 1), "inner": Case((3, 4, 5), -1), "all": Case((3, 5, 4), None)}
+
+
+def param_params(ops: list[Op]) -> list:
+    """(op, parameter, value, Case, dtype) for every keyword parameter of every entry point
+    (registry rows' ``params``): each value on a non-inner and an inner dim, and on every dim
+    where the op takes dim=None and the parameter applies there."""
+    out = []
+    for op in ops:
+        for param in op.params:
+            forms = ("non-inner", "inner") + (("all",) if op.accepts_none and param.dims == "all" else ())
+            for value in param.values:
+                for form in forms:
+                    for dtype in param.dtypes:
+                        out.append(pytest.param(op, param, value, PARAM_CASES[form], dtype,
+                                                id=f"{op.name}-{param.name}={value}-{form}-{dtype}"))
+    return out
+
+
 def call_of(params: dict, routed: bool = False) -> Call | None:
     """The Call a case makes: its Case (shape, dim) and, where the case sets them, its dtype,
     layout and special values: what a known FlagGems defect can depend on."""
@@ -72,7 +115,9 @@ def call_of(params: dict, routed: bool = False) -> Call | None:
     if case is None:
         return None
     extra = {k: params[k] for k in ("dtype", "layout", "values", "placement") if isinstance(params.get(k), str)}
-    return Call(case.shape, case.dim, routed=routed, **extra)
+    param = params.get("param")
+    kwargs = ((param.name, params.get("value")),) if param is not None else ()
+    return Call(case.shape, case.dim, routed=routed, kwargs=kwargs, **extra)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

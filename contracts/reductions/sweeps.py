@@ -110,17 +110,21 @@ DTYPE_CAPABILITY = {"bfloat16": "bf16", "float64": "fp64"}
 _EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7, "float64": 2.0**-52}
 
 
-def tolerance(dtype: str, n: int) -> dict[str, float]:
+def tolerance(dtype: str, n: int, kind: str = "reduce") -> dict[str, float]:
     """assert_close tolerances against float64 of the same inputs.
 
     FlagGems accumulates in fp32 and rounds once to the output dtype, so a half-type
     result is off by at most half an ulp (rtol = eps of the dtype: a kernel that
     accumulates in fp16/bf16 drifts well past it); fp32 results differ by summation order
-    (rtol 4 eps).  atol bounds fp32 accumulation over n terms, for sums that cancel."""
+    (rtol 4 eps).  atol bounds fp32 accumulation over n terms, for sums that cancel; an
+    ``along`` result (softmax: values near 1/n) is never a cancelling sum, and an atol that
+    grows with n would let a wrong softmax over 32769 columns pass whole (every value off by
+    11%): its atol is a few fp32 ulps."""
     if dtype == "float64":  # accumulated in float64: as close as the reference itself
-        return {"rtol": 64 * _EPS["float64"], "atol": 8 * _EPS["float64"] * max(n, 1)}
+        return {"rtol": 64 * _EPS["float64"], "atol": 8 * _EPS["float64"] * max(n if kind != "along" else 1, 1)}
     rtol = _EPS[dtype] if dtype != "float32" else 4 * _EPS["float32"]
-    return {"rtol": rtol, "atol": 8 * _EPS["float32"] * max(n, 1) + (_EPS[dtype] / 64 if dtype != "float32" else 0)}
+    terms = max(n, 1) if kind != "along" else 1
+    return {"rtol": rtol, "atol": 8 * _EPS["float32"] * terms + (_EPS[dtype] / 64 if dtype != "float32" else 0)}
 
 
 def assert_close(got: Any, want: Any, rtol: float, atol: float, msg: Any = None) -> None:
@@ -221,7 +225,7 @@ def check(op: Op, got: Any, x: Any, d: int, keepdim: bool = False) -> None:
     if op.kind != "along":
         shape[d % len(shape): d % len(shape) + 1] = [1] if keepdim else []
     assert tuple(got.shape) == tuple(shape), f"shape {tuple(got.shape)} != expected {tuple(shape)}"
-    tol = tolerance(str(x.dtype).removeprefix("torch."), x.shape[d])
+    tol = tolerance(str(x.dtype).removeprefix("torch."), x.shape[d], op.kind)
     for src, dst in blocks(tuple(cpu.shape), d, keepdim, op.kind):
         # NaN exactly where the reference has it (the std of a single element); a block's
         # indices are its own: the message says where the block starts in the result
@@ -255,7 +259,7 @@ def reduced_size(shape: tuple[int, ...], dim: Any) -> int:
 
 
 def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: bool = False,
-                 exact_index: bool = False) -> str | None:
+                 exact_index: bool = False, torch_kwargs: dict[str, Any] | None = None) -> str | None:
     """None when FlagGems does what torch does for this call, else what differs.
 
     torch on the CPU, in the input's own dtype, decides what raises and the result's shape
@@ -267,7 +271,8 @@ def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: boo
 
     cpu = x.detach().cpu()
     by_value = op.kind == "index" and not exact_index and cpu.is_floating_point()  # torch's indices unused
-    want_kind, want = torch_outcome(op, cpu, dim, keepdim, values=not by_value)
+    kw = torch_kwargs or {}
+    want_kind, want = torch_outcome(op, cpu, dim, keepdim, values=not by_value, kwargs=kw)
     try:
         got_kind, got = "ok", call()
     except ImportError:
@@ -291,10 +296,10 @@ def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: boo
             return _index_disagreement(op, got, cpu, dim, keepdim)
         return None if torch.equal(got, want) else f"{op.name}: {_first_diff(got, want)}"
     scale = magnitude(cpu)
-    tol = tolerance(str(got.dtype).removeprefix("torch."), max(reduced_size(tuple(cpu.shape), dim), 1))
+    tol = tolerance(str(got.dtype).removeprefix("torch."), max(reduced_size(tuple(cpu.shape), dim), 1), op.kind)
     for src, dst in blocks(tuple(cpu.shape), dim, keepdim, op.kind):
         # float64, then rounded to the result's dtype: what overflows there (a product of 1e30s) is inf
-        reference = (op.reference(cpu[src], dim, keepdim).to(got.dtype).double() if cpu.is_floating_point()
+        reference = (op.reference(cpu[src], dim, keepdim, **_float64(kw)).to(got.dtype).double() if cpu.is_floating_point()
                      else want[dst].double())
         part = got[dst].double()
         try:
@@ -309,7 +314,17 @@ def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: boo
 META_FROM = 1 << 24
 
 
-def torch_outcome(op: Op, cpu: Any, dim: Any, keepdim: bool, values: bool = True) -> tuple[str, Any]:
+def _float64(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A swept parameter's torch keywords for the float64 reference: a ``dtype`` result is
+    computed in float64 (rounded to the result's dtype afterwards, as every value is)."""
+    import torch
+
+    return {k: (torch.float64 if k == "dtype" and v is not None and v.is_floating_point else v)
+            for k, v in kwargs.items()}
+
+
+def torch_outcome(op: Op, cpu: Any, dim: Any, keepdim: bool, values: bool = True,
+                  kwargs: dict[str, Any] | None = None) -> tuple[str, Any]:
     """What torch does with the call: ("ok", result) or ("raises", type).  Float results
     are compared with the float64 reference, and without ``values`` (indices checked by the
     value they point at) no result is, so torch's own only gives the shape, the dtype and
@@ -322,13 +337,13 @@ def torch_outcome(op: Op, cpu: Any, dim: Any, keepdim: bool, values: bool = True
 
     if cpu.numel() >= META_FROM and cpu.is_floating_point():
         label = [s if s < 2 else 2 + i for i, s in enumerate(cpu.shape)]
-        kind, probe = outcome(lambda: op.torch_fn(torch.zeros(label, dtype=cpu.dtype), dim, keepdim))
+        kind, probe = outcome(lambda: op.torch_fn(torch.zeros(label, dtype=cpu.dtype), dim, keepdim, **(kwargs or {})))
         if kind == "raises":
             return kind, probe
         if probe.is_floating_point() or not values:
             extent = {2 + i: s for i, s in enumerate(cpu.shape) if s >= 2}
             return "ok", torch.empty([extent.get(v, v) for v in probe.shape], dtype=probe.dtype, device="meta")
-    return outcome(lambda: op.torch_fn(cpu, dim, keepdim))
+    return outcome(lambda: op.torch_fn(cpu, dim, keepdim, **(kwargs or {})))
 
 
 def magnitude(cpu: Any) -> float:
@@ -376,8 +391,8 @@ def _index_disagreement(op: Op, got: Any, cpu: Any, dim: Any, keepdim: bool) -> 
 
 
 def assert_agrees(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: bool = False, what: str = "",
-                  exact_index: bool = False) -> None:
-    problem = disagreement(op, call, x, dim, keepdim, exact_index)
+                  exact_index: bool = False, torch_kwargs: dict[str, Any] | None = None) -> None:
+    problem = disagreement(op, call, x, dim, keepdim, exact_index, torch_kwargs)
     assert problem is None, f"{what}: {problem}" if what else problem
 
 

@@ -74,6 +74,7 @@ class Device:
     kernel: str = "?"
     kernels: dict[str, int] = field(default_factory=dict)  # kernel -> lanes it touched out of bounds
     watch: list[tuple[int, int]] | None = None  # when a list: (lowest, highest) address of each load
+    launches: list[tuple[str, dict[str, Any]]] | None = None  # when a list: (kernel, its constexpr values)
     injecting: bool = False  # a defect was enabled in this process: its counters are reported
     installed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -265,6 +266,11 @@ def install() -> None:
                 bounded = False  # a pointer we cannot bound: no guard for this launch's own lanes
         DEVICE.storages, DEVICE.bounded = storages, bounded
         DEVICE.kernel = getattr(getattr(self, "fn", None), "__name__", "?")
+        if DEVICE.launches is not None:  # tests read which kernel ran, with which switches
+            import inspect
+
+            bound = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
+            DEVICE.launches.append((DEVICE.kernel, {k: bound[k] for k in self.constexprs if k in bound}))
         return args_hst, kwargs_hst
 
     builder.create_masked_load = create_masked_load

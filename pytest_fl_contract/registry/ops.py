@@ -31,6 +31,50 @@ class EntryPoint:
     out: str | None = None  # name of the out= parameter of an out binding
     tensors: tuple[str, ...] = ()  # parameters moved with the axis; default: the first
 
+    @property
+    def backward(self) -> bool:
+        """A backward entry point: (grad_output, output, dim, input_dtype)."""
+        return "grad_output" in self.tensors
+
+
+@dataclass(frozen=True)
+class Param:
+    """A keyword parameter of an op's entry point, as a sweep axis: its domain (booleans both
+    ways, every value of an enum, integers with 0 and the boundaries torch defines) and how
+    torch takes the same value.  ``dtypes``: the input dtypes torch defines it for."""
+
+    name: str
+    values: tuple[Any, ...]
+    torch: Callable[[Any], dict[str, Any]] = lambda v: {}  # value -> torch's keyword arguments
+    dtypes: tuple[str, ...] = ("float32",)
+    dims: str = "all"  # all: non-inner, inner and (where the op takes it) None | "one": non-inner and inner
+
+
+@dataclass(frozen=True)
+class Path:
+    """A code path an op's FlagGems kernels take, as its heuristics choose it, and the
+    smallest call that reaches it on the CPU lane's device profiles (4 SMs): the kernel it
+    launches and the value of its ``ONE_TILE_PER_CTA``-style switch (``tiles``: True one
+    tile, False a loop over tiles, None no such switch).  ``lines``: the FlagGems lines that
+    have it (version prefixes; none: every line)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dim: Any
+    kernel: str
+    tiles: bool | None = None
+    dtype: str = "float32"
+    lines: tuple[str, ...] = ()
+    switch: str = "ONE_TILE_PER_CTA"  # the constexpr that chooses one tile or a loop
+    entry: str | None = None  # the entry point the path is reached through (default: the row's)
+
+    @property
+    def id(self) -> str:
+        return self.name
+
+    def in_version(self, version: str | None) -> bool:
+        return not self.lines or any((version or "").startswith(v) for v in self.lines)
+
 
 INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "bool")
 DENSE_PERMUTED = ("transposed", "permute")  # layouts torch.empty_like keeps (dense, not contiguous)
@@ -47,6 +91,7 @@ class Call:
     values: str = "normal"  # normal, or a special-value kind: nan, pos_inf, inf_minus_inf, huge, ...
     routed: bool = False  # a workaround wraps the op: a non-inner call may run FlagGems' inner kernel
     placement: str = "current"  # current | other: the input lives on another device than the current one
+    kwargs: tuple[tuple[str, Any], ...] = ()  # a swept keyword parameter and its value (test_params)
 
     @property
     def reduced(self) -> tuple[int, ...]:
@@ -164,6 +209,24 @@ def _dtype_in(*dtypes: str) -> Callable[[Call], bool]:
     return lambda call: call.dtype in dtypes
 
 
+def _asks_float64(call: Call) -> bool:
+    """dtype=torch.float64 asked of a lower-precision input: FlagGems accumulates in the
+    input's dtype and only writes the result in float64."""
+    return dict(call.kwargs).get("dtype") == "float64" and call.dtype != "float64"
+
+
+def _correction_past_n(call: Call) -> bool:
+    """std with N - correction <= 0: torch divides by it (inf, NaN where every value is
+    equal), FlagGems returns NaN at once (both lines)."""
+    correction = dict(call.kwargs).get("correction")
+    return correction is not None and call.reduced_size > 0 and call.reduced_size - correction <= 0
+
+
+# a workaround that wraps the backward makes its tensors contiguous first (routed)
+_BACKWARD_STRIDES = OpDefect("backward_output_strides_ignored",
+                             lambda c: c.layout == "column_major_output" and not c.routed)
+
+
 def _empty(call: Call) -> bool:
     return 0 in call.shape
 
@@ -198,6 +261,14 @@ class Op:
     reference_fn: Callable[[Any, Any, bool], Any] | None = None  # torch_fn's values by a faster route
     features: tuple[str, ...] = ()  # compiler features its kernels rely on (catalogue ids): a defect's reach
     composed_of: str | None = None  # where FlagGems lacks the op, aten composes it through this op's out=
+    params: tuple[Param, ...] = ()  # keyword parameters beyond dim: each a sweep axis (test_params)
+    paths: tuple[Path, ...] = ()  # the kernel paths its heuristics choose (test_paths)
+    unreached: Mapping[str, str] = field(default_factory=dict)  # a kernel no path reaches -> why
+    absorbing: float | None = None  # a value that decides the result wherever it is (prod: 0)
+    running_max: bool = False  # keeps a running maximum across tiles (softmax-like: exp(x - max))
+
+    def paths_in(self, version: str | None) -> tuple[Path, ...]:
+        return tuple(p for p in self.paths if p.in_version(version))
 
     def fn(self, attr: str | None = None) -> Callable[..., Any]:
         """The entry point as installed now (a workaround's wrapper, when one is)."""
@@ -225,11 +296,13 @@ class Op:
         """Call the entry point (or ``attr``) as installed now, the way torch dispatch calls it."""
         return self.invoke(self.fn(attr), x, self.dim_arg(d, form), keepdim, **kwargs)
 
-    def reference(self, x: Any, d: Any, keepdim: bool = False) -> Any:
-        """torch on float64 CPU: what every contract compares against."""
+    def reference(self, x: Any, d: Any, keepdim: bool = False, **kwargs: Any) -> Any:
+        """torch on float64 CPU: what every contract compares against (``kwargs``: torch's
+        keyword arguments for a swept parameter; a faster ``reference_fn`` takes none)."""
         if x.is_floating_point():
-            return (self.reference_fn or self.torch_fn)(x.detach().cpu().double(), d, keepdim)
-        return self.torch_fn(x.detach().cpu(), d, keepdim)
+            fn = self.torch_fn if kwargs or self.reference_fn is None else self.reference_fn
+            return fn(x.detach().cpu().double(), d, keepdim, **kwargs)
+        return self.torch_fn(x.detach().cpu(), d, keepdim, **kwargs)
 
     def exempt_from(self, prop: str) -> str | None:
         """Why ``prop`` does not apply to this op, or None."""
@@ -283,6 +356,7 @@ _ACCEPTED = OpDefect("int_input_accepted", _dtype_in(*INTEGERS))
 _EMPTY = OpDefect("empty_input_diverges", _empty)
 _EMPTY_REDUCED = OpDefect("empty_input_diverges", _empty_reduced)
 _FP64 = OpDefect("fp64_computed_in_fp32", _dtype_in("float64"))
+_FP64_ASKED = OpDefect("fp64_computed_in_fp32", _asks_float64)
 _INT32 = OpDefect("int32_offset_overflow", _past_int32)  # every line seen: 5.0.2 and 5.4.0.dev0
 _NAN_DROPPED = "nan_dropped_by_max"
 
@@ -294,19 +368,127 @@ _TILED = ("masked_2d_row_load", "partial_2d_tiles", "grid_axes", "int64_offset_a
 _LARGE_NOT_RUN = ("not in the hardware lane's large-index set: each case holds 8 to 16 GiB and ten seconds; the "
                   "set is the ops seen to overflow int32 offsets (int32_offset_overflow)")
 
+def _dtype_param(values: tuple[Any, ...], dtypes: tuple[str, ...]) -> Param:
+    return Param("dtype", values, lambda v: {} if v is None else {"dtype": v}, dtypes)
+
+
+_KEEPDIM_PARAM = Param("keepdim", (False, True))
+_REDUCE_PARAMS = (_KEEPDIM_PARAM, _dtype_param((None, "float64"), ("float32",)), _dtype_param(("float32",), ("float16",)))
+_H2F = Param("half_to_float", (False, True), lambda v: {"dtype": "float32"} if v else {}, ("float16",), dims="one")
+_WHOLE_PROD = "prod() without a dim (aten prod): not an entry point of this row"
+P = Path  # the path tables below: (name, shape, dim, kernel, tiles, ...)
+
+# Paths read from the kernels and their heuristics with the CPU lane's 4-SM profiles
+# (nvidia-small and iluvatar-small choose the same; softmax_heur_tile_k doubles TILE_K while
+# the grid has more than one wave, TILE_N = cdiv(8192, TILE_K); inner tiles next_pow2(N) up
+# to 32768, else 4096 in a loop).
+_SUM_PATHS = (
+    P("full reduction, two stages (dim=[])", (5, 7), [], "sum_kernel_1"),
+    P("inner, one tile", (3, 5), 1, "sum_dim_kernel_inner", True),
+    P("inner, a loop over 4096-wide tiles", (1, 32769), 1, "sum_dim_kernel_inner", False),
+    P("non-inner, one tile", (3, 5, 64), 1, "sum_dim_kernel_non_inner", True),
+    P("non-inner, a loop over row tiles", (1, 513, 64), 1, "sum_dim_kernel_non_inner", False),
+    P("non-inner, one-row tiles over a wide K", (3, 32768), 0, "sum_dim_kernel_non_inner", False),
+    P("several dims, one block", (3, 5, 6), [0, 2], "sum_dim_kernel"),
+    P("several dims, a loop past BLOCK_N", (2, 33, 33), [1, 2], "sum_dim_kernel"),
+)
+_MEAN_PATHS = (
+    P("full reduction, two stages (dim=[])", (5, 7), [], "mean_kernel_1"),
+    P("non-inner, K >= 1024: vector loads", (1, 5, 1024), 1, "mean_dim_kernel_non_inner_vec"),
+    P("non-inner, one tile", (3, 5, 64), 1, "mean_dim_kernel_non_inner", True),
+    P("non-inner, a loop over row tiles", (3, 65, 64), 1, "mean_dim_kernel_non_inner", False),
+    P("inner, one tile", (3, 5), 1, "mean_dim_kernel_inner", True),
+    P("inner, a loop over 4096-wide tiles", (1, 32769), 1, "mean_dim_kernel_inner", False),
+    P("several dims", (3, 5, 6), [0, 2], "mean_dim_kernel"),
+)
+_SOFTMAX_PATHS = (
+    P("non-inner, one tile", (3, 5, 64), 1, "softmax_kernel_non_inner", True),
+    P("non-inner, online max across row tiles", (1, 513, 64), 1, "softmax_kernel_non_inner", False),
+    P("inner, one tile", (3, 5), 1, "softmax_kernel_inner", True),
+    P("inner, tiles and a partial last one", (1, 32769), 1, "softmax_kernel_inner", False),
+    P("inner, whole tiles only", (1, 36864), 1, "softmax_kernel_inner", False),
+    P("backward, non-inner, one tile", (3, 5, 4), 1, "softmax_backward_kernel_non_inner", True,
+      entry="softmax_backward"),
+    P("backward, non-inner, a loop over row tiles", (1, 33, 2), 1, "softmax_backward_kernel_non_inner", False,
+      entry="softmax_backward"),
+    P("backward, inner, one tile", (3, 5), 1, "softmax_backward_kernel_inner", True, entry="softmax_backward"),
+    P("backward, inner, a loop over tiles", (3, 33), 1, "softmax_backward_kernel_inner", False,
+      entry="softmax_backward"),
+)
+_LOG_SOFTMAX_PATHS = (
+    P("one kernel, N <= 256", (3, 5), 1, "log_softmax_kernel"),
+    P("one kernel, a loop past 256", (3, 257), 1, "log_softmax_kernel"),
+    P("one kernel over a non-inner dim", (3, 5, 4), 1, "log_softmax_kernel", lines=("5.0",)),
+    P("non-inner, one tile", (3, 5, 4), 1, "log_softmax_kernel_non_inner", True, lines=("5.4",)),
+    P("non-inner, online max across row tiles", (1, 513, 64), 1, "log_softmax_kernel_non_inner", False,
+      lines=("5.4",)),
+    P("backward, N <= 256", (3, 5), 1, "log_softmax_backward_kernel", entry="log_softmax_backward"),
+    P("backward over a non-inner dim", (3, 5, 4), 1, "log_softmax_backward_kernel", entry="log_softmax_backward"),
+    P("backward, a loop past 256", (3, 257), 1, "log_softmax_backward_kernel", entry="log_softmax_backward"),
+)
+_ARGMAX_PATHS = (
+    P("every dim (dim=None), two stages", (5, 7), None, "argmax_kernel_1"),
+    P("non-inner, one tile of N <= 128 rows", (3, 4, 64), 1, "argmax_kernel_non_inner", True),
+    P("non-inner, one tile past 128 rows", (2, 556, 8), 1, "argmax_kernel_non_inner", True),
+    P("non-inner, a loop over row tiles", (1, 4097, 2), 1, "argmax_kernel_non_inner", False),
+    P("inner, one tile", (3, 5), 1, "argmax_kernel_inner", True),
+    P("inner, whole 4096-wide tiles", (1, 36864), 1, "argmax_kernel_inner", False),
+    P("inner, tiles and a partial last one", (1, 32769), 1, "argmax_kernel_inner", False),
+)
+_ARGMIN_PATHS = (
+    P("every dim (dim=None), two stages", (5, 7), None, "argmin_kernel_1"),
+    P("K == 1, one tile", (4, 8), 1, "argmin_kernel_opt_k1"),
+    P("K == 1, a loop over 4096-wide tiles", (4, 8192), 1, "argmin_kernel_opt_k1"),
+    P("K == 1 for int32 (the general kernel)", (4, 8), 1, "argmin_kernel", dtype="int32"),
+    P("split K (N % 64 == 0, K % 32 == 0, M % 8 == 0)", (8, 64, 32), 1, "argmin_split_K_kernel_merged"),
+    P("split K, a loop over row tiles", (8, 1024, 32), 1, "argmin_split_K_kernel_merged"),
+    P("general, one tile", (3, 5, 4), 1, "argmin_kernel"),
+    P("general, a loop past 4096 rows", (1, 4097, 2), 1, "argmin_kernel"),
+)
+_PROD_PATHS = (
+    P("one kernel over the moved dim", (3, 5), 1, "prod_kernel", lines=("5.0",)),
+    P("one kernel, a loop past 1024", (1, 1025), 1, "prod_kernel", lines=("5.0",)),
+    P("inner, one tile", (3, 5), 1, "prod_dim_kernel_inner", True, lines=("5.4",)),
+    P("inner, a loop over 4096-wide tiles", (1, 32769), 1, "prod_dim_kernel_inner", False, lines=("5.4",)),
+    P("non-inner, one tile", (3, 5, 4), 1, "prod_dim_kernel_non_inner", True, lines=("5.4",)),
+    P("non-inner, a loop over row tiles", (1, 8193, 2), 1, "prod_dim_kernel_non_inner", False, lines=("5.4",)),
+)
+_STD_PATHS = (
+    P("every dim (dim=None): map, then reduce", (5, 7), None, "_std_map_kernel"),
+    P("every dim over several map blocks", (3000,), None, "_std_reduce_kernel"),
+    P("fused, the moved dim", (3, 5), 1, "_std_fused_dim_kernel", lines=("5.0",)),
+    P("fused over a non-inner dim", (3, 5, 4), 1, "_std_fused_dim_kernel", lines=("5.0",)),
+    P("fused, a loop past 1024", (2, 1025), 1, "_std_fused_dim_kernel", lines=("5.0",)),
+    P("inner, one tile", (3, 5), 1, "_std_dim_kernel_inner", True, lines=("5.4",)),
+    P("inner, a loop over tiles", (1, 32769), 1, "_std_dim_kernel_inner", False, lines=("5.4",)),
+    P("non-inner, one tile", (3, 5, 4), 1, "_std_dim_kernel_non_inner", True, lines=("5.4",)),
+    P("non-inner, a loop over row tiles", (1, 8193, 2), 1, "_std_dim_kernel_non_inner", False, lines=("5.4",)),
+    P("several dims, fused", (3, 5, 6), [0, 2], "_std_fused_dim_kernel", lines=("5.4",)),
+)
+_LOGSUMEXP_PATHS = (
+    P("several dims, one at a time", (3, 5, 4), [0, 2], "logsumexp_kernel_non_inner"),
+    P("inner, one tile", (3, 5), 1, "logsumexp_kernel_inner", True),
+    P("inner, a loop over tiles", (1, 32769), 1, "logsumexp_kernel_inner", False),
+    P("non-inner, one tile", (3, 5, 4), 1, "logsumexp_kernel_non_inner", True),
+    P("non-inner, online max across row tiles", (1, 513, 64), 1, "logsumexp_kernel_non_inner", False),
+)
+
 OPS: tuple[Op, ...] = (
     Op(name="sum", module="flag_gems.ops.sum", entry="sum_dim", kind="reduce", dim_forms=("list",),
        torch_fn=_torch("sum"), gems_names=("sum_dim", "sum_dim_out"),
        entries=(EntryPoint("sum_dim", "reduce"), EntryPoint("sum_dim_out", "reduce", out="out")),
        out_entry="sum_dim_out", dtype_arg=True, accepts_none=True, fastpath="sum", real_case=True, seed_table=True,
+       params=_REDUCE_PARAMS, paths=_SUM_PATHS,
        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
        defects=(_NOT_PROMOTED, OpDefect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"),
-                _INT32)),
+                # dim=None is torch.sum itself (sum_dim_comm): its float64 is torch's
+                _INT32, OpDefect("fp64_computed_in_fp32", lambda c: _asks_float64(c) and c.dim is not None))),
     Op(name="mean", module="flag_gems.ops.mean", entry="mean_dim", kind="reduce", dim_forms=("list", "int"),
        torch_fn=_torch("mean"), gems_names=("mean_dim",), entries=(EntryPoint("mean_dim", "reduce"),),
        dtype_arg=True, accepts_none=True, fastpath="mean",
+       params=_REDUCE_PARAMS, paths=_MEAN_PATHS,
        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
-       defects=(OpDefect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY, _INT32,
+       defects=(OpDefect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY, _INT32, _FP64_ASKED,
                 OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(512, 1024)))),
     Op(name="softmax", module="flag_gems.ops.softmax", entry="softmax", kind="along", dim_forms=("int",),
        torch_fn=_torch("softmax", takes_keepdim=False), gems_names=("softmax",),
@@ -314,16 +496,19 @@ OPS: tuple[Op, ...] = (
                 EntryPoint("softmax_backward", "along", tensors=("grad_output", "output")),
                 EntryPoint("softmax_backward_out", "along", out="grad_input", tensors=("grad_output", "output"))),
        keepdim="none", fastpath="softmax", seed_table=True, exempt={"keepdim": _NO_KEEPDIM},
-       features=(*_KERNEL, *_TILED, "tile_2d_reduce", "masked_2d_store"),
-       defects=(OpDefect("softmax_permuted_output", lambda c: c.layout in DENSE_PERMUTED, ("5.4",)), _INT32)),
+       params=(_H2F,), paths=_SOFTMAX_PATHS,
+       running_max=True, features=(*_KERNEL, *_TILED, "tile_2d_reduce", "masked_2d_store"),
+       defects=(OpDefect("softmax_permuted_output", lambda c: c.layout in DENSE_PERMUTED, ("5.4",)), _INT32,
+                _BACKWARD_STRIDES)),
     Op(name="log_softmax", module="flag_gems.ops.log_softmax", entry="log_softmax", kind="along", dim_forms=("int",),
        torch_fn=_torch("log_softmax", takes_keepdim=False), gems_names=("log_softmax",),
        entries=(EntryPoint("log_softmax", "along"), EntryPoint("log_softmax_out", "along", out="out"),
                 EntryPoint("log_softmax_backward", "along", tensors=("grad_output", "output")),
                 EntryPoint("log_softmax_backward_out", "along", out="out", tensors=("grad_output", "output"))),
        keepdim="none", seed_table=True, exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
-       features=(*_KERNEL, *_TILED, "python_and_or_masks", "masked_2d_store"),
-       defects=(_ACCEPTED, _EMPTY, _FP64, OpDefect(_NAN_DROPPED, _nan_dropped("nan"), ("5.0",)),
+       params=(_H2F,), paths=_LOG_SOFTMAX_PATHS,
+       running_max=True, features=(*_KERNEL, *_TILED, "python_and_or_masks", "masked_2d_store"),
+       defects=(_ACCEPTED, _EMPTY, _FP64, _BACKWARD_STRIDES, OpDefect(_NAN_DROPPED, _nan_dropped("nan"), ("5.0",)),
                 # 5.4's non-inner kernel keeps the NaN; its inner one (where a workaround that
                 # moves the axis to the back sends every call) still drops it
                 OpDefect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and (c.routed or not c.non_inner)),
@@ -331,13 +516,15 @@ OPS: tuple[Op, ...] = (
     Op(name="argmax", module="flag_gems.ops.argmax", entry="argmax", kind="index", dim_forms=("int",),
        torch_fn=_torch("argmax"), gems_names=("argmax",), entries=(EntryPoint("argmax", "index"),),
        accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
+       params=(_KEEPDIM_PARAM,), paths=_ARGMAX_PATHS,
        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "argmax_tie_break"),
        defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2), OpDefect(_NAN_DROPPED, _nan_dropped("nan")),
                 OpDefect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED, _INT32,
                 OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(512, 512)))),
     Op(name="argmin", module="flag_gems.ops.argmin", entry="argmin", kind="index", dim_forms=("int",),
        torch_fn=_torch("argmin"), gems_names=("argmin",), accepts_none=True, extreme="min",
-       exempt={"large_inputs": _INDEX, "large_index": _LARGE_NOT_RUN}, features=("grid_axes",),
+       exempt={"large_inputs": _INDEX, "large_index": _LARGE_NOT_RUN}, params=(_KEEPDIM_PARAM,), paths=_ARGMIN_PATHS,
+       features=("grid_axes",),
        defects=(OpDefect("argmin_inner_out_of_bounds", _argmin_rows_past_end),
                 OpDefect("argmin_inner_out_of_bounds", _argmin_stores_past_end, emulator_only=True),
                 OpDefect("argmin_ignores_nan", lambda c: c.values == "nan" and c.reduced_size > 1),
@@ -348,21 +535,29 @@ OPS: tuple[Op, ...] = (
        torch_fn=_torch("prod"), gems_names=("prod_dim",), entries=(EntryPoint("prod_dim", "reduce"),),
        dtype_arg=True, interpreter="toy", seed_table=True,
        exempt={"large_inputs": "a product of large inputs overflows by definition", "large_index": _LARGE_NOT_RUN},
-       features=(*_KERNEL, "masked_2d_row_load", "grid_axes", "int64_offset_arith", "custom_reduce_combine"),
-       defects=(OpDefect("int_sum_not_promoted", _dtype_in(*_INTS, "bool")), _FP64,
+       params=(_KEEPDIM_PARAM, _dtype_param((None, "float64"), ("float32",))), paths=_PROD_PATHS,
+       unreached={"prod_kernel_mid": _WHOLE_PROD, "prod_kernel_result": _WHOLE_PROD,
+                  "prod_kernel": "5.4.0.dev0 defines it and calls it nowhere (its prod_dim takes the inner and "
+                                 "non-inner kernels); 5.0.2's paths reach it"},
+       absorbing=0.0, features=(*_KERNEL, "masked_2d_row_load", "grid_axes", "int64_offset_arith", "custom_reduce_combine"),
+       defects=(OpDefect("int_sum_not_promoted", _dtype_in(*_INTS, "bool")), _FP64, _FP64_ASKED,
                 OpDefect("empty_input_diverges", _empty_reduced, ("5.0",)))),
     Op(name="std", module="flag_gems.ops.std", entry="std", kind="reduce", dim_forms=("list", "int"),
        torch_fn=_torch("std"), gems_names=("std",), entries=(EntryPoint("std", "reduce"),), keepdim="keyword",
        accepts_none=True, seed_table=True, interpreter="rows", reference_fn=_std_two_pass,
        exempt={"large_index": _LARGE_NOT_RUN},
+       params=(_KEEPDIM_PARAM, Param("correction", (0, 1, 2, 0.5, 5), lambda v: {"correction": v})),
+       paths=_STD_PATHS,
        features=(*_KERNEL, "masked_2d_row_load", "int64_offset_arith", "masked_2d_store"),
        defects=(OpDefect("std_overflows", lambda c: c.values == "huge"), _ACCEPTED, _EMPTY_REDUCED, _FP64,
+                OpDefect("std_correction_past_n", _correction_past_n),
                 OpDefect(_NAN_DROPPED, _nan_dropped("nan", "pos_inf", "inf_minus_inf", "all_neg_inf")),
                 OpDefect("launch_on_current_device", lambda c: c.placement == "other" and c.dim is not None, ("5.0",)))),
     Op(name="logsumexp", module="flag_gems.ops.logsumexp", entry="logsumexp", kind="reduce",
        dim_forms=("list", "int"), torch_fn=_torch("logsumexp"), gems_names=("logsumexp",),
        entries=(EntryPoint("logsumexp", "reduce"),), seed_table=True, composed_of="sum",
-       exempt={"large_index": _LARGE_NOT_RUN}, features=("masked_2d_row_load", "int64_offset_arith"),
+       exempt={"large_index": _LARGE_NOT_RUN}, params=(_KEEPDIM_PARAM,), paths=_LOGSUMEXP_PATHS,
+       running_max=True, features=("masked_2d_row_load", "int64_offset_arith"),
        defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),
                 OpDefect("int_input_accepted", _dtype_in(*INTEGERS)), _EMPTY, _FP64)),
 )

@@ -1,8 +1,9 @@
 """The defect zoo: each mutant a real-world way a reduction goes wrong, applied on the CPU
 lane, against which the contract suite must fail.  mutmut cannot mutate @triton.jit
 kernels, so mutants act through the entry points (wrapping FlagGems' functions in the
-process under test) or through the emulator's interpreter hooks.  ``mutants`` (the
-pytest plugin) applies one; ``run`` runs the zoo.
+process under test), through the emulator's interpreter hooks, or inside the kernels:
+``rejit`` changes one expression of a real kernel's source under the interpreter
+(``KERNEL_EDITS``).  ``mutants`` (the pytest plugin) applies one; ``run`` runs the zoo.
 """
 
 from __future__ import annotations
@@ -519,6 +520,268 @@ def _column_grid_y() -> None:
     _wrap("mean", None, make)
 
 
+# -- the kernels' own paths (issue #34): keyword parameters, tiles, K == 1, split-K, full
+# reductions, aliasing, threads, backward.  Most act inside FlagGems' real kernels:
+# ``rejit`` changes one expression of the jitted source (KERNEL_EDITS), the others wrap an
+# entry point or hook the interpreter (installed only when the mutant is applied).
+
+# mutant name -> its kernel edits: (module, kernel, old expression, new expression, count; -1 all)
+KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
+    "softmax_online_no_rescale": (
+        ("flag_gems.ops.softmax", "softmax_kernel_non_inner",
+         "z * tl.exp(m - m_new) + tl.exp(inp - m_new)", "z + tl.exp(inp - m_new)", 1),
+    ),
+    "sum_first_tile_only": (
+        ("flag_gems.ops.sum", "sum_dim_kernel_non_inner",
+         "for start_n in range(0, N, TILE_N):", "for start_n in range(0, TILE_N, TILE_N):", 1),
+    ),
+    "argmax_cross_tile_ties_last": (
+        ("flag_gems.ops.argmax", "argmax_kernel_non_inner",
+         "update = local_max > max_values", "update = local_max >= max_values", -1),
+        ("flag_gems.ops.argmax", "argmax_kernel_inner",
+         "update = local_max > max_values", "update = local_max >= max_values", -1),
+    ),
+    "argmin_cross_tile_ties_last": (
+        ("flag_gems.ops.argmin", "argmin_kernel",
+         "update = local_min < min_values", "update = local_min <= min_values", -1),
+    ),
+    "argmin_k1_tile_offset_dropped": (
+        ("flag_gems.ops.argmin", "argmin_kernel_opt_k1",
+         "tl.where(update, start_n + local_argmin, argmin_vals)", "tl.where(update, local_argmin, argmin_vals)", 1),
+    ),
+    "softmax_backward_non_inner_drops_scale": (
+        ("flag_gems.ops.softmax", "softmax_backward_kernel_non_inner",
+         "out_tile * (out_grad_tile - scale[None, :])", "out_tile * out_grad_tile", -1),
+    ),
+    "argmax_dim_none_block_offset_dropped": (
+        ("flag_gems.ops.argmax", "argmax_kernel_1",
+         "max_index = max_index + pid * BLOCK_SIZE", "max_index = max_index", 1),
+    ),
+    "mean_vec_fp16_accumulation": (
+        ("flag_gems.ops.mean", "mean_dim_kernel_non_inner_vec",
+         "ACC_DTYPE = tl.float32", "ACC_DTYPE = input_dtype", 1),
+    ),
+    "inner_softmax_mask_dropped": (
+        ("flag_gems.ops.softmax", "softmax_kernel_inner",
+         'inp = tl.load(input_ptrs, mask=mask, other=-float("inf")).to(', "inp = tl.load(input_ptrs).to(", 1),
+    ),
+    "softmax_inner_tail_other_zero": (
+        ("flag_gems.ops.softmax", "softmax_kernel_inner",
+         'inp = tl.load(input_ptr + n_offsets, mask=mask, other=-float("inf"))\n            m_new',
+         "inp = tl.load(input_ptr + n_offsets, mask=mask, other=0.0)\n            m_new", 1),
+    ),
+}
+
+
+def _kernel_edits(name: str) -> Callable[[], None]:
+    def apply() -> None:
+        from .rejit import rejit
+
+        for module, kernel, old, new, count in KERNEL_EDITS[name]:
+            rejit(module, kernel, old, new, count)
+
+    return apply
+
+
+def _gems_kernel(fn: Any) -> bool:
+    """A FlagGems kernel (the hooks below leave the project's own probe kernels alone)."""
+    return str(getattr(fn, "__module__", "")).startswith("flag_gems")
+
+
+def _std_correction_zero_is_none() -> None:
+    def make(orig):
+        def std(x, dim=None, *, correction=None, keepdim=False):
+            return orig(x, dim, correction=correction or None, keepdim=keepdim)  # 0 is falsy: "not given"
+
+        return std
+
+    _wrap("std", None, make)
+
+
+def _softmax_half_to_float_ignored() -> None:
+    def make(orig):
+        def softmax(self, dim, half_to_float=False):
+            return orig(self, dim, False)
+
+        return softmax
+
+    _wrap("softmax", None, make)
+
+
+def _keepdim_dropped_dim_none() -> None:
+    def make(orig):
+        def argmax(inp, dim=None, keepdim=False, *, dtype=None):
+            return orig(inp, dim, keepdim and dim is not None, dtype=dtype)
+
+        return argmax
+
+    _wrap("argmax", None, make)
+
+
+def _prod_zero_tile_skipped() -> None:
+    """A row tile whose product is exactly 0 is taken for an empty tile and skipped (0 used
+    as the 'nothing here' sentinel): modelled with tiles of the kernel's TILE_N, 8192."""
+    import torch
+
+    tile = 8192
+
+    def make(orig):
+        def prod_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            info = _dims(inp, dim)
+            if info is None or info[1] <= tile:
+                return orig(inp, dim, keepdim, dtype=dtype)
+            d, n, _ = info
+            out = None
+            for start in range(0, n, tile):
+                part = orig(inp.narrow(d, start, min(tile, n - start)).contiguous(), dim, keepdim, dtype=dtype)
+                out = part if out is None else torch.where(part == 0, out, out * part)
+            return out
+
+        return prod_dim
+
+    _wrap("prod", None, make)
+
+
+def _reduce_size1_returns_view() -> None:
+    def make(orig):
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            info = _dims(inp, dim)
+            if info and info[1] == 1 and dtype is None and inp.is_floating_point():
+                return inp if keepdim else inp.squeeze(info[0])  # nothing to reduce: the input itself
+            return orig(inp, dim, keepdim, dtype=dtype)
+
+        return sum_dim
+
+    _wrap("sum", None, make)
+
+
+def _launch_skipped_off_main_thread() -> None:
+    """A launcher whose per-thread state (a launch cache, a current-device context) is empty
+    off the main thread: there the launch silently does nothing and the output keeps what
+    torch.empty gave."""
+    import threading
+
+    from triton.runtime import interpreter
+
+    original = interpreter.GridExecutor.__call__
+
+    def call(self, *args, **kwargs):
+        if threading.current_thread() is not threading.main_thread() and _gems_kernel(self.fn):
+            return None
+        return original(self, *args, **kwargs)
+
+    interpreter.GridExecutor.__call__ = call
+
+
+def _log_softmax_backward_non_inner_drops_term() -> None:
+    def make(orig):
+        def log_softmax_backward(grad_output, output, dim, input_dtype):
+            info = _dims(output, dim)
+            if info and info[2] > 1:  # the - exp(y) * sum(g) term lost on the non-inner path
+                return grad_output.to(input_dtype).clone()
+            return orig(grad_output, output, dim, input_dtype)
+
+        return log_softmax_backward
+
+    _wrap("log_softmax", "log_softmax_backward", make)
+
+
+def _bound_to_first_scalar_n() -> None:
+    """A launcher that caches a kernel per constexprs only and bakes in the scalar N of its
+    first launch: a later call with another N but the same tiles reduces the first N rows."""
+    from triton.runtime import interpreter
+
+    original = interpreter.InterpretedFunction.run
+    first: dict[Any, Any] = {}
+
+    def run(self, *args, **kwargs):
+        if _gems_kernel(self.fn) and "N" in self.arg_names and self.arg_names.index("N") < len(args):
+            i = self.arg_names.index("N")
+            consts = tuple(sorted((k, v) for k, v in kwargs.items()
+                                  if k.isupper() and isinstance(v, (int, bool))))
+            n = first.setdefault((self.fn.__module__, self.fn.__name__, consts), args[i])
+            args = (*args[:i], n, *args[i + 1 :])
+        return original(self, *args, **kwargs)
+
+    interpreter.InterpretedFunction.run = run
+
+
+def _full_reduction_last_block_dropped() -> None:
+    """The two-stage full reduction (dim=None, dim=[]) launches floor(M / BLOCK) first-stage
+    programs instead of cdiv: the last partial block never counts (its partial is the
+    identity)."""
+    from triton.runtime import interpreter
+
+    stage1 = {"sum_kernel_1": 0, "mean_kernel_1": 0, "prod_kernel_mid": 1}  # kernel -> identity
+    original = interpreter.InterpretedFunction.run
+
+    def run(self, *args, grid, **kwargs):
+        name = self.fn.__name__
+        if _gems_kernel(self.fn) and name in stage1 and isinstance(grid, tuple) and len(args) >= 4:
+            mid, m, block = args[1], args[2], args[3]
+            grid = (max(1, m // block), *grid[1:])
+            mid.fill_(stage1[name])
+        return original(self, *args, grid=grid, **kwargs)
+
+    interpreter.InterpretedFunction.run = run
+
+
+def _masked_load_no_other_garbage() -> None:
+    """A compiler that leaves the masked lanes of a load without ``other`` undefined (NaN
+    here); compiled Triton on NVIDIA zero-fills them, nothing promises it."""
+    import numpy as np
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    original = builder.create_masked_load
+
+    def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
+        handle = original(self, ptrs, mask, other, *args, **kwargs)
+        if other is None and mask is not None and handle.data.dtype.kind == "f":
+            handle.data = np.where(np.asarray(mask.data, dtype=bool), handle.data, np.nan).astype(handle.data.dtype)
+        return handle
+
+    builder.create_masked_load = create_masked_load
+
+
+def _autotune_picks_last_config() -> None:
+    """The autotuner settles on the last valid config instead of the first: FlagGems' argmin
+    split-K grid assumes BLOCK_M = 8, so a BLOCK_M = 4 config leaves rows unwritten (a defect
+    of FlagGems' own that a GPU whose tuner picks that config meets)."""
+    from triton.runtime import autotuner
+
+    def bench(self, *args, config, **meta):
+        return [float(len(self.configs) - self.configs.index(config))] * 3
+
+    autotuner.Autotuner._bench = bench
+
+
+def _sum_out_returns_fresh() -> None:
+    def make(orig):
+        def sum_dim_out(inp, dim=None, keepdim=False, *, dtype=None, out):
+            return orig(inp, dim, keepdim, dtype=dtype, out=out).clone()  # out written, a copy returned
+
+        return sum_dim_out
+
+    _wrap("sum", ops.get("sum").out_entry, make)
+
+
+def _mean_multi_dim_wrong_count() -> None:
+    import math
+
+    def make(orig):
+        def mean_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            out = orig(inp, dim, keepdim, dtype=dtype)
+            if isinstance(dim, (list, tuple)) and len(dim) > 1:
+                n = math.prod(inp.shape[d] for d in dim)
+                out = out * n / inp.shape[dim[-1]]  # divided by the last dim's size only
+            return out
+
+        return mean_dim
+
+    _wrap("mean", None, make)
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -570,6 +833,53 @@ MUTANTS: dict[str, Mutant] = {
                _column_grid_y),
         Mutant("tail_tile_of_one_row", "a one-row tail past a 16-row tile is skipped (N % 16 == 1)", "sum and generated",
                _tail_tile_of_one_row),
+        # the kernels' own paths (issue #34): parameters, paths, tiles, aliasing, threads, backward
+        Mutant("std_correction_zero_is_none", "std reads correction=0 as not given (falsy test): population std becomes sample std",
+               "std and (param or accuracy)", _std_correction_zero_is_none),
+        Mutant("softmax_half_to_float_ignored", "softmax drops half_to_float: fp16 in, fp16 out where fp32 was asked",
+               "softmax and param", _softmax_half_to_float_ignored),
+        Mutant("keepdim_dropped_dim_none", "argmax honours keepdim for a dim but not for dim=None (one form tested only)",
+               "argmax and param", _keepdim_dropped_dim_none),
+        Mutant("softmax_online_no_rescale", "non-inner softmax does not rescale its running sum when a later tile raises the max",
+               "softmax and (path or tile)", _kernel_edits("softmax_online_no_rescale")),
+        Mutant("sum_first_tile_only", "non-inner sum loops to TILE_N instead of N: only the first row tile counts",
+               "sum and path", _kernel_edits("sum_first_tile_only")),
+        Mutant("argmax_cross_tile_ties_last", "argmax merges tiles with >=: a tie in a later tile beats the first maximum",
+               "argmax and (tile or path)", _kernel_edits("argmax_cross_tile_ties_last")),
+        Mutant("argmin_cross_tile_ties_last", "argmin merges tiles with <=: a tie in a later tile beats the first minimum",
+               "argmin and (tile or path)", _kernel_edits("argmin_cross_tile_ties_last")),
+        Mutant("argmin_k1_tile_offset_dropped", "argmin's K == 1 kernel forgets the tile's start: an index within the tile",
+               "argmin and (path or tile)", _kernel_edits("argmin_k1_tile_offset_dropped")),
+        Mutant("prod_zero_tile_skipped", "a row tile whose product is exactly 0 is skipped as empty (0 used as a sentinel)",
+               "prod and (tile or path)", _prod_zero_tile_skipped),
+        Mutant("reduce_size1_returns_view", "a size-1 reduced dim returns the input itself (values right, storage shared)",
+               "sum and alias", _reduce_size1_returns_view),
+        Mutant("launch_skipped_off_main_thread", "a per-thread launch state is empty off the main thread: the launch does nothing",
+               "sum and thread", _launch_skipped_off_main_thread),
+        Mutant("softmax_backward_non_inner_drops_scale", "softmax_backward over a non-inner dim drops the - sum(y * g) term",
+               "softmax and backward", _kernel_edits("softmax_backward_non_inner_drops_scale")),
+        Mutant("log_softmax_backward_non_inner_drops_term", "log_softmax_backward over a non-inner dim returns grad_output as is",
+               "log_softmax and backward", _log_softmax_backward_non_inner_drops_term),
+        Mutant("bound_to_first_scalar_n", "a launcher caches kernels per constexprs and keeps the first launch's N",
+               "sum and (accuracy or path)", _bound_to_first_scalar_n),
+        Mutant("argmax_dim_none_block_offset_dropped", "argmax dim=None returns the index within its block, not the flat index",
+               "argmax and path", _kernel_edits("argmax_dim_none_block_offset_dropped")),
+        Mutant("full_reduction_last_block_dropped", "a full reduction launches floor(M / BLOCK) programs: the last block is lost",
+               "(sum or mean or prod) and path", _full_reduction_last_block_dropped),
+        Mutant("mean_vec_fp16_accumulation", "mean's wide-K vector kernel accumulates fp16/bf16 in the input dtype",
+               "mean and path", _kernel_edits("mean_vec_fp16_accumulation")),
+        Mutant("inner_softmax_mask_dropped", "last-dim softmax loads its one tile without the mask: rows read the next row",
+               "softmax and (path or accuracy)", _kernel_edits("inner_softmax_mask_dropped")),
+        Mutant("softmax_inner_tail_other_zero", "last-dim multi-tile softmax pads its last tile with 0 instead of -inf",
+               "softmax and path", _kernel_edits("softmax_inner_tail_other_zero")),
+        Mutant("masked_load_no_other_garbage", "a compiler leaves the masked lanes of a load without other= undefined (NaN)",
+               "softmax and backward", _masked_load_no_other_garbage),
+        Mutant("autotune_picks_last_config", "the autotuner picks the last config: argmin's split-K grid assumes BLOCK_M = 8",
+               "argmin and path", _autotune_picks_last_config),
+        Mutant("sum_out_returns_fresh", "sum(out=) writes the buffer but returns a copy (ret is out fails)",
+               "sum and alias", _sum_out_returns_fresh),
+        Mutant("mean_multi_dim_wrong_count", "a multi-dim mean divides by the last reduced dim's size only",
+               "mean and (path or dims)", _mean_multi_dim_wrong_count),
     )
 }
 

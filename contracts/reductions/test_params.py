@@ -1,0 +1,24 @@
+"""Every keyword parameter of every entry point, swept (the registry rows' ``params``):
+booleans both ways, every value of a small domain, integers with 0 and the boundaries torch
+defines (std's correction 0 and N), against torch given the same value.  A wrapper that reads
+a falsy value as "not given" (``correction or None``), drops half_to_float, or keeps keepdim
+on one dim form only is invisible to contracts that never vary the argument."""
+
+import pytest
+import torch
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees, fitted, make_input
+
+
+def test_param(flag_gems, fl_device, fl_settings, param_op, param, value, param_case, dtype):
+    op, case = param_op, fitted(param_case, param_op, fl_settings.sweep)
+    if op.keepdim == "none" and param.name == "keepdim":
+        pytest.skip(f"{op.name} keeps the input's shape: no keepdim")
+    x = make_input(case, dtype, fl_device, op=op if op.kind == "index" else None)
+    value = getattr(torch, value) if param.name == "dtype" and isinstance(value, str) else value
+    keepdim = bool(value) if param.name == "keepdim" else False
+    given = {} if param.name == "keepdim" else {param.name: value}
+    torch_kwargs = {k: (getattr(torch, v) if k == "dtype" and isinstance(v, str) else v)
+                    for k, v in ({} if param.name == "keepdim" else param.torch(value)).items()}
+    assert_agrees(op, lambda: op.call(x, case.dim, keepdim, **given), x, case.dim, keepdim,
+                  f"{param.name}={value!r}, dim {case.dim} of {tuple(case.shape)} {dtype}", exact_index=True,
+                  torch_kwargs=torch_kwargs)

@@ -1,0 +1,62 @@
+"""Values whose answer is decided across tiles, on every kernel path that walks N in
+several tiles (the rows' ``paths`` with a loop): tied extremes whose members sit in
+different tiles (torch takes the first), an extreme that first appears in a later tile,
+an absorbing value (prod's exact zero) in the last tile, and a running maximum that grows
+tile after tile (softmax's online rescale).  Positions are tile-agnostic: 1, just past each
+power of two inside N (every tile boundary a power-of-two tile can have), and N - 1."""
+
+import math
+
+import pytest
+import torch
+from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, on_device
+
+
+def _positions(n: int) -> list[int]:
+    return sorted({1, *(2**k + 1 for k in range(4, int(math.log2(max(n, 2))) + 1) if 2**k + 1 < n - 1), n - 1})
+
+
+def _planted(shape, d, where, value, base=0.0):
+    x = torch.full(shape, base)
+    for i in where:
+        x.select(d, i).fill_(value)
+    return x
+
+
+def _patterns(op, case):
+    n = case.shape[case.dim]
+    pos = _positions(n)
+    if op.kind == "index":
+        sign = 1.0 if op.extreme == "max" else -1.0
+        yield "ties in the first and the last tile", _planted(case.shape, case.dim, [pos[0], pos[-1]], 5 * sign)
+        yield "ties past the first tile", _planted(case.shape, case.dim, pos[1:], 5 * sign)
+        later = torch.linspace(0, 1, n).view([n if i == case.dim % len(case.shape) else 1 for i in
+                                              range(len(case.shape))]).expand(case.shape).contiguous()
+        yield "the extreme first appears in the last tile", later * sign
+    if op.absorbing is not None:
+        yield "an absorbing value in the last tile", _planted(case.shape, case.dim, [n - 1], op.absorbing, 1.0)
+    if op.running_max:
+        ramp = torch.arange(n, dtype=torch.float32).mul_(8.0 / max(n - 1, 1))
+        yield "a maximum that grows tile after tile", ramp.view([n if i == case.dim % len(case.shape) else 1 for i in
+                                                                range(len(case.shape))]).expand(case.shape).contiguous()
+
+
+def tile_params(ops, version):
+    out = []
+    for op in ops:
+        for path in op.paths_in(version):
+            if path.tiles is False and path.entry is None and path.dtype == "float32":
+                out.append(pytest.param(op, Case(path.shape, path.dim), id=f"{op.name}-{'x'.join(map(str, path.shape))}"
+                                        f"-d{path.dim}"))
+    return out
+
+
+def test_tile_values(flag_gems, fl_device, tile_op, tile_case):
+    op, case = tile_op, tile_case
+    patterns = list(_patterns(op, case))
+    if not patterns:
+        pytest.skip(f"{op.name}: torch pins no tile-crossing value pattern for it (a plain sum or mean)")
+    for what, values in patterns:
+        x = on_device(values, fl_device, op)
+        assert_agrees(op, lambda x=x: op.call(x, case.dim), x, case.dim, what=f"{what}: {case.shape} dim={case.dim}",
+                      exact_index=True)

@@ -1,0 +1,137 @@
+"""Which kernel paths the op rows' cases really reach (test tooling, on the emulator).
+
+Each row's ``paths`` says which kernel a call launches and whether it takes one tile or a
+loop (``ONE_TILE_PER_CTA``); the emulated device records every launch with its constexpr
+values (``DEVICE.launches``), so a path whose case no longer reaches it - a FlagGems release
+that changed a heuristic - is seen, and so is a kernel of the op's module that no path
+reaches.  ``python -m pytest_fl_contract.testing.paths`` prints the check as JSON (for
+another FlagGems line in a child process) or, with ``--markdown``, the README's path table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..registry import ops
+
+
+@dataclass(frozen=True)
+class Seen:
+    op: str
+    path: str
+    kernel: str
+    tiles: bool | None
+    launched: tuple[tuple[str, Any], ...]  # (kernel, its switch's value) per launch
+    reached: bool
+    error: str = ""
+
+
+def _inputs(op: ops.Op, path: ops.Path) -> Any:
+    import torch
+
+    g = torch.Generator().manual_seed(5)
+    if path.dtype.startswith(("float", "bfloat")):
+        return torch.randn(path.shape, generator=g).to(getattr(torch, path.dtype))
+    return torch.randint(-9, 9, path.shape, generator=g, dtype=getattr(torch, path.dtype))
+
+
+def _call(op: ops.Op, path: ops.Path, x: Any) -> None:
+    import torch
+
+    if path.entry is None:
+        op.call(x, path.dim)
+        return
+    out = op.torch_fn(x.double(), path.dim, False).float()
+    op.fn(path.entry)(torch.randn_like(out), out, path.dim, torch.float32)
+
+
+def trace(version: str | None = None) -> list[Seen]:
+    """Every path of every installed op in this FlagGems line, called once with launches
+    recorded (the emulator must be up and flag_gems imported)."""
+    from ..emulation.device import DEVICE
+
+    version = version or ops.flag_gems_version()
+    seen = []
+    for op in ops.OPS:
+        if not ops.installed(op):
+            continue
+        for path in op.paths_in(version):
+            DEVICE.launches = []
+            error = ""
+            try:
+                _call(op, path, _inputs(op, path))
+            except Exception as exc:  # a path that raises does not reach anything: said
+                error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+            launched = tuple((kernel, switches.get(path.switch)) for kernel, switches in DEVICE.launches)
+            reached = any(k == path.kernel and (path.tiles is None or value is path.tiles) for k, value in launched)
+            seen.append(Seen(op.name, path.name, path.kernel, path.tiles, launched, reached and not error, error))
+    DEVICE.launches = None
+    return seen
+
+
+def kernels_of(op: ops.Op) -> tuple[str, ...]:
+    """The Triton kernels the op's FlagGems module defines (launchable objects named *kernel*)."""
+    import triton
+
+    module = sys.modules[op.module]
+    return tuple(sorted(name for name, value in vars(module).items()
+                        if "kernel" in name and isinstance(value, triton.runtime.KernelInterface)))
+
+
+def unreached(seen: list[Seen]) -> dict[str, list[str]]:
+    """Per op, its kernels (and one-tile / loop sides of a switch) that no path launched and
+    the row does not explain."""
+    missing: dict[str, list[str]] = {}
+    for op in ops.OPS:
+        mine = [s for s in seen if s.op == op.name]
+        if not mine:
+            continue
+        launched = {pair for s in mine for pair in s.launched}
+        names = {k for k, _ in launched}
+        for kernel in kernels_of(op):
+            if kernel in op.unreached:
+                continue
+            if kernel not in names:
+                missing.setdefault(op.name, []).append(kernel)
+                continue
+            values = {v for k, v in launched if k == kernel}
+            if values & {True, False} and not {True, False} <= values:
+                side = "a loop over tiles" if True in values else "one tile"
+                missing.setdefault(op.name, []).append(f"{kernel} ({side})")
+    return missing
+
+
+def markdown(version: str | None = None) -> list[str]:
+    """The path table per op, as the README shows it."""
+    version = version or ops.flag_gems_version()
+    lines = ["| op | path | case (shape, dim) | kernel | FlagGems |", "|---|---|---|---|---|"]
+    for op in ops.OPS:
+        for path in op.paths:
+            tiles = "" if path.tiles is None else (", one tile" if path.tiles else ", a loop")
+            line = ", ".join(path.lines) if path.lines else "every line"
+            dtype = "" if path.dtype == "float32" else f" {path.dtype}"
+            lines.append(f"| {op.name} | {path.name} | {path.shape}{dtype}, {path.dim} | `{path.kernel}`{tiles} | {line} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--markdown" in argv:
+        print("\n".join(markdown()))
+        return 0
+    from ..emulation.interpreter import bring_up
+    from ..hardware.device import import_flag_gems
+
+    bring_up("nvidia-small")
+    import_flag_gems()
+    seen = trace()
+    print(json.dumps({"version": ops.flag_gems_version(), "seen": [asdict(s) for s in seen],
+                      "unreached": unreached(seen)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
