@@ -36,7 +36,10 @@ import threading
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-INJECTABLE = ("masked_2d_row_load",)  # the defects this emulator can inject (--fl-inject)
+# The defects this emulator can inject (--fl-inject): the seed's, and the classes vendor lanes
+# meet beyond masks (issue 30) - a kernel specialised on its first launch's scalars, a cold
+# compile that is wrong once, masked lanes that do not take other=.
+INJECTABLE = ("masked_2d_row_load", "scalar_bound_at_first_launch", "cold_first_launch", "masked_load_other")
 
 
 class EmulatedDeviceFault(RuntimeError):
@@ -55,6 +58,9 @@ class Counters:
     garbage_lanes: int = 0  # ... outside (the heap)
     oob_loads: int = 0  # lanes a kernel itself loaded from outside its tensors (its own bug)
     oob_stores: int = 0
+    rebound_scalars: int = 0  # scalar arguments a launch got from its kernel's first launch
+    cold_launches: int = 0  # first launches of a kernel that lost their last program
+    undefined_lanes: int = 0  # masked load lanes that read the heap instead of other=
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -76,6 +82,8 @@ class Device:
     watch: list[tuple[int, int]] | None = None  # when a list: (lowest, highest) address of each load
     launches: list[tuple[str, dict[str, Any]]] | None = None  # when a list: (kernel, its constexpr values)
     injecting: bool = False  # a defect was enabled in this process: its counters are reported
+    first_scalars: dict[tuple[Any, ...], dict[str, int]] = field(default_factory=dict)  # kernel specialisation -> scalars
+    compiled: set[tuple[Any, ...]] = field(default_factory=set)  # kernel specialisations launched once
     installed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -179,6 +187,37 @@ def _mask_of(mask: Any) -> Any:
     return mask if isinstance(mask, np.ndarray) else np.asarray(mask.data)
 
 
+def _rebind(executor: Any, key: tuple[Any, ...], bound: dict[str, Any], args: list[Any],
+            kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """A kernel specialised on its first launch: every int scalar argument of a later launch
+    of the same specialisation (the same constexprs) takes the first launch's value (FlagGems
+    #4099: var_mean on Iluvatar kept the first N it saw)."""
+    scalars = {k: v for k, v in bound.items() if type(v) is int and k not in executor.constexprs}
+    first = DEVICE.first_scalars.setdefault(key, dict(scalars))
+    names = list(executor.arg_names)
+    args = list(args)
+    for name, value in first.items():
+        if scalars.get(name, value) == value:
+            continue
+        DEVICE.counters.rebound_scalars += 1
+        if name in kwargs:
+            kwargs[name] = value
+        elif name in names and names.index(name) < len(args):
+            args[names.index(name)] = value
+    return args, kwargs
+
+
+def _one_program_short(grid: Any) -> Any:
+    """A cold compile that is wrong once: the launch runs one program fewer (the first axis
+    loses its last program; a one-program launch runs none)."""
+
+    def shorter(meta: Any) -> tuple[int, ...]:
+        g = tuple(grid(meta) if callable(grid) else grid) + (1, 1)
+        return (max(g[0] - 1, 0), *g[1:3])
+
+    return shorter
+
+
 def _note(lanes: int) -> None:
     DEVICE.kernels[DEVICE.kernel] = DEVICE.kernels.get(DEVICE.kernel, 0) + lanes
 
@@ -212,12 +251,18 @@ def install() -> None:
         bad = outside(ptrs.data, wanted, dtype_np.itemsize)  # the kernel's own lanes out of bounds
         if extra is not None:
             bad = bad | (extra & ~inside)  # a defect's extra lanes never leave the launch's tensors
-        if extra is None and not bad.any():
+        undefined = "masked_load_other" in DEVICE.enabled
+        if extra is None and not bad.any() and not undefined:
             return original_load(self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
         readable = ti.TensorHandle(effective & ~bad, ti.tl.int1)
         handle = original_load(self, ptrs, readable, other, cache_modifier, eviction_policy, is_volatile)
         if bad.any():
             handle.data[bad] = garbage(ptrs.data[bad], dtype_np, dtype_tt == ti.tl.bfloat16)
+        if undefined:  # Intel's Triton leaves other= undefined: masked lanes hold whatever the heap held
+            masked = ~(effective & ~bad) & ~bad
+            if masked.any():
+                handle.data[masked] = garbage(ptrs.data[masked] + 1, dtype_np, dtype_tt == ti.tl.bfloat16)
+                DEVICE.counters.undefined_lanes += int(masked.sum())
         own = bad & wanted
         if own.any():
             DEVICE.counters.oob_loads += int(own.sum())
@@ -266,11 +311,21 @@ def install() -> None:
                 bounded = False  # a pointer we cannot bound: no guard for this launch's own lanes
         DEVICE.storages, DEVICE.bounded = storages, bounded
         DEVICE.kernel = getattr(getattr(self, "fn", None), "__name__", "?")
-        if DEVICE.launches is not None:  # tests read which kernel ran, with which switches
+        specialising = {"scalar_bound_at_first_launch", "cold_first_launch"} & DEVICE.enabled
+        if DEVICE.launches is not None or specialising:
             import inspect
 
             bound = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
-            DEVICE.launches.append((DEVICE.kernel, {k: bound[k] for k in self.constexprs if k in bound}))
+            constexprs = {k: bound[k] for k in self.constexprs if k in bound}
+            if DEVICE.launches is not None:  # tests read which kernel ran, with which switches
+                DEVICE.launches.append((DEVICE.kernel, constexprs))
+            key = (DEVICE.kernel, tuple(sorted((k, repr(v)) for k, v in constexprs.items())))
+            if "scalar_bound_at_first_launch" in DEVICE.enabled:
+                args_hst, kwargs_hst = _rebind(self, key, bound, args_hst, kwargs_hst)
+            if "cold_first_launch" in DEVICE.enabled and key not in DEVICE.compiled:
+                DEVICE.compiled.add(key)
+                self.grid = _one_program_short(self.grid)
+                DEVICE.counters.cold_launches += 1
         return args_hst, kwargs_hst
 
     builder.create_masked_load = create_masked_load

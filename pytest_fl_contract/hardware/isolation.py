@@ -1,10 +1,16 @@
-"""One call of an op in a fresh interpreter, for the cases that can fault the device.
+"""Calls of ops in a fresh interpreter.
 
-A kernel that indexes past 2**31 elements with int32 offsets ends in ``CUDA error: an
-illegal memory access``, and that poisons the process's CUDA context: every later test
-in the worker would fail too.  Here the call runs in a child process with the lane's
-workaround (when it has one); the parent gets a verdict line, or the child's death (its
-signal or the device error from its output) as one failed case.  Hardware lanes only.
+``run``: one call for the cases that can fault the device.  A kernel that indexes past
+2**31 elements with int32 offsets ends in ``CUDA error: an illegal memory access``, and
+that poisons the process's CUDA context: every later test in the worker would fail too.
+Here the call runs in a child process with the lane's workaround (when it has one); the
+parent gets a verdict line, or the child's death (its signal or the device error from its
+output) as one failed case.  Hardware lanes only.
+
+``run_batch``: many calls in one fresh process - its kernels compiled cold (an empty Triton
+cache directory) or warm (a cache another process filled) - whose results come back for
+the parent to compare: with float64 and, bit for bit, with its own.  Every lane: an
+emulated one brings its emulator (profile and injected defects) up in the child.
 """
 
 from __future__ import annotations
@@ -94,6 +100,68 @@ def compare(op: Any, x: Any, got: Any, dim: int, elements: int = 1 << 26) -> dic
     return {"ok": error <= bound, "detail": f"relative error {error:.3g} against torch on the device (bound {bound:g})"}
 
 
+@dataclass(frozen=True)
+class Batch:
+    calls: tuple[tuple[str, tuple[int, ...], Any, str], ...]  # (op, shape, dim, dtype)
+    device: str
+    out: str  # where the child saves its results (torch.save: a list, a tensor or an error per call)
+    workaround: str | None = None
+    emulation: tuple[str, tuple[str, ...]] | None = None  # (profile, injected defects)
+    seed: int = 0
+    cache_dir: str | None = None  # TRITON_CACHE_DIR for the child (None: the lane's own)
+
+
+def run_batch(batch: Batch, timeout: float = 600) -> tuple[list[Any] | None, str]:
+    """The child's results per call (a tensor, or the error it raised as a string), or None
+    and why the child gave none."""
+    import os
+
+    env = {**os.environ, **({"TRITON_CACHE_DIR": batch.cache_dir} if batch.cache_dir else {})}
+    argv = [sys.executable, "-m", "pytest_fl_contract.hardware.isolation", "--batch", json.dumps(asdict(batch))]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return None, f"the fresh process did not finish in {timeout:g}s"
+    if done.returncode != 0:
+        tail = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
+        return None, f"the fresh process exited {done.returncode}: {tail[-1].strip()[:300] if tail else ''}"
+    import torch
+
+    return torch.load(batch.out, weights_only=False), ""
+
+
+def _batch_child(batch: Batch) -> None:
+    import importlib
+
+    if batch.emulation is not None:
+        from ..emulation.interpreter import bring_up
+
+        bring_up(batch.emulation[0], tuple(batch.emulation[1]))
+    import flag_gems  # noqa: F401 - the entry points, as the lane has them
+    import torch
+
+    from ..registry import ops
+
+    if batch.workaround:
+        importlib.import_module(batch.workaround).install()
+    results: list[Any] = []
+    for name, shape, dim, dtype in batch.calls:
+        op = ops.get(name)
+        g = torch.Generator().manual_seed(batch.seed + hash(tuple(shape)) % 10_000)
+        x = torch.randn(tuple(shape), generator=g).to(getattr(torch, dtype)).to(batch.device)
+        try:
+            results.append(op.call(x, dim).cpu())
+        except Exception as exc:  # what it raised is its result: the parent compares
+            results.append(f"{type(exc).__name__}: {str(exc).strip()[:200]}")
+    torch.save(results, batch.out)
+
+
 if __name__ == "__main__":
-    data = json.loads(sys.argv[1])
-    print(json.dumps(_child(Spec(**{**data, "shape": tuple(data["shape"])}))), flush=True)
+    if sys.argv[1] == "--batch":
+        data = json.loads(sys.argv[2])
+        _batch_child(Batch(**{**data, "calls": tuple((c[0], tuple(c[1]), c[2], c[3]) for c in data["calls"]),
+                              "emulation": (data["emulation"][0], tuple(data["emulation"][1]))
+                              if data["emulation"] else None}))
+    else:
+        data = json.loads(sys.argv[1])
+        print(json.dumps(_child(Spec(**{**data, "shape": tuple(data["shape"])}))), flush=True)

@@ -818,6 +818,49 @@ def _row_sums(values: np.ndarray) -> np.ndarray:
     return values.sum(axis=1)
 
 
+# -- beyond masks: launches that must each take their own arguments, and a first launch -------
+
+SCALAR_NS = (3, 5, 7)  # one kernel, one BLOCK (one specialisation), three runtime N
+
+
+@triton.jit
+def sum_first_n(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < N, other=0.0), axis=0))
+
+
+@triton.jit
+def sum_first_n_bound(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < 3, other=0.0), axis=0))  # N as first launched
+
+
+def _scalar_args(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    x = torch.arange(1.0, 9.0)
+    x_dev, out = _on(device, x, torch.zeros(len(SCALAR_NS)))
+    for i, n in enumerate(SCALAR_NS):
+        kernel[(1,)](x_dev, out[i:], n, BLOCK=8)
+    return out, np.array([x[:n].sum().item() for n in SCALAR_NS], dtype=np.float32)
+
+
+@triton.jit
+def program_ids(out_ptr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, pid + 1)
+
+
+@triton.jit
+def program_ids_first_only(out_ptr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, pid + 1, mask=pid < 1)
+
+
+def _first_launch(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    out = torch.zeros(4, dtype=torch.int32, device=device)
+    kernel[(4,)](out)  # this kernel's first launch in the process: a cold compile
+    return out, np.arange(1, 5, dtype=np.int32)
+
+
 PROBES: tuple[Probe, ...] = (
     # the seed's table, row for row
     Probe("seed_masked_load", _SEED + "tl.load(mask=(n<N)&(k<K), other=0.0)", "masked_2d_row_load",
@@ -883,6 +926,10 @@ PROBES: tuple[Probe, ...] = (
     Probe("grid_axes_yz", f"(1, {GRID_Y}, {GRID_Z}) grid ({GRID_Y_INTERPRETED} on the interpreter): programs, max y per z",
           "grid_axes",
           _grid_yz, grid_yz, grid_yz_folded),
+    Probe("scalar_args_each_launch", f"(one BLOCK, N = {', '.join(map(str, SCALAR_NS))} in turn) masked sum of the first N",
+          "scalar_bound_at_first_launch", _scalar_args, sum_first_n, sum_first_n_bound),
+    Probe("first_launch", "(4 programs, a kernel's first launch) each program stores pid + 1", "cold_first_launch",
+          _first_launch, program_ids, program_ids_first_only),
     Probe("int64_offsets", "(int8, 3 programs) offsets pid * (2**30+3) past 2**31", "int64_offset_arith",
           _int64, int64_offsets, int64_offsets_wrapped, needs=("int64",), hardware_only=True),
 )

@@ -363,7 +363,8 @@ _NAN_DROPPED = "nan_dropped_by_max"
 # Compiler features (defect catalogue ids, config/platforms.yaml) every reduction kernel here
 # relies on: masked loads and loops, partial tiles, half loads reduced in fp32.
 _KERNEL = ("runtime_loop", "masked_1d_load", "masked_2d_col_load", "masked_load_other", "mask_2d_logic",
-           "masked_loop_tail", "reduce_partial_tile", "half_accumulation")
+           "masked_loop_tail", "reduce_partial_tile", "half_accumulation", "scalar_bound_at_first_launch",
+           "cold_first_launch")
 _TILED = ("masked_2d_row_load", "partial_2d_tiles", "grid_axes", "int64_offset_arith")  # 2-D (rows, columns) tiles
 _LARGE_NOT_RUN = ("not in the hardware lane's large-index set: each case holds 8 to 16 GiB and ten seconds; the "
                   "set is the ops seen to overflow int32 offsets (int32_offset_overflow)")

@@ -56,6 +56,17 @@ def interpreted(module: ModuleType | str, kernel_name: str) -> Any:
     return layer
 
 
+def source(module: ModuleType | str, kernel_name: str) -> str:
+    """The kernel's source as it runs now, from its ``def`` (the decorators are the layers
+    around it)."""
+    fn = interpreted(module, kernel_name).fn
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError) as exc:
+        raise FlContractError(f"cannot mutate {fn.__module__}.{kernel_name}: its source is not readable ({exc})") from None
+    return src[src.index("def ") :]
+
+
 def rejit(module: ModuleType | str, kernel_name: str, old: str, new: str, count: int = 1) -> Any:
     """Replace ``old`` by ``new`` in the source of kernel ``module.kernel_name`` and run the
     changed kernel from now on (``count`` occurrences, -1 for all; at least ``count`` must be
@@ -65,11 +76,7 @@ def rejit(module: ModuleType | str, kernel_name: str, old: str, new: str, count:
     interp = interpreted(module, kernel_name)
     fn = interp.fn
     where = f"{fn.__module__}.{kernel_name}"
-    try:
-        src = textwrap.dedent(inspect.getsource(fn))
-    except (OSError, TypeError) as exc:
-        raise FlContractError(f"cannot mutate {where}: its source is not readable ({exc})") from None
-    src = src[src.index("def ") :]  # the decorators are the layers around, kept as they are
+    src = source(module, kernel_name)
     found = src.count(old)
     if found == 0 or (count > 0 and found < count):
         raise FlContractError(

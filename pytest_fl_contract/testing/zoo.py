@@ -880,6 +880,12 @@ MUTANTS: dict[str, Mutant] = {
                "sum and alias", _sum_out_returns_fresh),
         Mutant("mean_multi_dim_wrong_count", "a multi-dim mean divides by the last reduced dim's size only",
                "mean and (path or dims)", _mean_multi_dim_wrong_count),
+        Mutant("cold_compile_wrong_once", "a kernel's first launch after a cold compile loses its last program "
+               "(the emulator's cold_first_launch)", "sum and fresh", args=("--fl-inject", "cold_first_launch")),
+        Mutant("specialised_on_first_n", "a kernel keeps its first launch's runtime scalars (the emulator's "
+               "scalar_bound_at_first_launch)", "sum and interleaved", args=("--fl-inject", "scalar_bound_at_first_launch")),
+        Mutant("other_undefined", "masked lanes of a load hold the heap, not other= (the emulator's masked_load_other)",
+               "sum and path and one-tile", args=("--fl-inject", "masked_load_other")),
     )
 }
 

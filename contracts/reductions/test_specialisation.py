@@ -1,0 +1,28 @@
+"""One process, one kernel, changing sizes: each op called over a sequence of shapes that
+share a kernel specialisation but differ in what a compiler may specialise on (a size of 1,
+divisible by 16 or not, a power of two or not), interleaved A, B, A, C, B, each against
+float64.  A kernel bound to the scalars of its first launch (FlagGems #4099: var_mean on
+Iluvatar kept the first N) passes every contract that calls one shape per process."""
+
+import pytest
+from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, fitted, make_input
+
+SEQUENCES = {  # N along dim 1 of (M, N, K), then along the last dim: the kernel's runtime N changes
+    "non-inner": lambda ns: [Case((3, n, 64), 1) for n in ns] + [Case((1, ns[0], 64), 1)],
+    "inner": lambda ns: [Case((3, 4, n), -1) for n in ns] + [Case((4, 1, ns[0]), -1)],  # M % 4 == 0: argmin
+}
+
+
+def _sizes(op):
+    # an index op's non-inner tile is N itself below 128 (a power of two compiles): keep to those
+    return (4, 16, 4, 8, 16) if op.kind == "index" else (5, 16, 5, 12, 16)
+
+
+@pytest.mark.parametrize("form", list(SEQUENCES))
+def test_interleaved_sizes(flag_gems, fl_device, fl_settings, any_op, form):
+    op = any_op
+    for i, case in enumerate(SEQUENCES[form](_sizes(op))):
+        case = fitted(case, op, fl_settings.sweep)
+        x = make_input(case, "float32", fl_device, seed=i, op=op if op.kind == "index" else None)
+        assert_agrees(op, lambda x=x, c=case: op.call(x, c.dim), x, case.dim, what=
+                      f"call {i + 1} of the sequence, {case.shape} dim={case.dim}")
