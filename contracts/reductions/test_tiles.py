@@ -45,7 +45,7 @@ def tile_params(ops, version):
     out = []
     for op in ops:
         for path in op.paths_in(version):
-            if path.tiles is False and path.entry is None and path.dtype == "float32":
+            if path.multi_tile and path.entry is None and path.dtype == "float32":
                 out.append(pytest.param(op, Case(path.shape, path.dim), id=f"{op.name}-{'x'.join(map(str, path.shape))}"
                                         f"-d{path.dim}"))
     return out

@@ -67,10 +67,16 @@ class Path:
     lines: tuple[str, ...] = ()
     switch: str = "ONE_TILE_PER_CTA"  # the constexpr that chooses one tile or a loop
     entry: str | None = None  # the entry point the path is reached through (default: the row's)
+    loop: bool | None = None  # walks N in several tiles (default: where its switch says a loop)
 
     @property
     def id(self) -> str:
         return self.name
+
+    @property
+    def multi_tile(self) -> bool:
+        """The kernel walks N in several tiles here: values can cross tiles (test_tiles)."""
+        return self.loop if self.loop is not None else self.tiles is False
 
     def in_version(self, version: str | None) -> bool:
         return not self.lines or any((version or "").startswith(v) for v in self.lines)
@@ -396,6 +402,8 @@ _SUM_PATHS = (
 _MEAN_PATHS = (
     P("full reduction, two stages (dim=[])", (5, 7), [], "mean_kernel_1"),
     P("non-inner, K >= 1024: vector loads", (1, 5, 1024), 1, "mean_dim_kernel_non_inner_vec"),
+    P("non-inner, K >= 1024: vector loads, half precision", (1, 64, 1024), 1, "mean_dim_kernel_non_inner_vec",
+      dtype="float16"),
     P("non-inner, one tile", (3, 5, 64), 1, "mean_dim_kernel_non_inner", True),
     P("non-inner, a loop over row tiles", (3, 65, 64), 1, "mean_dim_kernel_non_inner", False),
     P("inner, one tile", (3, 5), 1, "mean_dim_kernel_inner", True),
@@ -418,7 +426,7 @@ _SOFTMAX_PATHS = (
 )
 _LOG_SOFTMAX_PATHS = (
     P("one kernel, N <= 256", (3, 5), 1, "log_softmax_kernel"),
-    P("one kernel, a loop past 256", (3, 257), 1, "log_softmax_kernel"),
+    P("one kernel, a loop past 256", (3, 257), 1, "log_softmax_kernel", loop=True),
     P("one kernel over a non-inner dim", (3, 5, 4), 1, "log_softmax_kernel", lines=("5.0",)),
     P("non-inner, one tile", (3, 5, 4), 1, "log_softmax_kernel_non_inner", True, lines=("5.4",)),
     P("non-inner, online max across row tiles", (1, 513, 64), 1, "log_softmax_kernel_non_inner", False,
@@ -439,16 +447,16 @@ _ARGMAX_PATHS = (
 _ARGMIN_PATHS = (
     P("every dim (dim=None), two stages", (5, 7), None, "argmin_kernel_1"),
     P("K == 1, one tile", (4, 8), 1, "argmin_kernel_opt_k1"),
-    P("K == 1, a loop over 4096-wide tiles", (4, 8192), 1, "argmin_kernel_opt_k1"),
+    P("K == 1, a loop over 4096-wide tiles", (4, 8192), 1, "argmin_kernel_opt_k1", loop=True),
     P("K == 1 for int32 (the general kernel)", (4, 8), 1, "argmin_kernel", dtype="int32"),
     P("split K (N % 64 == 0, K % 32 == 0, M % 8 == 0)", (8, 64, 32), 1, "argmin_split_K_kernel_merged"),
-    P("split K, a loop over row tiles", (8, 1024, 32), 1, "argmin_split_K_kernel_merged"),
+    P("split K, a loop over row tiles", (8, 1024, 32), 1, "argmin_split_K_kernel_merged", loop=True),
     P("general, one tile", (3, 5, 4), 1, "argmin_kernel"),
-    P("general, a loop past 4096 rows", (1, 4097, 2), 1, "argmin_kernel"),
+    P("general, a loop past 4096 rows", (1, 4097, 2), 1, "argmin_kernel", loop=True),
 )
 _PROD_PATHS = (
     P("one kernel over the moved dim", (3, 5), 1, "prod_kernel", lines=("5.0",)),
-    P("one kernel, a loop past 1024", (1, 1025), 1, "prod_kernel", lines=("5.0",)),
+    P("one kernel, a loop over 1024-wide chunks", (1, 8193), 1, "prod_kernel", lines=("5.0",), loop=True),
     P("inner, one tile", (3, 5), 1, "prod_dim_kernel_inner", True, lines=("5.4",)),
     P("inner, a loop over 4096-wide tiles", (1, 32769), 1, "prod_dim_kernel_inner", False, lines=("5.4",)),
     P("non-inner, one tile", (3, 5, 4), 1, "prod_dim_kernel_non_inner", True, lines=("5.4",)),
@@ -459,7 +467,7 @@ _STD_PATHS = (
     P("every dim over several map blocks", (3000,), None, "_std_reduce_kernel"),
     P("fused, the moved dim", (3, 5), 1, "_std_fused_dim_kernel", lines=("5.0",)),
     P("fused over a non-inner dim", (3, 5, 4), 1, "_std_fused_dim_kernel", lines=("5.0",)),
-    P("fused, a loop past 1024", (2, 1025), 1, "_std_fused_dim_kernel", lines=("5.0",)),
+    P("fused, a loop past 1024", (2, 1025), 1, "_std_fused_dim_kernel", lines=("5.0",), loop=True),
     P("inner, one tile", (3, 5), 1, "_std_dim_kernel_inner", True, lines=("5.4",)),
     P("inner, a loop over tiles", (1, 32769), 1, "_std_dim_kernel_inner", False, lines=("5.4",)),
     P("non-inner, one tile", (3, 5, 4), 1, "_std_dim_kernel_non_inner", True, lines=("5.4",)),
