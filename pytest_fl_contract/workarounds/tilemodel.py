@@ -208,8 +208,12 @@ def candidates(M: int, N: int, K: int, elem: int = 4, kind: str = "reduce") -> I
     widest = _widest(M * K, kind, elem)
     for block_k in (1 << i for i in range(widest.bit_length())):
         # wider than K: blocks of the flattened output, and for the first such width also
-        # per m with idle lanes (softmax's vector loads need it; see FLAT_SOFTMAX_COST)
-        modes = (False,) if block_k <= K else (True, False) if block_k < 2 * K else (True,)
+        # per m with idle lanes (softmax's vector loads need it; see FLAT_SOFTMAX_COST); not
+        # wider: per m, or flattened where M blocks per m would pass grid axis x
+        if block_k <= K:
+            modes = (False,) if M * cdiv(K, block_k) <= GRID_LIMITS[0] else (True,)
+        else:
+            modes = (True, False) if block_k < 2 * K else (True,)
         for flat, tile in itertools.product(modes, TILES):
             block_r = _pow2_at_most(min(max(1, tile // block_k), max(N, 1)))
             for splits in (1 << i for i in range(13)):
