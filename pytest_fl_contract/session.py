@@ -195,10 +195,23 @@ class LaneSession:
         lines = report.header_lines(self.settings, versions(), device_name(self.settings))
         if self.workaround is not None:
             lines.append(f"fl-contract workaround installed: {self.workaround.line()}")
+        reach = self.reach()
+        if reach:
+            lines.append(f"fl-contract reach: {reach}")
         tiles = self.tile_device()
         if tiles:
             lines.append(f"fl-contract fast-path tiles for {tiles}")
         return lines
+
+    def reach(self) -> str | None:
+        """What the masked-row defect reaches in the installed FlagGems, read from its source
+        (``registry.coverage``): on lanes whose platform has the defect or a workaround."""
+        from .registry import coverage
+
+        if not self.settings.workaround and self.settings.platform.defect("masked_2d_row_load") is None:
+            return None
+        root = coverage.flag_gems_root()
+        return coverage.summary(coverage.scan(root)) if root is not None else None
 
     def tile_device(self) -> str | None:
         """What the fast path's tile model read of the lane's device, or assumed (SM count,
@@ -343,4 +356,5 @@ class LaneSession:
 
     def properties(self) -> list[tuple[str, str]]:
         """JUnit suite properties of the lane (written when junitxml starts its report)."""
-        return report.properties(self.settings, versions())
+        reach = self.reach()
+        return report.properties(self.settings, versions()) + ([("fl_defect_reach", reach)] if reach else [])

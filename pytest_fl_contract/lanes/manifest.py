@@ -33,7 +33,7 @@ TOP_KEYS = {"version", "defaults", "shared_steps", "lanes"}
 LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup", "packages",
              "timeout_minutes", "pytest_args", "steps"}
 STEP_KEYS = {"name", "use", "contracts", "pytest", "command", "shell", "env", "timeout", "allow_failure", "expect",
-             "description", "output_cap"}
+             "catch", "description", "output_cap"}
 DEFAULT_KEYS = {"timeout", "output_cap"}
 
 
@@ -49,6 +49,7 @@ class Step:
     allow_failure: bool = False
     expect: str = "pass"  # "fail": the step exists to show a defect is caught
     output_cap: int = DEFAULT_OUTPUT_CAP  # bytes of output its JUnit case keeps (head and tail)
+    catch: tuple[str, ...] = ()  # expect: fail - ops each of which must fail a contract
 
 
 @dataclass(frozen=True)
@@ -269,12 +270,16 @@ def _parse_step(
     if expect == "fail" and kind == "command":
         raise err(_line(raw, "expect"), "expect: fail needs a pytest step: a command's exit status cannot tell a "
                   "caught defect from a broken environment (a typo exits 127 too)", lane, name)
+    catch = merged.get("catch", [])
+    if not (_str_list(catch) and all(catch)) or (catch and expect != "fail"):
+        raise err(_line(raw, "catch"), "catch must be a list of op names, on an expect: fail step (each op must "
+                  "fail a contract for the defect to count as caught)", lane, name)
     cap = merged.get("output_cap", default_cap)
     if not _output_cap(cap):
         raise err(_line(raw, "output_cap"), f"output_cap must be bytes in [{MIN_OUTPUT_CAP}, {MAX_OUTPUT_CAP}]",
                   lane, name)
     return Step(name, kind, value if isinstance(value, str) else tuple(value), tuple(suites), shell,
-                {k: str(v) for k, v in env.items()}, float(timeout), allow, expect, cap)
+                {k: str(v) for k, v in env.items()}, float(timeout), allow, expect, cap, tuple(catch))
 
 
 def parse(text: str, path: str, registry: Registry) -> Manifest:

@@ -248,19 +248,20 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
             xml = crash if xml is None else junit.with_case(xml, crash)
     assert xml is not None  # a command's suite, the step's own report, or its error case
     counts = junit.count(xml, step.name)
-    wanted = verdict.expectation(step.expect, state, counts)
+    wanted = verdict.expectation(step.expect, state, counts, step.catch)
     try:
         junit.write(_with_record(xml, verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok,
-                                                     tuple(notes))), report, cap=text_cap(step))
+                                                     tuple(notes), step.catch)), report, cap=text_cap(step))
     except OSError as exc:
         problem = f"cannot write {report.name}: {exc.strerror}"
         if state != "error":
             xml = junit.with_case(xml, junit.error_suite(lane.name, step.name, problem, run.output, run.seconds))
             state, detail = "error", problem
-            wanted = verdict.expectation(step.expect, state, junit.count(xml, step.name))
+            wanted = verdict.expectation(step.expect, state, junit.count(xml, step.name), step.catch)
         else:
             notes.append(problem)
-    xml = _with_record(xml, verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok, tuple(notes)))
+    xml = _with_record(xml, verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok, tuple(notes),
+                                         step.catch))
     if notes:
         detail = f"{detail}; {'; '.join(notes)}"
     shown = state if step.expect == "pass" else f"{state} (expected to fail: {wanted.note})"

@@ -56,8 +56,9 @@ def failing(counts: junit.StepCounts) -> str:
     return f"{real} failed"
 
 
-def expectation(expect: str, verdict: str, counts: junit.StepCounts) -> Expectation:
-    """Did the step get the verdict it exists for?"""
+def expectation(expect: str, verdict: str, counts: junit.StepCounts, catch: tuple[str, ...] = ()) -> Expectation:
+    """Did the step get the verdict it exists for?  ``catch``: ops each of which must fail a
+    contract (a defect caught for one op and missed for another is not caught)."""
     if expect == "pass":
         return Expectation(verdict == "passed", "")
     if verdict != "failed":
@@ -67,6 +68,9 @@ def expectation(expect: str, verdict: str, counts: junit.StepCounts) -> Expectat
                                   "that way too, a caught defect does not")
     if counts.failed - counts.xpassed < 1:
         return Expectation(False, "NOT caught: only strict xpasses failed (known defects that no longer show)")
+    missed = [op for op in catch if op not in counts.summary.failures]
+    if missed:
+        return Expectation(False, f"NOT caught for {', '.join(missed)} (no contract of theirs failed): {failing(counts)}")
     return Expectation(True, f"defect caught: {failing(counts)}")
 
 
@@ -82,11 +86,12 @@ def from_cases(report: junit.Report) -> str:
 
 
 def record(step: str, expect: str, allow_failure: bool, verdict: str, ok: bool,
-           notes: tuple[str, ...] = ()) -> tuple[str, str]:
+           notes: tuple[str, ...] = (), catch: tuple[str, ...] = ()) -> tuple[str, str]:
     """The runner's record of a step, a suite property: its expectation, its verdict, and
     what the runner saw beside it (processes it killed, a log it could not keep)."""
     return STEP_PROPERTY, json.dumps({"step": step, "expect": expect, "allow_failure": allow_failure,
-                                      "verdict": verdict, "ok": ok, "notes": list(notes)}, sort_keys=True)
+                                      "verdict": verdict, "ok": ok, "notes": list(notes), "catch": list(catch)},
+                      sort_keys=True)
 
 
 def read_record(value: str) -> dict[str, Any] | None:

@@ -233,6 +233,13 @@ _BACKWARD_STRIDES = OpDefect("backward_output_strides_ignored",
                              lambda c: c.layout == "column_major_output" and not c.routed)
 
 
+def _small_n_ignores_k(call: Call) -> bool:
+    """special_log_softmax (5.4.0.dev0) sends N <= 1024 to small_n_log_softmax_kernel, one
+    program per (m, k) reading N contiguous values from row m * stride(dim - 1): over a
+    non-inner dim (K > 1) it reads and writes the wrong elements (past the tensor, too)."""
+    return call.non_inner and 0 < call.reduced_size <= 1024
+
+
 def _empty(call: Call) -> bool:
     return 0 in call.shape
 
@@ -481,6 +488,22 @@ _LOGSUMEXP_PATHS = (
     P("non-inner, one tile", (3, 5, 4), 1, "logsumexp_kernel_non_inner", True),
     P("non-inner, online max across row tiles", (1, 513, 64), 1, "logsumexp_kernel_non_inner", False),
 )
+# flag_gems 5.4's torch.special.logsumexp: its own module, the same kernels as logsumexp's
+# (several dims: one at a time, the last first, keepdim between)
+_SPECIAL_LOGSUMEXP_PATHS = (
+    P("several dims, one at a time", (3, 5, 4), [0, 2], "logsumexp_kernel_non_inner"),
+    P("inner, one tile", (3, 5), 1, "logsumexp_kernel_inner", True),
+    P("inner, a loop over tiles", (1, 32769), 1, "logsumexp_kernel_inner", False),
+    P("non-inner, one tile", (3, 5, 4), 1, "logsumexp_kernel_non_inner", True),
+    P("non-inner, online max across row tiles", (1, 513, 64), 1, "logsumexp_kernel_non_inner", False),
+)
+# flag_gems 5.4's torch.special.log_softmax: N <= 1024 one program a row of next_pow2(N), else
+# an online (BLOCK_M, BLOCK_N) walk over N with the rows of M masked
+_SPECIAL_LOG_SOFTMAX_PATHS = (
+    P("N <= 1024, one program a row", (3, 5), 1, "small_n_log_softmax_kernel"),
+    P("N past 1024, two passes over column tiles", (3, 1025), 1, "large_n_log_softmax_kernel", loop=True),
+    P("N past 1024 over a non-inner dim", (2, 1025, 3), 1, "large_n_log_softmax_kernel", loop=True),
+)
 
 OPS: tuple[Op, ...] = (
     Op(name="sum", module="flag_gems.ops.sum", entry="sum_dim", kind="reduce", dim_forms=("list",),
@@ -569,6 +592,19 @@ OPS: tuple[Op, ...] = (
        running_max=True, features=("masked_2d_row_load", "int64_offset_arith"),
        defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),
                 OpDefect("int_input_accepted", _dtype_in(*INTEGERS)), _EMPTY, _FP64)),
+    Op(name="special_logsumexp", module="flag_gems.ops.special_logsumexp", entry="special_logsumexp", kind="reduce",
+       dim_forms=("list", "int"), torch_fn=_torch("logsumexp"), gems_names=("special_logsumexp",),
+       entries=(EntryPoint("special_logsumexp", "reduce"),),
+       exempt={"large_index": _LARGE_NOT_RUN}, params=(_KEEPDIM_PARAM,), paths=_SPECIAL_LOGSUMEXP_PATHS,
+       running_max=True, features=(*_KERNEL, *_TILED),
+       defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")), _ACCEPTED, _EMPTY,
+                _FP64)),
+    Op(name="special_log_softmax", module="flag_gems.ops.special_log_softmax", entry="special_log_softmax",
+       kind="along", dim_forms=("int",), torch_fn=_torch("log_softmax", takes_keepdim=False),
+       gems_names=("special_log_softmax",), entries=(EntryPoint("special_log_softmax", "along"),),
+       keepdim="none", exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
+       paths=_SPECIAL_LOG_SOFTMAX_PATHS, running_max=True, features=(*_KERNEL, *_TILED),
+       defects=(OpDefect("small_n_ignores_k", _small_n_ignores_k), _ACCEPTED, _EMPTY, _FP64)),
 )
 
 OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
@@ -650,9 +686,11 @@ def installed(op: Op) -> bool:
 
 
 def non_inner_kernels(module: Any) -> tuple[str, ...]:
-    """The ``*non_inner*`` kernels a FlagGems module defines: the 2-D (rows, columns) tiles
-    that a dropped row condition breaks.  What makes an op's dim non-inner is K > 1."""
-    return tuple(name for name in vars(module) if "non_inner" in name)
+    """The kernels of a FlagGems module that a dropped row condition breaks (2-D tiles folded
+    along their rows; ``coverage``), read from the module's source."""
+    from .coverage import module_kernels
+
+    return module_kernels(getattr(module, "__file__", None))
 
 
 def modules() -> tuple[str, ...]:

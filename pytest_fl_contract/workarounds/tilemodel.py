@@ -210,6 +210,7 @@ def candidates(M: int, N: int, K: int, elem: int = 4, kind: str = "reduce") -> I
         # wider than K: blocks of the flattened output, and for the first such width also
         # per m with idle lanes (softmax's vector loads need it; see FLAT_SOFTMAX_COST); not
         # wider: per m, or flattened where M blocks per m would pass grid axis x
+        modes: tuple[bool, ...]
         if block_k <= K:
             modes = (False,) if M * cdiv(K, block_k) <= GRID_LIMITS[0] else (True,)
         else:

@@ -1,0 +1,230 @@
+"""Which FlagGems modules the masked-row defect reaches, read from FlagGems' source.
+
+A kernel is reached when it loads a 2-D tile under a mask with a row condition (an index
+expanded to a column, ``n[:, None] < N``, combined with another condition by ``&`` or
+``and``) and folds the tile along its rows (a reduction or scan over axis 0): a dropped row
+condition then reads rows past the end *into the result*.  A kernel that only reduces along
+its columns reads the extra rows too but never stores them (amax, 5.0.2's log_softmax), so it
+is not reached.  The source is parsed, never imported: no device is needed, and any
+installed FlagGems line can be read (``root``).
+
+Every reached module must be a registry row's module, or be listed in ``NOT_ROWS`` with the
+reason the workaround leaves it: so a FlagGems release that adds an op with a non-inner
+kernel fails the project's tests (``tests/test_coverage.py``) until it has a row.
+``python -m pytest_fl_contract.registry.coverage [ROOT]`` prints the table.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import ops
+
+FOLDS = frozenset({"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "cumsum", "cumprod",
+                   "associative_scan"})
+
+# Reached modules with no row yet, by family, and why the workaround leaves them: none is a
+# reduction over a dim of one input that moving the axis fixes, and each is wrong on a
+# defective compiler only where the rows read past the end are folded in (the op-family work
+# gives them rows and contracts).  Keys: the module's path under flag_gems.
+_FAMILIES = {
+    "normalization layers: the weight and bias gradients and the running statistics sum over the "
+    "rows of a (rows, channels) tile, with no dim entry point": ("ops.layernorm", "ops.rms_norm", "fused.instance_norm"),
+    "a fused loss: the reduction over classes runs inside the loss kernel, with no dim entry point":
+        ("fused.cross_entropy_loss",),
+    "linear algebra and distances: Gram products, Jacobi sweeps and cdist's backward fold row tiles "
+    "weighted by a masked (other=0) operand: wrong where the rows past the end hold NaN or inf":
+        ("ops.svd", "ops.cdist_backward"),
+    "fused attention, MoE routing, recurrent and sequence-packing kernels (serving engines' paths, "
+    "no aten reduction)": ("fused.DSA.bin_topk", "fused.DSA.indexer_k_tiled", "fused.DSA.sparse_mla",
+                           "fused.FLA.fused_recurrent", "fused.FLA.chunk_gated_delta_direct",
+                           "fused.grouped_topk", "fused.rwkv_mm_sparsity", "fused.pack_seq",
+                           "fused.unpack_seq"),
+}
+NOT_ROWS = {module: why for why, modules in _FAMILIES.items() for module in modules}
+SCANNED = ("ops", "fused")  # FlagGems' default backend: what flag_gems.enable() registers
+
+
+@dataclass(frozen=True)
+class Reach:
+    """A FlagGems module and its kernels the defect reaches."""
+
+    module: str  # dotted, under flag_gems (e.g. flag_gems.ops.sum)
+    kernels: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        """The module's path under flag_gems (``ops.sum``): the key of ``NOT_ROWS``."""
+        return self.module.split(".", 1)[-1]
+
+
+def _names(fn: ast.FunctionDef) -> dict[str, list[ast.expr]]:
+    """What each local name is assigned, anywhere in the kernel (loops assign in turn)."""
+    env: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            env.setdefault(node.targets[0].id, []).append(node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            env.setdefault(node.target.id, []).append(node.value)
+    return env
+
+
+def _column(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
+    """The expression holds an index expanded to a column of a 2-D tile (``x[:, None]``)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Tuple) and len(sub.slice.elts) == 2:
+            first, second = sub.slice.elts
+            if isinstance(first, ast.Slice) and isinstance(second, ast.Constant) and second.value is None:
+                return True
+        if isinstance(sub, ast.Name) and sub.id in env and sub.id not in seen:
+            if any(_column(v, env, seen | {sub.id}) for v in env[sub.id]):
+                return True
+    return False
+
+
+def _wider(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
+    """The expression expands an index to three or more dims (``n[:, None, None]``): a 3-D
+    tile, which the 2-D defect does not describe."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Tuple) and len(sub.slice.elts) > 2:
+            return True
+        if isinstance(sub, ast.Name) and sub.id in env and sub.id not in seen:
+            if any(_wider(v, env, seen | {sub.id}) for v in env[sub.id]):
+                return True
+    return False
+
+
+def _row_mask(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
+    """A 2-D mask that combines a row condition with another (``&`` or ``and``)."""
+    if not seen and _wider(node, env):
+        return False
+    if isinstance(node, ast.Name) and node.id in env and node.id not in seen:
+        return any(_row_mask(v, env, seen | {node.id}) for v in env[node.id])
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return len(node.values) > 1 and any(_column(v, env, seen) for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+        return any(_column(side, env, seen) or _row_mask(side, env, seen) for side in (node.left, node.right))
+    return False
+
+
+def _call_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _axis(call: ast.Call, position: int = 1) -> object:
+    for kw in call.keywords:
+        if kw.arg == "axis" and isinstance(kw.value, ast.Constant):
+            return kw.value.value
+    arg = call.args[position] if len(call.args) > position else None
+    return arg.value if isinstance(arg, ast.Constant) else None
+
+
+def _is_jit(fn: ast.FunctionDef) -> bool:
+    return any("jit" in ast.unparse(d) for d in fn.decorator_list)
+
+
+def reached_kernels(source: str) -> tuple[str, ...]:
+    """The kernels of one module's source that the defect reaches."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef) or not _is_jit(fn):
+            continue
+        env = _names(fn)
+        calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call)]
+        masked = any(_call_name(c) == "load" and any(_row_mask(m, env) for m in
+                     [kw.value for kw in c.keywords if kw.arg == "mask"] + c.args[1:2]) for c in calls)
+        folds = any(_call_name(c) in FOLDS and _axis(c) == 0 for c in calls)
+        if masked and folds:
+            found.append(fn.name)
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=256)
+def module_kernels(path: str | None) -> tuple[str, ...]:
+    """``reached_kernels`` of the module at ``path`` (none for a module with no source file)."""
+    try:
+        return reached_kernels(Path(path).read_text(encoding="utf-8", errors="replace")) if path else ()
+    except OSError:
+        return ()
+
+
+def flag_gems_root() -> Path | None:
+    """The installed flag_gems package's directory, found without importing it."""
+    spec = importlib.util.find_spec("flag_gems")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def scan(root: Path, under: Iterable[str] = SCANNED) -> tuple[Reach, ...]:
+    """Every module under ``root``'s folders ``under`` with a kernel the defect reaches."""
+    found = []
+    for folder in under:
+        for path in sorted((root / folder).rglob("*.py")) if (root / folder).is_dir() else ():
+            kernels = reached_kernels(path.read_text(encoding="utf-8", errors="replace"))
+            if kernels:
+                dotted = ".".join(("flag_gems", *path.relative_to(root).with_suffix("").parts))
+                found.append(Reach(dotted, kernels))
+    return tuple(found)
+
+
+def covered(reach: Reach) -> str | None:
+    """How the project covers a reached module: the registry row(s) for it, or why not; None
+    when nothing does."""
+    rows = [op.name for op in ops.OPS if op.module == reach.module]
+    if rows:
+        return "row: " + ", ".join(rows)
+    return f"no row: {NOT_ROWS[reach.name]}" if reach.name in NOT_ROWS else None
+
+
+def uncovered(found: Iterable[Reach]) -> tuple[Reach, ...]:
+    return tuple(r for r in found if covered(r) is None)
+
+
+def summary(found: Iterable[Reach]) -> str:
+    """One line for a lane's header and report: what the defect reaches, what has no row."""
+    found = tuple(found)
+    rows = [r for r in found if any(op.module == r.module for op in ops.OPS)]
+    rest = [r.name for r in found if r not in rows]
+    missing = [r.name for r in uncovered(found)]
+    line = f"the masked-row defect reaches {len(found)} FlagGems modules: {len(rows)} with rows"
+    if rest:
+        line += f"; no row (the workaround leaves them): {', '.join(rest)}"
+    if missing:
+        line += f"; UNKNOWN to the registry: {', '.join(missing)}"
+    return line
+
+
+def table(found: Iterable[Reach]) -> Iterator[str]:
+    yield "| module | kernels the defect reaches | covered by |"
+    yield "|---|---|---|"
+    for r in found:
+        yield f"| `{r.module}` | {', '.join(f'`{k}`' for k in r.kernels)} | {covered(r) or '**nothing**'} |"
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[0]) if argv else flag_gems_root()
+    if root is None or not (root / "ops").is_dir():
+        print(f"fl-contract: error: no flag_gems package {'at ' + str(root) if root else 'installed'}", file=sys.stderr)
+        return 2
+    found = scan(root)
+    print("\n".join(table(found)))
+    missing = uncovered(found)
+    if missing:
+        print(f"\n{len(missing)} reached module(s) with no row: {', '.join(r.module for r in missing)}", file=sys.stderr)
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
