@@ -13,13 +13,22 @@ SEQUENCES = {  # N along dim 1 of (M, N, K), then along the last dim: the kernel
 }
 
 
-def _sizes(op):
+def _sizes_of(kind):
     # an index op's non-inner tile is N itself below 128 (a power of two compiles): keep to those
-    return (4, 16, 4, 8, 16) if op.kind == "index" else (5, 16, 5, 12, 16)
+    return (4, 16, 4, 8, 16) if kind == "index" else (5, 16, 5, 12, 16)
 
 
-@pytest.mark.parametrize("form", list(SEQUENCES))
-def test_interleaved_sizes(flag_gems, fl_device, fl_settings, any_op, form):
+def _sizes(op):
+    return _sizes_of(op.kind)
+
+
+# each form with a call every op's sequence makes (N = 16), whose known FlagGems defects the
+# case is marked with (a defect of every call of the form, such as special_log_softmax's)
+FORMS = [pytest.param(form, make((16,))[0], id=form) for form, make in SEQUENCES.items()]
+
+
+@pytest.mark.parametrize("form, first", FORMS)
+def test_interleaved_sizes(flag_gems, fl_device, fl_settings, any_op, form, first):
     op = any_op
     for i, case in enumerate(SEQUENCES[form](_sizes(op))):
         case = fitted(case, op, fl_settings.sweep)

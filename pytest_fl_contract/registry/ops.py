@@ -236,8 +236,9 @@ _BACKWARD_STRIDES = OpDefect("backward_output_strides_ignored",
 def _small_n_ignores_k(call: Call) -> bool:
     """special_log_softmax (5.4.0.dev0) sends N <= 1024 to small_n_log_softmax_kernel, one
     program per (m, k) reading N contiguous values from row m * stride(dim - 1): over a
-    non-inner dim (K > 1) it reads and writes the wrong elements (past the tensor, too)."""
-    return call.non_inner and 0 < call.reduced_size <= 1024
+    non-inner dim (K > 1) it reads and writes the wrong elements (past the tensor, too) -
+    except over dim 0 with N == 1, where the stride it takes is 1 and every (m, k) is one element."""
+    return call.non_inner and 0 < call.reduced_size <= 1024 and not (call.reduced == (0,) and call.reduced_size == 1)
 
 
 def _empty(call: Call) -> bool:
@@ -491,18 +492,18 @@ _LOGSUMEXP_PATHS = (
 # flag_gems 5.4's torch.special.logsumexp: its own module, the same kernels as logsumexp's
 # (several dims: one at a time, the last first, keepdim between)
 _SPECIAL_LOGSUMEXP_PATHS = (
-    P("several dims, one at a time", (3, 5, 4), [0, 2], "logsumexp_kernel_non_inner"),
-    P("inner, one tile", (3, 5), 1, "logsumexp_kernel_inner", True),
-    P("inner, a loop over tiles", (1, 32769), 1, "logsumexp_kernel_inner", False),
-    P("non-inner, one tile", (3, 5, 4), 1, "logsumexp_kernel_non_inner", True),
-    P("non-inner, online max across row tiles", (1, 513, 64), 1, "logsumexp_kernel_non_inner", False),
+    P("several dims, one at a time", (3, 5, 4), [0, 2], "logsumexp_kernel_non_inner", lines=("5.4",)),
+    P("inner, one tile", (3, 5), 1, "logsumexp_kernel_inner", True, lines=("5.4",)),
+    P("inner, a loop over tiles", (1, 32769), 1, "logsumexp_kernel_inner", False, lines=("5.4",)),
+    P("non-inner, one tile", (3, 5, 4), 1, "logsumexp_kernel_non_inner", True, lines=("5.4",)),
+    P("non-inner, online max across row tiles", (1, 513, 64), 1, "logsumexp_kernel_non_inner", False, lines=("5.4",)),
 )
 # flag_gems 5.4's torch.special.log_softmax: N <= 1024 one program a row of next_pow2(N), else
 # an online (BLOCK_M, BLOCK_N) walk over N with the rows of M masked
 _SPECIAL_LOG_SOFTMAX_PATHS = (
-    P("N <= 1024, one program a row", (3, 5), 1, "small_n_log_softmax_kernel"),
-    P("N past 1024, two passes over column tiles", (3, 1025), 1, "large_n_log_softmax_kernel", loop=True),
-    P("N past 1024 over a non-inner dim", (2, 1025, 3), 1, "large_n_log_softmax_kernel", loop=True),
+    P("N <= 1024, one program a row", (3, 5), 1, "small_n_log_softmax_kernel", lines=("5.4",)),
+    P("N past 1024, two passes over column tiles", (3, 1025), 1, "large_n_log_softmax_kernel", loop=True, lines=("5.4",)),
+    P("N past 1024 over a non-inner dim", (2, 1025, 3), 1, "large_n_log_softmax_kernel", loop=True, lines=("5.4",)),
 )
 
 OPS: tuple[Op, ...] = (
@@ -597,12 +598,12 @@ OPS: tuple[Op, ...] = (
        entries=(EntryPoint("special_logsumexp", "reduce"),),
        exempt={"large_index": _LARGE_NOT_RUN}, params=(_KEEPDIM_PARAM,), paths=_SPECIAL_LOGSUMEXP_PATHS,
        running_max=True, features=(*_KERNEL, *_TILED),
-       defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")), _ACCEPTED, _EMPTY,
-                _FP64)),
+       defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")), _ACCEPTED,
+                _EMPTY_REDUCED, _FP64)),
     Op(name="special_log_softmax", module="flag_gems.ops.special_log_softmax", entry="special_log_softmax",
        kind="along", dim_forms=("int",), torch_fn=_torch("log_softmax", takes_keepdim=False),
        gems_names=("special_log_softmax",), entries=(EntryPoint("special_log_softmax", "along"),),
-       keepdim="none", exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
+       keepdim="none", exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN}, interpreter="rows",
        paths=_SPECIAL_LOG_SOFTMAX_PATHS, running_max=True, features=(*_KERNEL, *_TILED),
        defects=(OpDefect("small_n_ignores_k", _small_n_ignores_k), _ACCEPTED, _EMPTY, _FP64)),
 )
