@@ -20,6 +20,25 @@ for what in "$@"; do
     python3 -c "import torch, triton, flag_gems; from pytest_fl_contract.workarounds import fastpath; \
 print('torch', torch.__version__, 'triton', triton.__version__, 'flag_gems', flag_gems.__version__); \
 print(fastpath.device_info('cuda').source)" ;;
+  line54)
+    # the 5.4 line for the steps after it: its wheel (.whl54/) in a directory of its own, first
+    # on the path (the 5.0.2 install in /tmp/site stays, as a lane's own install would)
+    python3 -m pip install -q --upgrade --no-index --no-deps --no-cache-dir --target /tmp/site54 "$ROOT"/.whl54/*.whl || exit 1
+    export PYTHONPATH=/tmp/site54:/tmp/site FL_LINE=-fg54
+    python3 -c "import flag_gems; print('flag_gems', flag_gems.__version__)" ;;
+  fgsuite)
+    # FlagGems' own reduction tests (they ship in the 5.4 wheel as flaggems_tests), unchanged,
+    # with the plugin, quick mode: on the line installed now (under 5.0.2 the 5.4 suite, beside it)
+    [ -d /tmp/site54/flaggems_tests ] || python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site54 "$ROOT"/.whl54/*.whl
+    tests=$(for t in sum mean prod std var var_mean logsumexp special_logsumexp softmax log_softmax special_log_softmax \
+                     argmax argmin amax amin max min; do printf '/tmp/site54/flaggems_tests/test_%s.py ' "$t"; done)
+    for extra in "" "--fl-force-workaround"; do
+      tag="fgsuite$FL_LINE${extra:+-forced}"
+      (cd /tmp && PYTHONPATH="$PYTHONPATH:/tmp/site54" timeout 280 python3 -m pytest $tests -p fl_contract --platform nvidia \
+        --quick -n 8 -q -p no:cacheprovider $extra --junitxml="$OUT/$tag.xml" > "$OUT/$tag.txt" 2>&1)
+      echo "== $tag: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/$tag.txt" | sed 's/ - .*//' | cut -c1-200 | head -30
+      grep -E "fl-contract|passed|failed" "$OUT/$tag.txt" | tail -4 | cut -c1-300
+    done ;;
   probes)
     (cd /tmp && timeout 180 python3 -m pytest_fl_contract.cli probe --platform nvidia | tee "$OUT/probes.txt" | tail -4)
     (cd /tmp && timeout 180 python3 -m pytest_fl_contract.cli probe --platform nvidia --mutants | tail -2) ;;
@@ -46,16 +65,16 @@ print(fastpath.device_info('cuda').source)" ;;
     for run in ${LANE_RUNS:-cold warm}; do
       start=$(date +%s.%N)
       # lane_timeline.py: when each worker started, was ready and ran each case (what sets the wall time)
-      (cd /tmp && FL_TIMELINE="$OUT/timeline-$run$LANE_TAG" PYTHONPATH="$PYTHONPATH:$ROOT/benchmarks" \
+      (cd /tmp && FL_TIMELINE="$OUT/timeline-$run$LANE_TAG$FL_LINE" PYTHONPATH="$PYTHONPATH:$ROOT/benchmarks" \
         timeout -s INT -k 30 "${LANE_TIMEOUT:-540}" python3 -m pytest_fl_contract.cli contracts reductions -- --platform nvidia --fl-sweep full -n auto -q \
-        -p lane_timeline ${LANE_K:+-k "$LANE_K"} ${LANE_ARGS} -rfE --junitxml="$OUT/lane-$run$LANE_TAG.xml" --durations=15 > "$OUT/lane-$run$LANE_TAG.txt" 2>&1)
-      echo "lane $run$LANE_TAG: exit $?, $(python3 -c "import time; print(round(time.time() - $start, 1))") s wall"
-      grep -E "^(FAILED|ERROR)" "$OUT/lane-$run$LANE_TAG.txt" | cut -c1-400 | head -40
-      grep -E "passed|failed" "$OUT/lane-$run$LANE_TAG.txt" | tail -1
-      python3 "$ROOT/benchmarks/lane_times.py" "$OUT/lane-$run$LANE_TAG.xml" --top 12 | cut -c1-300
-      python3 "$ROOT/benchmarks/lane_timeline.py" "$OUT/timeline-$run$LANE_TAG" --top 8 | tee "$OUT/timeline-$run$LANE_TAG.txt" | cut -c1-200
+        -p lane_timeline ${LANE_K:+-k "$LANE_K"} ${LANE_ARGS} -rfE --junitxml="$OUT/lane-$run$LANE_TAG$FL_LINE.xml" --durations=15 > "$OUT/lane-$run$LANE_TAG$FL_LINE.txt" 2>&1)
+      echo "lane $run$LANE_TAG$FL_LINE: exit $?, $(python3 -c "import time; print(round(time.time() - $start, 1))") s wall"
+      grep -E "^(FAILED|ERROR)" "$OUT/lane-$run$LANE_TAG$FL_LINE.txt" | cut -c1-400 | head -40
+      grep -E "passed|failed" "$OUT/lane-$run$LANE_TAG$FL_LINE.txt" | tail -1
+      python3 "$ROOT/benchmarks/lane_times.py" "$OUT/lane-$run$LANE_TAG$FL_LINE.xml" --top 12 | cut -c1-300
+      python3 "$ROOT/benchmarks/lane_timeline.py" "$OUT/timeline-$run$LANE_TAG$FL_LINE" --top 8 | tee "$OUT/timeline-$run$LANE_TAG$FL_LINE.txt" | cut -c1-200
       # one file per process is more than the device tool brings back: one archive instead
-      tar -C "$OUT" -czf "$OUT/timeline-$run$LANE_TAG.tgz" "timeline-$run$LANE_TAG" && rm -rf "$OUT/timeline-$run$LANE_TAG"
+      tar -C "$OUT" -czf "$OUT/timeline-$run$LANE_TAG$FL_LINE.tgz" "timeline-$run$LANE_TAG$FL_LINE" && rm -rf "$OUT/timeline-$run$LANE_TAG$FL_LINE"
     done ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" ${ROUNDS:+--rounds "$ROUNDS"} \
@@ -83,6 +102,6 @@ print(fastpath.device_info('cuda').source)" ;;
       softmax:2x1266x34:1:bfloat16 mean:1x15x2229:1:float16 sum:81x2x141:1:float32 softmax:2x5x6240:1:bfloat16 \
       sum:4054x255x54:1:bfloat16 sum:220x14x83424:1:bfloat16 sum:20884x1773x6:1:float16 sum:5027x53x1277:1:bfloat16 \
       mean:224421x24x16:1:float32 sum:5x71786x2:1:bfloat16} 2>&1 | tee "$OUT/profile.txt" ;;
-  *) echo "unknown step $what (setup, probes, grid, large, lane, sweep, startup, workerprofile, profile)"; exit 2 ;;
+  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, lane, sweep, startup, workerprofile, profile)"; exit 2 ;;
   esac
 done

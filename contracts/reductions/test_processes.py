@@ -16,9 +16,19 @@ PROCESS_CASES = [Case((3, 5, 4), 1), Case((3, 4, 8), -1)]
 @pytest.fixture(scope="module")
 def fresh(flag_gems, fl_settings, fl_device, fl_workaround, tmp_path_factory):
     """Every op's cases in one fresh process with an empty cache, and on hardware again
-    with the cache that first one filled: ({(op, case id): result}, per temperature)."""
+    with the cache that first one filled: ({(op, case id): result}, per temperature).  Once
+    per run: the lane's xdist workers share it."""
+    import os
+
     from pytest_fl_contract.contracts.reductions.sweeps import ops_for
 
+    base = tmp_path_factory.getbasetemp()
+    shared = str(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
+    return isolation.once_per_run(shared, "fl-fresh-processes", lambda: _fresh(fl_settings, fl_device, fl_workaround,
+                                                                               tmp_path_factory, ops_for))
+
+
+def _fresh(fl_settings, fl_device, fl_workaround, tmp_path_factory, ops_for):
     ops = ops_for("full")
     calls = tuple((op.name, fitted(c, op, fl_settings.sweep).shape, c.dim, "float32") for op in ops
                   for c in PROCESS_CASES)

@@ -20,7 +20,7 @@ import math
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .slabs import slabs
 
@@ -165,3 +165,23 @@ if __name__ == "__main__":
     else:
         data = json.loads(sys.argv[1])
         print(json.dumps(_child(Spec(**{**data, "shape": tuple(data["shape"])}))), flush=True)
+
+
+def once_per_run(directory: str, name: str, make: Callable[[], Any]) -> Any:
+    """``make()`` once for every process of a run that shares ``directory`` (xdist's workers
+    share the parent of their base temp), the others reading what it saved: a fresh-process
+    batch that every worker would otherwise start again, 16 at once on a 16-worker lane."""
+    import fcntl
+    import os
+
+    import torch
+
+    path = os.path.join(directory, f"{name}.pt")
+    with open(os.path.join(directory, f"{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if make() raises
+        if os.path.exists(path):
+            return torch.load(path, weights_only=False)
+        value = make()
+        torch.save(value, path + ".part")
+        os.replace(path + ".part", path)
+        return value
