@@ -181,3 +181,21 @@ def test_contracts_pass_under_importlib_import_mode():
         env={k: v for k, v in os.environ.items() if k != "FL_PLATFORM"},
     )
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_the_lanes_flag_gems_wins_over_one_installed_beside_the_suite(tmp_path, fg54_site):
+    """A lane puts its FlagGems first on PYTHONPATH; the packaged suite installed in another
+    directory that holds another FlagGems must not put that directory first (pytest's prepend
+    import mode did: an H200 '5.4 lane' ran 5.0.2)."""
+    suite_dir, lane_dir = tmp_path / "suite", tmp_path / "lane"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(suite_dir), str(ROOT)],
+                   check=True, capture_output=True)
+    site = Path(next(p for p in sys.path if p.endswith("site-packages") and (Path(p) / "flag_gems").is_dir()))
+    for name in ("flag_gems", next(p.name for p in site.glob("flag_gems-*.dist-info"))):
+        shutil.copytree(site / name, suite_dir / name)
+    lane_dir.symlink_to(fg54_site)
+    done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.cli", "contracts", "reductions", "--", "--platform",
+                           "cpu", "-k", "test_install"], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(lane_dir), str(suite_dir)])})
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "flag_gems 5.4" in done.stdout and "flag_gems 5.0" not in done.stdout

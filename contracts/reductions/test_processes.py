@@ -39,7 +39,7 @@ def _fresh(fl_settings, fl_device, fl_workaround, tmp_path_factory, ops_for):
     for temperature in temperatures:
         batch = isolation.Batch(calls, fl_device, str(tmp_path_factory.mktemp(temperature) / "results.pt"),
                                 fl_settings.workaround if fl_workaround is not None else None, emulation,
-                                cache_dir=str(cache))
+                                cache_dir=str(cache), autotune=fl_settings.autotune.mode)
         results, why = isolation.run_batch(batch)
         out[temperature] = (dict(zip([(c[0], c[1], c[2]) for c in calls], results)) if results is not None else {}), why
     return out

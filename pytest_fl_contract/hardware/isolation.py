@@ -109,6 +109,7 @@ class Batch:
     emulation: tuple[str, tuple[str, ...]] | None = None  # (profile, injected defects)
     seed: int = 0
     cache_dir: str | None = None  # TRITON_CACHE_DIR for the child (None: the lane's own)
+    autotune: str | None = None  # the lane's --fl-autotune mode: the child picks the lane's configs
 
 
 def run_batch(batch: Batch, timeout: float = 600) -> tuple[list[Any] | None, str]:
@@ -137,6 +138,11 @@ def _batch_child(batch: Batch) -> None:
         from ..emulation.interpreter import bring_up
 
         bring_up(batch.emulation[0], tuple(batch.emulation[1]))
+    else:
+        from . import autotune
+
+        if batch.autotune in autotune.MODES:  # else FlagGems times its configs: other picks, other bits
+            autotune.install(autotune.plan(batch.autotune, emulated=False))
     import flag_gems  # noqa: F401 - the entry points, as the lane has them
     import torch
 
