@@ -29,12 +29,15 @@ print(fastpath.device_info('cuda').source)" ;;
   fgsuite)
     # FlagGems' own reduction tests (they ship in the 5.4 wheel as flaggems_tests), unchanged,
     # with the plugin, quick mode: on the line installed now (under 5.0.2 the 5.4 suite, beside it)
-    [ -d /tmp/site54/flaggems_tests ] || python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/site54 "$ROOT"/.whl54/*.whl
+    # (the tests alone, in a directory of their own: pytest puts a test package's directory first
+    # on sys.path, and the wheel's directory holds its flag_gems too)
+    [ -d /tmp/fgtests/flaggems_tests ] || { python3 -m pip install -q --no-index --no-deps --no-cache-dir --target /tmp/fgwheel "$ROOT"/.whl54/*.whl \
+      && mkdir -p /tmp/fgtests && cp -r /tmp/fgwheel/flaggems_tests /tmp/fgtests/; }
     tests=$(for t in sum mean prod std var var_mean logsumexp special_logsumexp softmax log_softmax special_log_softmax \
-                     argmax argmin amax amin max min; do printf '/tmp/site54/flaggems_tests/test_%s.py ' "$t"; done)
+                     argmax argmin amax amin max min; do printf '/tmp/fgtests/flaggems_tests/test_%s.py ' "$t"; done)
     for extra in "" "--fl-force-workaround"; do
       tag="fgsuite$FL_LINE${extra:+-forced}"
-      (cd /tmp && PYTHONPATH="$PYTHONPATH:/tmp/site54" timeout 280 python3 -m pytest $tests -p fl_contract --platform nvidia \
+      (cd /tmp && timeout 280 python3 -m pytest $tests -p fl_contract --platform nvidia \
         --quick -n 8 -q -p no:cacheprovider $extra --junitxml="$OUT/$tag.xml" > "$OUT/$tag.txt" 2>&1)
       echo "== $tag: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/$tag.txt" | sed 's/ - .*//' | cut -c1-200 | head -30
       grep -E "fl-contract|passed|failed" "$OUT/$tag.txt" | tail -4 | cut -c1-300
