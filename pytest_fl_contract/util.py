@@ -41,7 +41,7 @@ def md_text(text: object, limit: int = 300) -> str:
     return _MD_SPECIAL.sub(r"\\\1", one_line(text, limit))
 
 
-def md_code(text: object, limit: int = 120) -> str:
+def md_code(text: object, limit: int = 300) -> str:
     """``text`` as an inline code span (op and defect names): backticks cannot end it."""
     flat = one_line(text, limit).replace("`", "'")
     return f"`{flat}`"

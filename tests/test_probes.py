@@ -24,6 +24,7 @@ from pytest_fl_contract.lanes.manifest import load
 from pytest_fl_contract.probes import battery
 from pytest_fl_contract.probes import catalogue as probes
 from pytest_fl_contract.registry import ops
+from pytest_fl_contract.util import md_code
 
 from .conftest import ROOT
 
@@ -251,7 +252,7 @@ def test_suite_on_the_emulated_lane_names_the_defect_in_the_summary(pytester, ru
     result.stdout.fnmatch_lines(["*fl-contract compiler probes*", "seed_masked_load *28 *6 *FAIL *masked_2d_row_load"])
     counts = junit.count(junit.read(xml), "compiler_probes")
     assert counts.summary.failures == {LABEL: {p: 1 for p in ROW_LOAD_PROBES}}
-    assert f"- `{LABEL}`: 6 (argmax_partial_rows 1, load_mask_other 1, load_row_mask 1, max_partial_rows 1, " \
+    assert f"- {md_code(LABEL)}: 6 (argmax_partial_rows 1, load_mask_other 1, load_row_mask 1, max_partial_rows 1, " \
            "seed_masked_load 1, seed_where_row 1)" in counts.summary.markdown("compiler_probes")
 
 
