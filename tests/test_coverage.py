@@ -143,3 +143,15 @@ def test_the_no_workaround_lanes_must_catch_every_reached_op(fg54_site):
     stops catching turns it red, and a newly reached op cannot be left off."""
     assert _catch("iluvatar-emulated-noworkaround") == _rows(coverage.scan(coverage.flag_gems_root()))
     assert _catch("iluvatar-emulated-noworkaround-fg54") == _rows(coverage.scan(fg54_site / "flag_gems"))
+
+
+def test_a_defect_that_writes_past_its_tensor_is_skipped_on_hardware_and_run_on_the_emulator():
+    """special_log_softmax's small-N kernel over a non-inner dim (5.4): an H200 passed and
+    failed the same case, and faulted on others; the emulator stops every such write."""
+    op, version = ops.get("special_log_softmax"), "5.4.0.dev0"
+    non_inner = ops.Call((3, 5, 4), 1)
+    assert "small_n_ignores_k" in op.known_defects(non_inner, version, emulated=True)
+    assert "small_n_ignores_k" not in op.known_defects(non_inner, version, emulated=False)
+    assert op.corrupting(non_inner, version) == ("small_n_ignores_k",)
+    for fine in (ops.Call((3, 5), 1), ops.Call((1, 4), 0), ops.Call((3, 1025, 4), 1)):  # inner; dim 0 with N = 1; N > 1024
+        assert op.corrupting(fine, version) == () and not op.known_defects(fine, version, emulated=True)
