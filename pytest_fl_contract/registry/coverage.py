@@ -20,7 +20,7 @@ import ast
 import functools
 import importlib.util
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,29 +75,33 @@ def _names(fn: ast.FunctionDef) -> dict[str, list[ast.expr]]:
     return env
 
 
-def _column(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
-    """The expression holds an index expanded to a column of a 2-D tile (``x[:, None]``)."""
+def _holds(node: ast.expr, env: dict[str, list[ast.expr]], test: Callable[[ast.Subscript], bool],
+           seen: frozenset[str] = frozenset()) -> bool:
+    """Some subscript in the expression, or in what its names are assigned, passes ``test``."""
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Tuple) and len(sub.slice.elts) == 2:
-            first, second = sub.slice.elts
-            if isinstance(first, ast.Slice) and isinstance(second, ast.Constant) and second.value is None:
-                return True
-        if isinstance(sub, ast.Name) and sub.id in env and sub.id not in seen:
-            if any(_column(v, env, seen | {sub.id}) for v in env[sub.id]):
-                return True
-    return False
-
-
-def _wider(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
-    """The expression expands an index to three or more dims (``n[:, None, None]``): a 3-D
-    tile, which the 2-D defect does not describe."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Tuple) and len(sub.slice.elts) > 2:
+        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Tuple) and test(sub):
             return True
         if isinstance(sub, ast.Name) and sub.id in env and sub.id not in seen:
-            if any(_wider(v, env, seen | {sub.id}) for v in env[sub.id]):
+            if any(_holds(v, env, test, seen | {sub.id}) for v in env[sub.id]):
                 return True
     return False
+
+
+def _is_column(sub: ast.Subscript) -> bool:
+    """``x[:, None]``: an index expanded to a column of a 2-D tile."""
+    elts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else []
+    return (len(elts) == 2 and isinstance(elts[0], ast.Slice) and isinstance(elts[1], ast.Constant)
+            and elts[1].value is None)
+
+
+def _column(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
+    return _holds(node, env, _is_column, seen)
+
+
+def _wider(node: ast.expr, env: dict[str, list[ast.expr]]) -> bool:
+    """The expression expands an index to three or more dims (``n[:, None, None]``): a 3-D
+    tile, which the 2-D defect does not describe."""
+    return _holds(node, env, lambda sub: isinstance(sub.slice, ast.Tuple) and len(sub.slice.elts) > 2)
 
 
 def _row_mask(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
