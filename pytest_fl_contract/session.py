@@ -15,6 +15,7 @@ and the workaround's record of patched FlagGems attributes (``masked_reductions`
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
@@ -195,7 +196,7 @@ class LaneSession:
         lines = report.header_lines(self.settings, versions(), device_name(self.settings))
         if self.workaround is not None:
             lines.append(f"fl-contract workaround installed: {self.workaround.line()}")
-        reach = self.reach()
+        reach = self.reach
         if reach:
             lines.append(f"fl-contract reach: {reach}")
         tiles = self.tile_device()
@@ -203,9 +204,11 @@ class LaneSession:
             lines.append(f"fl-contract fast-path tiles for {tiles}")
         return lines
 
+    @functools.cached_property
     def reach(self) -> str | None:
         """What the masked-row defect reaches in the installed FlagGems, read from its source
-        (``registry.coverage``): on lanes whose platform has the defect or a workaround."""
+        (``registry.coverage``; a second or so, once for the header and the JUnit properties):
+        on lanes whose platform has the defect or a workaround."""
         from .registry import coverage
 
         if not self.settings.workaround and self.settings.platform.defect("masked_2d_row_load") is None:
@@ -356,5 +359,5 @@ class LaneSession:
 
     def properties(self) -> list[tuple[str, str]]:
         """JUnit suite properties of the lane (written when junitxml starts its report)."""
-        reach = self.reach()
+        reach = self.reach
         return report.properties(self.settings, versions()) + ([("fl_defect_reach", reach)] if reach else [])

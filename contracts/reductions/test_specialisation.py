@@ -18,10 +18,6 @@ def _sizes_of(kind):
     return (4, 16, 4, 8, 16) if kind == "index" else (5, 16, 5, 12, 16)
 
 
-def _sizes(op):
-    return _sizes_of(op.kind)
-
-
 # each form with a call every op's sequence makes (N = 16), whose known FlagGems defects the
 # case is marked with (a defect of every call of the form, such as special_log_softmax's)
 FORMS = [pytest.param(form, make((16,))[0], id=form) for form, make in SEQUENCES.items()]
@@ -30,7 +26,7 @@ FORMS = [pytest.param(form, make((16,))[0], id=form) for form, make in SEQUENCES
 @pytest.mark.parametrize("form, first", FORMS)
 def test_interleaved_sizes(flag_gems, fl_device, fl_settings, any_op, form, first):
     op = any_op
-    for i, case in enumerate(SEQUENCES[form](_sizes(op))):
+    for i, case in enumerate(SEQUENCES[form](_sizes_of(op.kind))):
         case = fitted(case, op, fl_settings.sweep)
         x = make_input(case, "float32", fl_device, seed=i, op=op if op.kind == "index" else None)
         assert_agrees(op, lambda x=x, c=case: op.call(x, c.dim), x, case.dim, what=

@@ -75,11 +75,12 @@ def _names(fn: ast.FunctionDef) -> dict[str, list[ast.expr]]:
     return env
 
 
-def _holds(node: ast.expr, env: dict[str, list[ast.expr]], test: Callable[[ast.Subscript], bool],
+def _holds(node: ast.expr, env: dict[str, list[ast.expr]], test: Callable[[list[ast.expr]], bool],
            seen: frozenset[str] = frozenset()) -> bool:
-    """Some subscript in the expression, or in what its names are assigned, passes ``test``."""
+    """Some tuple subscript in the expression, or in what its names are assigned, has
+    elements that pass ``test``."""
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Tuple) and test(sub):
+        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Tuple) and test(sub.slice.elts):
             return True
         if isinstance(sub, ast.Name) and sub.id in env and sub.id not in seen:
             if any(_holds(v, env, test, seen | {sub.id}) for v in env[sub.id]):
@@ -87,9 +88,8 @@ def _holds(node: ast.expr, env: dict[str, list[ast.expr]], test: Callable[[ast.S
     return False
 
 
-def _is_column(sub: ast.Subscript) -> bool:
+def _is_column(elts: list[ast.expr]) -> bool:
     """``x[:, None]``: an index expanded to a column of a 2-D tile."""
-    elts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else []
     return (len(elts) == 2 and isinstance(elts[0], ast.Slice) and isinstance(elts[1], ast.Constant)
             and elts[1].value is None)
 
@@ -101,7 +101,7 @@ def _column(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str]
 def _wider(node: ast.expr, env: dict[str, list[ast.expr]]) -> bool:
     """The expression expands an index to three or more dims (``n[:, None, None]``): a 3-D
     tile, which the 2-D defect does not describe."""
-    return _holds(node, env, lambda sub: isinstance(sub.slice, ast.Tuple) and len(sub.slice.elts) > 2)
+    return _holds(node, env, lambda elts: len(elts) > 2)
 
 
 def _row_mask(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
@@ -154,7 +154,7 @@ def reached_kernels(source: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.cache
 def module_kernels(path: str | None) -> tuple[str, ...]:
     """``reached_kernels`` of the module at ``path`` (none for a module with no source file)."""
     try:
@@ -176,19 +176,23 @@ def scan(root: Path, under: Iterable[str] = SCANNED) -> tuple[Reach, ...]:
     found = []
     for folder in under:
         for path in sorted((root / folder).rglob("*.py")) if (root / folder).is_dir() else ():
-            kernels = reached_kernels(path.read_text(encoding="utf-8", errors="replace"))
+            kernels = module_kernels(str(path))
             if kernels:
                 dotted = ".".join(("flag_gems", *path.relative_to(root).with_suffix("").parts))
                 found.append(Reach(dotted, kernels))
     return tuple(found)
 
 
+def rows(reach: Reach) -> list[str]:
+    """The registry rows whose module is the reached one."""
+    return [op.name for op in ops.OPS if op.module == reach.module]
+
+
 def covered(reach: Reach) -> str | None:
     """How the project covers a reached module: the registry row(s) for it, or why not; None
     when nothing does."""
-    rows = [op.name for op in ops.OPS if op.module == reach.module]
-    if rows:
-        return "row: " + ", ".join(rows)
+    if rows(reach):
+        return "row: " + ", ".join(rows(reach))
     return f"no row: {NOT_ROWS[reach.name]}" if reach.name in NOT_ROWS else None
 
 
@@ -199,10 +203,10 @@ def uncovered(found: Iterable[Reach]) -> tuple[Reach, ...]:
 def summary(found: Iterable[Reach]) -> str:
     """One line for a lane's header and report: what the defect reaches, what has no row."""
     found = tuple(found)
-    rows = [r for r in found if any(op.module == r.module for op in ops.OPS)]
-    rest = [r.name for r in found if r not in rows]
+    rowed = [r for r in found if rows(r)]
+    rest = [r.name for r in found if not rows(r)]
     missing = [r.name for r in uncovered(found)]
-    line = f"the masked-row defect reaches {len(found)} FlagGems modules: {len(rows)} with rows"
+    line = f"the masked-row defect reaches {len(found)} FlagGems modules: {len(rowed)} with rows"
     if rest:
         line += f"; no row (the workaround leaves them): {', '.join(rest)}"
     if missing:
