@@ -327,3 +327,129 @@ def test_a_block_pointer_store_past_its_tensor_faults():
     out = torch.zeros(3)
     with pytest.raises(Exception, match="stored 5 element\\(s\\) outside every tensor"):
         store_block_past_end[(1,)](out, 3, TILE=8)
+
+
+# -- tl.reduce / tl.associative_scan with a user combine function: whole tensors per step ---------
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _first_nonzero(a, b):  # associative, not commutative: operand order must survive
+    return tl.where(a != 0, a, b)
+
+
+@triton.jit
+def _max_first_index(v1, i1, v2, i2):  # `and` on tensors, as tl.standard's argmax combine has it
+    keep = v1 > v2 or (v1 == v2 and i1 < i2)
+    return tl.where(keep, v1, v2), tl.where(keep, i1, i2)
+
+
+@triton.jit
+def _branching_max(a, b):  # python control flow on a value: only the per-element path can run it
+    if a > b:
+        return a
+    return b
+
+
+@triton.jit
+def reduce_rows(x_ptr, out_ptr, idx_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr, HOW: tl.constexpr):
+    n = tl.arange(0, TILE_N)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    mask = (n < N) & (k < K)
+    x = tl.load(x_ptr + n * K + k, mask=mask, other=1.0 if HOW == 0 else 0.0)
+    if HOW == 0:
+        tl.store(out_ptr + tl.arange(0, TILE_K), tl.reduce(x, 0, _mul), mask=tl.arange(0, TILE_K) < K)
+    elif HOW == 1:
+        tl.store(out_ptr + tl.arange(0, TILE_K), tl.reduce(x, 0, _first_nonzero), mask=tl.arange(0, TILE_K) < K)
+    elif HOW == 2:
+        idx = tl.broadcast_to(n, (TILE_N, TILE_K))
+        v, i = tl.reduce((x, idx), 0, _max_first_index)
+        tl.store(out_ptr + tl.arange(0, TILE_K), v, mask=tl.arange(0, TILE_K) < K)
+        tl.store(idx_ptr + tl.arange(0, TILE_K), i, mask=tl.arange(0, TILE_K) < K)
+    else:
+        tl.store(out_ptr + tl.arange(0, TILE_K), tl.reduce(x, 0, _branching_max), mask=tl.arange(0, TILE_K) < K)
+
+
+@triton.jit
+def scan_rows(x_ptr, out_ptr, idx_ptr, N, TILE_N: tl.constexpr, REVERSE: tl.constexpr):
+    n = tl.arange(0, TILE_N)
+    x = tl.load(x_ptr + n, mask=n < N, other=float("-inf"))
+    v, i = tl.associative_scan((x, n), 0, _max_first_index, reverse=REVERSE)
+    tl.store(out_ptr + n, v, mask=n < N)
+    tl.store(idx_ptr + n, i, mask=n < N)
+
+
+@pytest.mark.parametrize("n, tile_n", [(1, 1), (5, 8), (8, 8), (13, 16), (3, 4)])
+def test_a_user_combine_reduce_is_the_ordered_fold(n, tile_n):
+    gen = torch.Generator().manual_seed(n)
+    k = 3
+    ints = torch.randint(-2, 3, (n, k), generator=gen).float()
+    out, idx = torch.zeros(k), torch.zeros(k, dtype=torch.int32)
+    reduce_rows[(1,)](ints, out, idx, n, k, TILE_N=tile_n, TILE_K=4, HOW=0)
+    assert torch.equal(out, ints.prod(0))
+    reduce_rows[(1,)](ints, out, idx, n, k, TILE_N=tile_n, TILE_K=4, HOW=1)
+    nonzero = ints != 0
+    first = torch.where(nonzero.any(0), ints.gather(0, nonzero.float().argmax(0, keepdim=True))[0], torch.zeros(k))
+    assert torch.equal(out, first)
+    reduce_rows[(1,)](ints, out, idx, n, k, TILE_N=tile_n, TILE_K=4, HOW=2)
+    # padded rows load 0.0 with index >= n: a maximum of 0 among the real rows keeps the first real index
+    padded = torch.cat([ints, torch.zeros(tile_n - n, k)])
+    assert torch.equal(out, padded.max(0).values) and torch.equal(idx.long(), padded.argmax(0))
+    reduce_rows[(1,)](ints, out, idx, n, k, TILE_N=tile_n, TILE_K=4, HOW=3)
+    assert torch.equal(out, padded.max(0).values)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("n, tile_n", [(1, 1), (7, 8), (16, 16), (10, 16)])
+def test_a_user_combine_scan_is_the_running_fold(n, tile_n, reverse):
+    x = torch.tensor([3.0, 1.0, 3.0, 5.0, 2.0, 5.0, 0.0, 7.0, 7.0, 1.0, 4.0, 9.0, 2.0, 9.0, 1.0, 8.0])[:n]
+    out, idx = torch.zeros(n), torch.zeros(n, dtype=torch.int32)
+    scan_rows[(1,)](x, out, idx, n, TILE_N=tile_n, REVERSE=reverse)
+    if reverse:  # pad lanes (-inf) come first in a reversed scan and never win
+        ref = torch.cummax(x.flip(0), 0)
+        values, index = ref.values.flip(0), (n - 1 - ref.indices).flip(0)
+        # torch's cummax keeps the last index of a tie; the combine keeps the smaller (first) one
+        index = torch.tensor([min(j for j in range(i, n) if x[j] == values[i]) for i in range(n)])
+    else:
+        values = torch.cummax(x, 0).values
+        index = torch.tensor([min(j for j in range(i + 1) if x[j] == values[i]) for i in range(n)])
+    assert torch.equal(out, values) and torch.equal(idx.long(), index)
+
+
+# -- device calls inside a launch do not re-patch triton.language (the interpreter's slowest step) ------
+
+
+@triton.jit
+def _twice(x):
+    return tl.sum(x, axis=0) * 2  # tl.sum is itself a jitted device function: a nested call
+
+
+@triton.jit
+def twice_sum(x_ptr, out_ptr, N: tl.constexpr):
+    tl.store(out_ptr, _twice(tl.load(x_ptr + tl.arange(0, N))))
+
+
+def test_a_launch_still_restores_triton_language_when_it_ends():
+    before = (tl.sum, tl.load, getattr(tl.core.tensor, "__bool__", None))
+    out = torch.zeros(1)
+    twice_sum[(1,)](torch.arange(8.0), out, N=8)
+    assert out.item() == 56.0
+    assert (tl.sum, tl.load, getattr(tl.core.tensor, "__bool__", None)) == before
+
+
+def test_device_calls_inside_a_launch_skip_the_second_patch(monkeypatch):
+    from triton.runtime import interpreter as triton_interpreter
+
+    calls = []
+    real = triton_interpreter._patch_builtin
+    monkeypatch.setattr(triton_interpreter, "_patch_builtin", lambda *a: calls.append(a[0]) or real(*a))
+    out = torch.zeros(1)
+    twice_sum[(1,)](torch.arange(8.0), out, N=8)
+    first = len(calls)
+    twice_sum[(2,)](torch.arange(8.0), out, N=8)  # two programs, each with nested device calls
+    assert out.item() == 56.0
+    assert len(calls) - first == first  # one launch's patching, whatever the programs and calls in it

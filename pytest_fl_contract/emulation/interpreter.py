@@ -272,17 +272,57 @@ def _deterministic_bench(self: Any, *args: Any, config: Any, **meta: Any) -> lis
     return [float(self.configs.index(config))] * 3
 
 
-def _lang_visible(patch_lang: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """The interpreter patches ``triton.language`` through a jitted function's globals and
-    asserts it is there; a kernel that uses no ``tl`` name (FlagGems' ``_copy_kernel``:
-    ``return src``) compiles fine but fails that assert.  Make the module visible."""
+class _Unpatched:
+    """The scope of a device call inside a launch that patched its modules already."""
+
+    def restore(self) -> None:
+        pass
+
+
+def _lang_visible(interpreter: Any) -> None:
+    """Two things about ``_patch_lang``, which the interpreter runs at every launch and at
+    every call of a jitted device function (``tl.sum``, a combine function, a FlagGems helper):
+
+    - it asserts ``triton.language`` is in the function's globals; a kernel that uses no
+      ``tl`` name (FlagGems' ``_copy_kernel``: ``return src``) compiles fine but fails that
+      assert, so the module is made visible;
+    - it walks every member of ``triton.language`` with ``inspect.getmembers`` each time (a
+      fifth of a softmax lane's time); inside a launch that patched the same modules a
+      device call has nothing left to patch, so it is skipped.  The launch's scope still
+      restores everything when the launch ends."""
+    import inspect
+
     import triton.language as tl
+
+    patch_lang = interpreter._patch_lang
+    launch: dict[str, Any] = {"langs": None}
 
     def patched(fn: Any) -> Any:
         fn.__globals__.setdefault("__fl_triton_language__", tl)
-        return patch_lang(fn)
+        langs = frozenset(id(v) for v in fn.__globals__.values() if inspect.ismodule(v) and v in (tl, tl.core))
+        active = launch["langs"]
+        if isinstance(active, frozenset) and langs <= active:
+            return _Unpatched()
+        scope = patch_lang(fn)
+        if active == "pending":
+            launch["langs"] = langs
+        elif isinstance(active, frozenset):  # tl.standard's helpers see tl.core, the kernel tl
+            launch["langs"] = active | langs
+        return scope
 
-    return patched
+    executor = interpreter.GridExecutor
+    call = executor.__call__
+
+    def launched(self: Any, *args: Any, **kwargs: Any) -> Any:
+        outer = launch["langs"]
+        launch["langs"] = "pending"
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            launch["langs"] = outer
+
+    interpreter._patch_lang = patched
+    executor.__call__ = launched
 
 
 # -- NaN as compiled Triton has it ----------------------------------------------------
@@ -342,6 +382,109 @@ def compiled_nan_semantics(interpreter: Any) -> None:
         return original(self, input, val_reduce_op, idx_reduce_op)
 
     reduce_ops.min_max = min_max
+
+
+# -- tl.reduce / tl.associative_scan with a user combine function ----------------------
+
+
+def _along(data: Any, axis: int, part: slice) -> Any:
+    return data[(slice(None),) * axis + (part,)]
+
+
+def vectorised_reduce_scan(interpreter: Any) -> None:
+    """The interpreter runs a user ``combine_fn`` (FlagGems' ``reduce_mul`` in prod, the
+    Welford triple of var and var_mean, cummax's (value, index), all/any) once per element
+    on one-element tensors: prod alone took half of the CPU lane's time there.  Here a
+    reduce is a pairwise tree over the axis, as compiled Triton combines across threads, and
+    a scan a Hillis-Steele ladder: log2(n) vectorised calls of the combine function (the
+    rewritten one, so its ``and`` stays a logical and).  Both keep operand order (only
+    associativity is assumed) and cast each step back to the input dtypes, as the
+    per-element fallback does; a combine function that cannot run on whole tensors still
+    (one that branches on a value) still takes that fallback."""
+    import numpy as np
+
+    reduce_ops, scan_ops = interpreter.ReduceOps, interpreter.ScanOps
+    per_element_reduce, per_element_scan = reduce_ops.generic_reduce, scan_ops.generic_scan
+
+    tensor = interpreter.tl.core.tensor
+
+    def strict_bool(value: Any) -> bool:
+        data = value.handle.data
+        if data.size != 1:  # the interpreter would say True: a branch on a value needs one element
+            raise TypeError("a combine function branches on a tensor's value")
+        return bool(data)
+
+    def combine(self: Any, dtypes: list[Any], left: list[Any], right: list[Any]) -> list[Any]:
+        args = [self.to_tensor(d, t) for d, t in zip(left + right, dtypes + dtypes)]
+        interpreter._patch_lang(self.combine_fn.fn)  # what calling it does first (it resets __bool__)
+        lenient = tensor.__bool__
+        tensor.__bool__ = strict_bool
+        try:
+            ret = self.combine_fn.rewrite()(*args)
+        finally:
+            tensor.__bool__ = lenient
+        ret = ret if isinstance(ret, tuple) else (ret,)
+        out = []
+        for value, like in zip(ret, left):
+            data = value.handle.data if isinstance(value, interpreter.tl.core.tensor) else np.asarray(value)
+            out.append(np.broadcast_to(data, like.shape).astype(like.dtype))
+        return out
+
+    def tree_reduce(self: Any, input: Any) -> Any:
+        original_axis = self.axis
+        flat, axis = self.unravel(input, self.axis)
+        datas = [arg.handle.data for arg in flat]
+        dtypes = [arg.dtype for arg in flat]
+        shape = datas[0].shape
+        if shape[axis] == 0 or not isinstance(self.combine_fn, interpreter.InterpretedFunction):
+            return per_element_reduce(self, input)
+        try:
+            while datas[0].shape[axis] > 1:
+                n = datas[0].shape[axis]
+                even = slice(0, n - n % 2, 2)
+                odd = slice(1, n - n % 2, 2)
+                paired = combine(self, dtypes, [_along(d, axis, even) for d in datas],
+                                 [_along(d, axis, odd) for d in datas])
+                if n % 2:
+                    paired = [np.concatenate([p, _along(d, axis, slice(n - 1, n))], axis=axis)
+                              for p, d in zip(paired, datas)]
+                datas = paired
+        except Exception:  # control flow on tensor values: the per-element path runs it
+            return per_element_reduce(self, input)
+        ret = []
+        for data, dtype in zip(datas, dtypes):
+            data = np.squeeze(data, axis=axis)
+            if self.keep_dims:
+                if original_axis is not None:
+                    data = np.expand_dims(data, axis)
+                else:
+                    data = data.reshape((1,) * len(input[0].handle.data.shape))
+            elif original_axis is None:
+                data = data.item()
+            ret.append(self.to_tensor(data, dtype))
+        return ret
+
+    def ladder_scan(self: Any, input: Any) -> Any:
+        datas = [arg.handle.data for arg in input]
+        dtypes = [arg.dtype for arg in input]
+        axis = self.axis
+        n = datas[0].shape[axis]
+        if n == 0 or not isinstance(self.combine_fn, interpreter.InterpretedFunction):
+            return per_element_scan(self, input)
+        try:
+            step = 1
+            while step < n:
+                head = [_along(d, axis, slice(0, step)) for d in datas]
+                tail = combine(self, dtypes, [_along(d, axis, slice(0, n - step)) for d in datas],
+                               [_along(d, axis, slice(step, n)) for d in datas])
+                datas = [np.concatenate([h, t], axis=axis) for h, t in zip(head, tail)]
+                step *= 2
+        except Exception:
+            return per_element_scan(self, input)
+        return [self.to_tensor(np.ascontiguousarray(d), t) for d, t in zip(datas, dtypes)]
+
+    reduce_ops.generic_reduce = tree_reduce
+    scan_ops.generic_scan = ladder_scan
 
 
 # -- activation ----------------------------------------------------------------------
@@ -416,8 +559,9 @@ def activate(profile: DeviceProfile) -> None:
     interpreter.InterpretedFunction.src = property(_interpreted_src)
     interpreter.InterpretedFunction.cache_key = property(_interpreted_cache_key)
     interpreter.InterpretedFunction.__globals__ = property(lambda self: self.fn.__globals__)
-    interpreter._patch_lang = _lang_visible(interpreter._patch_lang)
+    _lang_visible(interpreter)
     compiled_nan_semantics(interpreter)
+    vectorised_reduce_scan(interpreter)
     device_grid_limits(interpreter, profile.max_grid)
     device.install()  # the memory guard at once; injected defects pass through it too
 
