@@ -16,6 +16,7 @@ and the workaround's record of patched FlagGems attributes (``masked_reductions`
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
@@ -29,10 +30,17 @@ from .config.settings import Settings, versions
 from .imports import after_import
 from .registry.ops import Op
 from .reporting import report
-from .reporting.outcomes import PROPERTY, CaseRecord, CaseTag, Summary, record_of
+from .reporting.outcomes import CASES, PROPERTY, CaseRecord, CaseTag, Summary, junit_key, record_of, rerun_keys
 from .util import FlContractError, first_line, xdist_worker
 
 TAG = pytest.StashKey[CaseTag]()
+SEED = pytest.StashKey[int]()
+
+
+def note_seed(item: pytest.Item, seed: int) -> None:
+    """The seed a generated case drew from: the lane's JUnit file carries it (``fl_cases``),
+    so a failing draw is replayed from the report alone."""
+    item.stash[SEED] = seed
 SPECS = pytest.StashKey[tuple]()  # tuple[markers.Spec, ...]
 DECISION = pytest.StashKey[markers.Xfail]()
 
@@ -78,6 +86,7 @@ class LaneSession:
         self.config = config
         self.settings = settings
         self.summary = Summary()
+        self.cases: dict[str, dict[str, Any]] = {}  # junit_key -> op, contract, defect, seed
         self.covered: frozenset[str] = frozenset()
         self.workaround: WorkaroundInfo | None = None
         self.flag_gems: ModuleType | None = None
@@ -88,6 +97,7 @@ class LaneSession:
         self._undo_autotune: Any = None
         self._picked: str | None = None  # pick_device's answer once asked ("" for none)
         self._worker_workaround: str | None = None
+        self._worker_device: list[tuple[str, str]] = []
         self._session: pytest.Session | None = None
         self._stop: str | None = None
 
@@ -286,13 +296,27 @@ class LaneSession:
                 rep.outcome, rep.longrepr = "failed", f"{mismatch}\n\n{rep.longrepr}"
                 del rep.wasxfail
                 decision = None
-        if tag is not None or decision is not None:
-            case: dict[str, Any] = {"op": tag.op if tag else None, "contract": tag.contract if tag else None}
+        seed = item.stash.get(SEED, None)
+        if tag is not None or decision is not None or seed is not None:
+            case: dict[str, Any] = {"op": tag.op if tag else None, "contract": tag.contract if tag else None,
+                                    "seed": seed}
             if decision is not None:
                 case["defect"] = decision.defect
                 case["xpass"] = rep.when == "call" and rep.failed and call.excinfo is None
             rep.fl_case = case
         return rep
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """A re-run of a lane's failures (the runner names them by JUnit key) runs those cases only."""
+        import os
+
+        keys = rerun_keys(os.environ)
+        if keys is None:
+            return
+        chosen = [item for item in items if junit_key(item.nodeid) in keys]
+        config.hook.pytest_deselected(items=[item for item in items if junit_key(item.nodeid) not in keys])
+        items[:] = chosen
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         stop = getattr(report, "fl_stop", None)
@@ -301,6 +325,10 @@ class LaneSession:
         record = record_of(report)
         if record is not None:
             self.add(record)
+            seed = (getattr(report, "fl_case", None) or {}).get("seed")
+            fields = {"op": record.op, "contract": record.contract, "defect": record.defect, "seed": seed}
+            if any(v is not None for v in fields.values()):
+                self.cases[junit_key(report.nodeid)] = {k: v for k, v in fields.items() if v is not None}
 
     def add(self, record: CaseRecord) -> None:
         self.summary.add(record)
@@ -314,6 +342,7 @@ class LaneSession:
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput["fl_contract_counters"] = local
+            workeroutput["fl_contract_device"] = self.device_properties()
             if self.workaround is not None:
                 workeroutput["fl_contract_workaround"] = self.workaround.line()
             return
@@ -323,11 +352,16 @@ class LaneSession:
         xml = self.config.stash.get(xml_key, None)
         if xml is not None:
             xml.add_global_property(PROPERTY, self.summary.to_json())
+            xml.add_global_property(CASES, json.dumps(self.cases, sort_keys=True))
+            for name, value in self._worker_device or self.device_properties():
+                xml.add_global_property(name, value)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", {})
         self.summary.counters.update(output.get("fl_contract_counters", {}))
+        if output.get("fl_contract_device") and not self._worker_device:
+            self._worker_device = [tuple(p) for p in output["fl_contract_device"]]
         if "fl_contract_workaround" in output:
             self._worker_workaround = output["fl_contract_workaround"]
 
@@ -357,7 +391,16 @@ class LaneSession:
                                  f"{type(exc).__name__}: {first_line(exc)}\n")
             self.workaround = None
 
+    def device_properties(self) -> list[tuple[str, str]]:
+        """The device the cases ran on, read where they ran (a worker has torch imported)."""
+        from .hardware.device import device_count, device_name
+
+        return [("fl_device", device_name(self.settings)), ("fl_device_count", device_count(self.settings))]
+
     def properties(self) -> list[tuple[str, str]]:
         """JUnit suite properties of the lane (written when junitxml starts its report)."""
+        from pathlib import Path
+
         reach = self.reach
-        return report.properties(self.settings, versions()) + ([("fl_defect_reach", reach)] if reach else [])
+        return (report.properties(self.settings, versions()) + report.provenance(self.settings, Path.cwd())
+                + ([("fl_defect_reach", reach)] if reach else []))

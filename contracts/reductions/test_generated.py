@@ -16,6 +16,7 @@ from pytest_fl_contract.contracts.reductions.sweeps import Case, disagreement, m
 
 from pytest_fl_contract.plugin import session_of, settings_of
 from pytest_fl_contract.registry.ops import Call, flag_gems_version
+from pytest_fl_contract.session import note_seed
 
 SIZES = [1, 2, 3, 5, 7, 8, 13, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 129]
 BUDGET = {"quick": 40, "full": 200}
@@ -77,6 +78,8 @@ def test_generated(flag_gems, fl_device, fl_settings, request, any_op, shard):
     lane = f"{fl_settings.platform.name}/{request.config.option.junitprefix}"
     version, emulated = flag_gems_version(), fl_settings.emulation is not None
     toy = quick and op.interpreter == "toy"
+
+    note_seed(request.node, lane_seed(lane, shard))
 
     @seed(lane_seed(lane, shard))
     @settings(max_examples=BUDGET[fl_settings.sweep] // SHARDS[fl_settings.sweep] // (8 if toy else 1),

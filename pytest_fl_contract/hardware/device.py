@@ -33,6 +33,18 @@ def device_name(settings: Settings) -> str:
         return f"unknown ({settings.platform.device_type})"
 
 
+def device_count(settings: Settings) -> str:
+    if settings.emulation is not None:
+        return "1 (emulated)"
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return "not queried (torch not imported)"
+    try:
+        return str(getattr(torch, settings.platform.device_type).device_count())
+    except Exception:
+        return f"unknown ({settings.platform.device_type})"
+
+
 def free_device_memory(settings: Settings) -> str | float:
     """Free GiB on the platform's device 0 (through torch.<device_type>), or why unknown."""
     try:

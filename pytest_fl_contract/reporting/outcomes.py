@@ -20,6 +20,28 @@ from typing import Any
 from ..util import md_code, md_text
 
 PROPERTY = "fl_summary"
+CASES = "fl_cases"  # per case: op, contract, known defect (JSON keyed by junit_key) - for compare and parity
+
+
+RERUN_ENV = "FL_CONTRACT_RERUN"  # a file of junit_keys: the runner re-runs only these cases
+
+
+def rerun_keys(environ: Mapping[str, str]) -> frozenset[str] | None:
+    """The cases a re-run of failures asks for (``fl-contract run --rerun-failures``), or None."""
+    path = environ.get(RERUN_ENV)
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as handle:
+        return frozenset(line.rstrip("\n") for line in handle if line.strip())
+
+
+def junit_key(nodeid: str) -> str:
+    """A case's identity as its JUnit file spells it, without the lane's prefix:
+    ``reductions.test_dims::test_every_dim[sum-2x3-d0]`` (classname, then name)."""
+    from _pytest.junitxml import mangle_test_address
+
+    names = mangle_test_address(nodeid)
+    return ".".join(names[:-1]) + "::" + names[-1]
 
 
 @dataclass(frozen=True)
