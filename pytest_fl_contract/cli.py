@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .lanes import commands as lane_commands
+from .results import commands as result_commands
 from .util import FlContractError
 from .util import one_line as util_one_line
 
@@ -112,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--platforms-file", action="append", default=[], help="extra platform registry file")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lane_commands.register(sub)
+    result_commands.register(sub)
     sub.add_parser("platform", help="print the detected platform and how").set_defaults(fn=cmd_platform)
     defects = sub.add_parser("defects", help="the known defects of a platform: whose, which ops and versions, covered or not")
     defects.add_argument("--platform", default=None, metavar="NAME", help="a registry platform (default: this machine's)")

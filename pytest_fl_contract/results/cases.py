@@ -1,0 +1,174 @@
+"""A lane's cases as rows: what ``compare``, ``parity``, the HTML report and ``history`` read.
+
+A row is one JUnit case with what the plugin wrote about it (``fl_cases``: the op and
+contract it checks, the known defect it was a strict xfail for, the seed it drew from) and
+what the runner wrote about its step (``fl_step``).  Its key leaves the lane out
+(``reduction_contract/reductions.test_dims::test_every_dim[sum-2x3-d0]``), so the same case
+of two lanes, or of two runs of one lane, meet.  Nothing is read out of human-readable text
+but the skip reason and the failure message, which are shown, never parsed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..lanes import junit
+from ..reporting.outcomes import CASES
+from ..util import FlContractError
+
+FAILING = ("failed", "error", "xpassed")
+XPASS = "[XPASS(strict)]"
+RERUN = "fl-contract rerun:"  # a failure message the runner re-ran begins so
+
+
+@dataclass(frozen=True)
+class Row:
+    lane: str
+    step: str
+    key: str  # step/classname::name, the lane left out
+    outcome: str  # passed | failed | error | skipped | xfailed | xpassed
+    op: str | None = None
+    contract: str | None = None
+    defect: str | None = None
+    seed: int | None = None
+    message: str = ""  # the skip reason, xfail reason or failure message, one line
+    seconds: float = 0.0
+    rerun: str | None = None  # deterministic | intermittent, where the runner re-ran it
+
+    @property
+    def failing(self) -> bool:
+        return self.outcome in FAILING
+
+
+@dataclass(frozen=True)
+class LaneReport:
+    lane: str
+    path: str
+    rows: tuple[Row, ...]
+    properties: Mapping[str, str] = field(default_factory=dict)  # the first suite's, provenance among them
+
+    def by_key(self) -> dict[str, Row]:
+        return {row.key: row for row in self.rows}
+
+
+def _outcome(case: junit.Case) -> str:
+    outcome = case.outcome
+    if outcome == "failed" and any(r.message.startswith(XPASS) for r in case.results):
+        return "xpassed"
+    return outcome
+
+
+def _message(case: junit.Case) -> str:
+    result = next((r for r in case.results if r.kind in junit.RESULT_KINDS), None)
+    if result is None:
+        return ""
+    return junit.one_line(result.message.removeprefix("Skipped: ") or result.type, 300)
+
+
+def _rerun_label(message: str) -> str | None:
+    if not message.startswith(RERUN):
+        return None
+    return "intermittent" if "nondeterministic result" in message else "deterministic"
+
+
+def _tags(suite: junit.Suite) -> dict[str, dict[str, Any]]:
+    for name, value in suite.properties:
+        if name == CASES:
+            try:
+                data = json.loads(value)
+            except ValueError:
+                return {}
+            return {str(k): v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+    return {}
+
+
+def _split_suite(name: str, fallback_lane: str) -> tuple[str, str]:
+    lane, sep, step = name.partition("/")
+    return (lane, step) if sep else (fallback_lane, name)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _untagged(classname: str, name: str, tags: Mapping[str, Any]) -> dict[str, Any]:
+    """A report written before ``fl_cases`` (or a case the plugin did not tag): the contract
+    is its module (``test_dims`` checks ``dims``, as the contracts tag it), the op the first
+    field of its parameter id when that is a registry op."""
+    if tags:
+        return {}
+    from ..registry.ops import OPS
+
+    module = classname.rsplit(".", 1)[-1]
+    first = name.partition("[")[2].split("-", 1)[0]
+    return {"contract": module.removeprefix("test_") if module.startswith("test_") else None,
+            "op": first if first in {op.name for op in OPS} else None}
+
+
+def rows_of(report: junit.Report, fallback_lane: str) -> list[Row]:
+    rows = []
+    for suite in report.suites:
+        lane, step = _split_suite(suite.name, fallback_lane)
+        tags = _tags(suite)
+        for case in suite.cases:
+            classname = case.classname
+            for prefix in (f"{lane}.", f"{fallback_lane}."):
+                if classname.startswith(prefix):
+                    classname = classname[len(prefix):]
+                    break
+            ident = f"{classname}::{case.name}"
+            tag = tags.get(ident) or _untagged(classname, case.name, tags)
+            message = _message(case)
+            seed = tag.get("seed")
+            rows.append(Row(lane, step, f"{step}/{ident}", _outcome(case), _text(tag.get("op")),
+                            _text(tag.get("contract")), _text(tag.get("defect")),
+                            seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+                            message, case.time, _rerun_label(message)))
+    return rows
+
+
+def read(path: Path, lane: str | None = None) -> list[LaneReport]:
+    """One JUnit file (a LANE.xml, a step's file, a merged report of several lanes) or a
+    report directory (its LANE.xml files), as one LaneReport per lane.  Raises
+    FlContractError, one line, for anything that is not such a report."""
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.xml") if p.is_file())
+        if not files:
+            raise FlContractError(f"{path}: no JUnit reports (LANE.xml) in this directory")
+        return [report for file in files for report in read(file)]
+    if not path.is_file():
+        raise FlContractError(f"{path}: no such report")
+    try:
+        parsed = junit.read(path)
+    except (ValueError, OSError) as exc:
+        raise FlContractError(f"{path}: not a JUnit report ({junit.one_line(str(exc), 200)})") from None
+    if not parsed.suites:
+        raise FlContractError(f"{path}: a JUnit report with no test suites")
+    fallback = lane or path.stem
+    by_lane: dict[str, list[Row]] = {}
+    props: dict[str, dict[str, str]] = {}
+    for row in rows_of(parsed, fallback):
+        by_lane.setdefault(row.lane, []).append(row)
+    for suite in parsed.suites:
+        props.setdefault(_split_suite(suite.name, fallback)[0], dict(suite.properties))
+    return [LaneReport(name, str(path), tuple(rows), props.get(name, {})) for name, rows in by_lane.items()]
+
+
+def read_one(path: Path) -> LaneReport:
+    """A report of one lane (compare's two sides): a file or directory holding several is bad input."""
+    reports = read(path)
+    if len(reports) != 1:
+        raise FlContractError(f"{path}: holds {len(reports)} lanes ({', '.join(r.lane for r in reports)}); "
+                              "name one lane's report")
+    return reports[0]
+
+
+def group(rows: Iterable[Row], by: str) -> dict[str, list[Row]]:
+    out: dict[str, list[Row]] = {}
+    for row in rows:
+        out.setdefault(getattr(row, by) or "-", []).append(row)
+    return dict(sorted(out.items()))

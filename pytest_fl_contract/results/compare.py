@@ -1,0 +1,144 @@
+"""``fl-contract compare BASELINE CURRENT``: what changed between two reports of a lane (or of
+two lanes: the no-workaround lane against the workaround lane names the contracts the
+defect breaks), in deqp-runner's terms - new failures, fixed, still failing, known defects
+that now pass, new skips with their reasons, cases that disappeared - grouped by op,
+contract and defect.  A regression (a new failure, or a case that disappeared) is exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..util import FlContractError, md_code, md_text
+from .cases import LaneReport, Row
+
+KINDS = ("new_failures", "fixed", "still_failing", "xpassed", "new_skips", "disappeared", "new_cases")
+TITLES = {
+    "new_failures": "new failures",
+    "fixed": "fixed",
+    "still_failing": "still failing",
+    "xpassed": "known defects that now pass (strict xpass)",
+    "new_skips": "new skips",
+    "disappeared": "cases that disappeared",
+    "new_cases": "new cases",
+}
+REGRESSIONS = ("new_failures", "disappeared")
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str
+    key: str
+    op: str | None
+    contract: str | None
+    defect: str | None
+    before: str  # the baseline's outcome, or "absent"
+    after: str
+    message: str  # the current side's (the baseline's for a case that disappeared)
+    rerun: str | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    baseline: str
+    current: str
+    changes: tuple[Change, ...]
+    common: int  # cases in both
+
+    def of(self, kind: str) -> list[Change]:
+        return [c for c in self.changes if c.kind == kind]
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [c for c in self.changes if c.kind in REGRESSIONS]
+
+    def counts(self) -> dict[str, int]:
+        seen = Counter(c.kind for c in self.changes)
+        return {kind: seen[kind] for kind in KINDS}
+
+    def contracts(self, kind: str) -> set[str]:
+        return {c.contract for c in self.of(kind) if c.contract}
+
+
+def _kind(before: Row | None, after: Row | None) -> str | None:
+    if after is None:
+        return "disappeared"
+    if after.outcome == "xpassed":
+        return "xpassed" if before is None or before.outcome != "xpassed" else "still_failing"
+    if before is None:
+        return "new_failures" if after.failing else "new_cases"
+    if after.failing:
+        return "still_failing" if before.failing else "new_failures"
+    if before.failing and after.outcome == "passed":
+        return "fixed"
+    if after.outcome == "skipped" and before.outcome != "skipped":
+        return "new_skips"
+    return None
+
+
+def compare(baseline: LaneReport, current: LaneReport) -> Comparison:
+    before, after = baseline.by_key(), current.by_key()
+    common = set(before) & set(after)
+    if not common:
+        raise FlContractError(
+            f"{current.path} and {baseline.path} share no case: reports of different suites "
+            f"({len(after)} and {len(before)} cases)")
+    changes = []
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key)
+        kind = _kind(old, new)
+        if kind is None:
+            continue
+        shown = new or old
+        assert shown is not None
+        changes.append(Change(kind, key, shown.op, shown.contract, shown.defect or (old.defect if old else None),
+                              old.outcome if old else "absent", new.outcome if new else "absent", shown.message,
+                              new.rerun if new else None))
+    return Comparison(f"{baseline.lane} ({baseline.path})", f"{current.lane} ({current.path})", tuple(changes),
+                      len(common))
+
+
+def _groups(changes: Iterable[Change]) -> str:
+    by_op = Counter(c.op or "-" for c in changes)
+    return ", ".join(f"{op} {n}" for op, n in sorted(by_op.items()))
+
+
+def markdown(result: Comparison, limit: int = 40) -> str:
+    counts = result.counts()
+    verdict = f"{len(result.regressions)} regression(s)" if result.regressions else "no regression"
+    out = [f"### fl-contract compare: {md_text(result.current)} against {md_text(result.baseline)}: {verdict}", "",
+           f"{result.common} cases in both. " + ", ".join(f"{TITLES[k]}: {counts[k]}" for k in KINDS), ""]
+    for kind in KINDS:
+        changes = result.of(kind)
+        if not changes or kind == "new_cases":
+            continue
+        out += [f"**{TITLES[kind]}** ({len(changes)}; by op: {md_text(_groups(changes))})", ""]
+        by_contract: dict[tuple[str, str], list[Change]] = {}
+        for change in changes:
+            by_contract.setdefault((change.op or "-", change.contract or "-"), []).append(change)
+        out += ["| op | contract | cases | defect | example | outcome |", "|---|---|---:|---|---|---|"]
+        for (op, contract), group in sorted(by_contract.items())[:limit]:
+            first = group[0]
+            defects = sorted({c.defect for c in group if c.defect})
+            label = f" ({first.rerun})" if first.rerun else ""
+            out.append(f"| {md_code(op)} | {md_text(contract)} | {len(group)} | "
+                       f"{', '.join(md_code(d) for d in defects) or '-'} | {md_code(first.key)} | "
+                       f"{first.before} -> {first.after}{label} |")
+        if len(by_contract) > limit:
+            out.append(f"| ... | {len(by_contract) - limit} more groups | | | | |")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def to_json(result: Comparison) -> str:
+    return json.dumps({
+        "baseline": result.baseline,
+        "current": result.current,
+        "common": result.common,
+        "counts": result.counts(),
+        "regressions": len(result.regressions),
+        "changes": [c.__dict__ for c in result.changes],
+    }, indent=1, sort_keys=True)
