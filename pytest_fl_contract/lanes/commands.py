@@ -92,7 +92,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise FlContractError(
             f"lane {lane.name!r} has no step {args.step!r}; steps: {', '.join(s.name for s in lane.steps)}"
         )
-    run = run_lane(lane, reports, only=args.step, fail_fast=args.fail_fast, output_cap=cap)
+    if args.rerun_failures < 0:
+        raise FlContractError(f"--rerun-failures {args.rerun_failures}: a count of re-runs, 0 or more")
+    run = run_lane(lane, reports, only=args.step, fail_fast=args.fail_fast, output_cap=cap,
+                   rerun_failures=args.rerun_failures)
     trouble = publish(run.markdown)
     for line in (trouble, run.problem):
         if line:
@@ -226,6 +229,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--output-cap", metavar="BYTES",
                      help="bytes of each step's output its JUnit case keeps, head and tail (default: the manifest's "
                           "defaults.output_cap, else 64k); the step's .log keeps all of it")
+    run.add_argument("--rerun-failures", type=int, default=0, metavar="N",
+                     help="re-run each failing case N times in fresh processes and label it deterministic or "
+                          "nondeterministic (it stays a failure either way)")
     run.set_defaults(fn=cmd_run)
     report = sub.add_parser("report", help="summarise existing JUnit files")
     report.add_argument("files", nargs="+")

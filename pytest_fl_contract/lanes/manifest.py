@@ -31,7 +31,7 @@ SETUP_STEP = "setup"  # the name the lane's ``setup:`` commands run under
 PACKAGES_STEP = "packages"  # the name the lane's ``packages:`` install runs under
 TOP_KEYS = {"version", "defaults", "shared_steps", "lanes"}
 LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup", "packages",
-             "timeout_minutes", "pytest_args", "steps"}
+             "timeout_minutes", "pytest_args", "steps", "baseline"}
 STEP_KEYS = {"name", "use", "contracts", "pytest", "command", "shell", "env", "timeout", "allow_failure", "expect",
              "catch", "description", "output_cap"}
 DEFAULT_KEYS = {"timeout", "output_cap"}
@@ -50,6 +50,7 @@ class Step:
     expect: str = "pass"  # "fail": the step exists to show a defect is caught
     output_cap: int = DEFAULT_OUTPUT_CAP  # bytes of output its JUnit case keeps (head and tail)
     catch: tuple[str, ...] = ()  # expect: fail - ops each of which must fail a contract
+    rerun: int = 0  # re-runs of each failing case (``run --rerun-failures``; not a manifest key)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Lane:
     timeout_minutes: float | None = None
     pytest_args: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()  # pip specs for the lane's own directory; ${VAR} comes from the environment
+    baseline: str = ""  # a report to compare each run with (a path), or "last-green": the lane's last green run
 
     def inputs(self) -> tuple[str, ...]:
         """The environment variables the lane's package specs name (``${VAR}``)."""
@@ -362,6 +364,9 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
             raise err(_line(raw, "env"), env_problem, lane_name)
         if "timeout_minutes" in raw and not _timeout(raw["timeout_minutes"]):
             raise err(_line(raw, "timeout_minutes"), "timeout_minutes must be a positive number", lane_name)
+        baseline = raw.get("baseline", "")
+        if not isinstance(baseline, str) or _has_nul(baseline) or ("baseline" in raw and not baseline.strip()):
+            raise err(_line(raw, "baseline"), "baseline must be a report path or last-green", lane_name)
         steps_raw = raw.get("steps")
         if not isinstance(steps_raw, list) or not steps_raw:
             raise err(_line(raw, "steps") or line, "a lane needs a non-empty list of steps", lane_name)
@@ -393,6 +398,7 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
             timeout_minutes=raw.get("timeout_minutes"),
             pytest_args=tuple(raw.get("pytest_args", ())),
             packages=tuple(raw.get("packages", ())),
+            baseline=baseline.strip(),
         )
     return Manifest(path, lanes)
 

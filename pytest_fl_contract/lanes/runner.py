@@ -192,6 +192,27 @@ def _with_record(report: junit.Report, record: tuple[str, str]) -> junit.Report:
     return replace(report, suites=tuple(replace(s, properties=(*s.properties, record)) for s in report.suites))
 
 
+def _rerun_failures(lane: Lane, step: Step, xml: junit.Report, env: dict[str, str], log_dir: Path,
+                    cancel: Cancel) -> tuple[junit.Report, str | None]:
+    """Each failing case again, ``step.rerun`` times in fresh processes (lanes/rerun.py)."""
+    from . import rerun
+
+    keys = rerun.failing_keys(xml, lane.name)
+    if not keys:
+        return xml, None
+
+    def run_round(report: Path, extra: dict[str, str]) -> Path | None:
+        if cancel.signum is not None:
+            return None
+        with _log_file(log_dir / f"{step.name}.rerun.log", []) as log:
+            execute(step_argv(lane, step, report), False, {**env, **extra}, step.timeout, log, step.output_cap,
+                    cancel)
+        return report if report.is_file() else None
+
+    result = rerun.rerun(keys, step.rerun, lane.name, run_round)
+    return rerun.label(xml, lane.name, result), result.note()
+
+
 def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Cancel | None = None,
              token: str | None = None) -> StepResult:
     cancel = cancel or Cancel()
@@ -243,6 +264,10 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
         if state != "error":
             assert xml is not None and run.code is not None
             state, detail = verdict.pytest_verdict(run.code, junit.count(xml, step.name))
+        if state == "failed" and step.rerun > 0 and xml is not None:
+            xml, note = _rerun_failures(lane, step, xml, env, log_dir=lane_dir, cancel=cancel)
+            if note:
+                notes.append(note)
         if state == "error":  # keep what the step said: its output becomes an error case
             crash = junit.error_suite(lane.name, step.name, detail, run.output, run.seconds)
             xml = crash if xml is None else junit.with_case(xml, crash)
@@ -378,7 +403,7 @@ def _unfinished(lock: LaneLock, progress: TextIO) -> str | None:
 
 def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: bool = False,
              progress: TextIO | None = None, step_runner: Callable[..., StepResult] = run_step,
-             output_cap: int | None = None) -> LaneRun:
+             output_cap: int | None = None, rerun_failures: int = 0) -> LaneRun:
     """Run the lane: its setup commands first, then every step (all of them unless
     --fail-fast), inside the lane's timeout_minutes; a cancel signal stops the rest.
     Writes reports/LANE.xml with one case per step (or the step's own cases) whatever
@@ -400,13 +425,13 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
     except OSError as exc:
         raise FlContractError(f"cannot lock {safeyaml.shown(lock.path)}: {exc.strerror}") from None
     try:
-        return _run_locked(lane, reports, lock, only, fail_fast, progress, step_runner, output_cap)
+        return _run_locked(lane, reports, lock, only, fail_fast, progress, step_runner, output_cap, rerun_failures)
     finally:
         lock.release()
 
 
 def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fail_fast: bool, progress: TextIO,
-                step_runner: Callable[..., StepResult], output_cap: int | None) -> LaneRun:
+                step_runner: Callable[..., StepResult], output_cap: int | None, rerun_failures: int = 0) -> LaneRun:
     merged_path = reports / f"{lane.name}.xml"
     unfinished = _unfinished(lock, progress)
     steps = [s for s in lane.steps if only is None or s.name == only]
@@ -435,6 +460,8 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
                                       "PYTHONPATH": os.pathsep.join(p for p in (site, path) if p)})
     if output_cap is not None:
         steps = [replace(s, output_cap=output_cap) for s in steps]
+    if rerun_failures:
+        steps = [replace(s, rerun=rerun_failures) if s.kind == "pytest" else s for s in steps]
     deadline = time.monotonic() + lane.timeout_minutes * 60 if lane.timeout_minutes else None
     with cancel_on_signals() as cancel:
         for step in steps:
@@ -483,6 +510,10 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
     if site:
         shutil.rmtree(site, ignore_errors=True)
     ok = all(r.ok for r in results) and cancel.signum is None and not skipped
+    said = ""
+    if lane.baseline and problem is None and not skipped and cancel.signum is None:
+        held, said = against_baseline(lane, reports, merged_path, ok)
+        ok = ok and held
     state = cancel.reason.upper() if cancel.signum is not None else ("passed" if ok else "FAILED")
     if skipped:
         state = f"SKIPPED ({skipped})"
@@ -492,7 +523,43 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
         markdown += f"\n**{md_text(unfinished)}**\n"
     if problem:
         markdown += f"\n**{md_text(problem)}**\n"
+    markdown += said
     return LaneRun(ok, markdown, tuple(results), merged_path, cancel.signum, problem, skipped)
+
+
+LAST_GREEN = "last-green"
+
+
+def against_baseline(lane: Lane, reports: Path, merged: Path, green: bool) -> tuple[bool, str]:
+    """The lane's run compared with its baseline (``baseline:``): a regression - a new
+    failure, a case that disappeared - fails the lane.  ``last-green`` is the lane's own
+    last green run, kept in reports/baselines/; there is none on the first run (said, not failed)."""
+    from ..results import cases, compare
+
+    kept = reports / "baselines" / f"{lane.name}.xml"
+    path = kept if lane.baseline == LAST_GREEN else Path(lane.baseline)
+    said = ""
+    held = True
+    if not path.is_file():
+        if lane.baseline == LAST_GREEN:
+            said = f"\nbaseline: none yet ({md_text(str(kept))} is written by the first green run)\n"
+        else:
+            held, said = False, f"\n**baseline {md_text(str(path))}: no such report**\n"
+    else:
+        try:
+            result = compare.compare(cases.read_one(path), cases.read_one(merged))
+        except FlContractError as exc:
+            held, said = False, f"\n**baseline: {md_text(str(exc))}**\n"
+        else:
+            held = not result.regressions
+            said = "\n" + compare.markdown(result)
+    if green and held and lane.baseline == LAST_GREEN:
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            files.write_atomic(kept, merged.read_bytes())
+        except OSError as exc:
+            said += f"\n**cannot keep this run as the last green baseline: {md_text(exc.strerror or str(exc))}**\n"
+    return held, said
 
 
 def publish(markdown: str, out: TextIO | None = None) -> str | None:
