@@ -31,7 +31,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_fl_contract_flag_gems(flag_gems: Any, session: Any) -> None:
     """Right after flag_gems is imported and the lane's workaround installed."""
-    name = session.config.getoption("fl_mutant", None)
+    # flag_gems already imported (the zoo's fork server): this runs while pytest is still
+    # loading the initial conftests, before the options are parsed - only the known args are
+    config = session.config
+    name = config.getoption("fl_mutant", None) or getattr(getattr(config, "known_args_namespace", None),
+                                                          "fl_mutant", None)
     apply = get(name).apply if name else None
     if apply is not None:
         apply()

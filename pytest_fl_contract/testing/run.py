@@ -29,34 +29,82 @@ class Verdict:
     detail: str = ""
 
 
-def run_one(mutant: Mutant, contracts: Path, workdir: Path, every: bool = False) -> Verdict:
-    """One contract run against one mutant: killed at the first failing contract (-x); with
-    ``every``, every contract of the mutated op runs and each that fails is a killer."""
-    report = workdir / f"{mutant.name}.xml"
+def _argv(mutant: Mutant, contracts: Path, report: Path, every: bool) -> list[str]:
+    """pytest's arguments for one mutant's contract run (``-m pytest`` and the program left out)."""
     op = mutant.select.split()[0]
     select, stop = (op if op in ops.OPS_BY_NAME else mutant.select, []) if every else (mutant.select, ["-x"])
-    argv = [sys.executable, "-m", "pytest", str(contracts), "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",
+    return [str(contracts), "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",
             "--fl-mutant", mutant.name, *mutant.args, "-k", select, *stop, "-q", "-p", "no:cacheprovider",
             "-p", "no:randomly", f"--junitxml={report}", "-o", "addopts="]
-    start = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=workdir, timeout=900)
-    seconds = time.monotonic() - start
+
+
+def _verdict(mutant: Mutant, code: int, report: Path, output: str, seconds: float) -> Verdict:
     killers: list[str] = []
     if report.exists():
         for case in junit.read(report).cases:
             if case.outcome in ("failed", "error"):
                 killers.append(f"{case.classname.rsplit('.', 1)[-1].removeprefix('test_')}:{case.name}")
-    if done.returncode == 1 and killers:
+    if code == 1 and killers:
         return Verdict(mutant.name, "killed", tuple(killers), seconds)
-    if done.returncode == 0:
+    if code == 0:
         return Verdict(mutant.name, "survived", (), seconds)
-    tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
-    return Verdict(mutant.name, "error", (), seconds, f"pytest exit {done.returncode}: {' | '.join(tail)}")
+    tail = output.strip().splitlines()[-3:]
+    return Verdict(mutant.name, "error", (), seconds, f"pytest exit {code}: {' | '.join(tail)}")
+
+
+def run_one(mutant: Mutant, contracts: Path, workdir: Path, every: bool = False) -> Verdict:
+    """One contract run against one mutant, in a process of its own: killed at the first
+    failing contract (-x); with ``every``, every contract of the mutated op runs and each
+    that fails is a killer."""
+    report = workdir / f"{mutant.name}.xml"
+    argv = [sys.executable, "-m", "pytest", *_argv(mutant, contracts, report, every)]
+    start = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=workdir, timeout=900)
+    return _verdict(mutant, done.returncode, report, done.stdout + done.stderr, time.monotonic() - start)
+
+
+def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, every: bool) -> list[Verdict] | None:
+    """Every mutant through the fork server (``forkzoo``); None when it could not warm up."""
+    import json
+
+    from .forkzoo import WARM_FAILED
+
+    spec = workdir / "spec.json"
+    spec.write_text(json.dumps({
+        "platform": "cpu", "workdir": str(workdir), "jobs": jobs, "timeout": 900,
+        "runs": [{"name": m.name, "argv": _argv(m, contracts, workdir / f"{m.name}.xml", every)} for m in mutants],
+    }))
+    done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.testing.forkzoo", str(spec)], cwd=workdir,
+                          capture_output=True, text=True, timeout=900 * len(mutants))
+    if done.returncode == WARM_FAILED:
+        return None
+    ended = {}
+    for line in done.stdout.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and "name" in item:
+            ended[item["name"]] = item
+    verdicts = []
+    for m in mutants:
+        item = ended.get(m.name)
+        if item is None:
+            verdicts.append(Verdict(m.name, "error", (), 0.0, f"fork server exit {done.returncode}: no verdict"))
+            continue
+        log = workdir / f"{m.name}.log"
+        output = log.read_text(errors="replace") if log.exists() else ""
+        verdicts.append(_verdict(m, item["code"], workdir / f"{m.name}.xml", output, item["seconds"]))
+    return verdicts
 
 
 def run_zoo(names: list[str], contracts: Path, jobs: int, every: bool = False) -> list[Verdict]:
+    """Through the fork server; each mutant in a process of its own where it cannot warm up."""
     mutants = [get(n) for n in names] if names else list(MUTANTS.values())
     with tempfile.TemporaryDirectory(prefix="fl-mutants-") as tmp:
+        forked = _forked(mutants, contracts, Path(tmp), jobs, every)
+        if forked is not None:
+            return forked
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             return list(pool.map(lambda m: run_one(m, contracts, Path(tmp), every), mutants))
 
