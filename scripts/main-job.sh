@@ -3,8 +3,9 @@
 #   cpu                              every contract holds on FlagGems' real kernels
 #   iluvatar-emulated                the Iluvatar defect injected, the workaround holds
 #   iluvatar-emulated-noworkaround   the same without the workaround: the contracts catch it
-# on PyPI's FlagGems 5.0.2; `--line fg54` runs the same lanes on the 5.4 line instead
-# (FL_FLAGGEMS_54: its pip spec; CI sets it).  Reports land in reports/, summaries here.
+# on PyPI's FlagGems 5.0.2; `--line fg54` runs the same lanes on the 5.4 line instead, and
+# FlagGems' own reduction tests under the three (flaggems-suite-fg54; FL_FLAGGEMS_54: its
+# pip spec; CI sets it).  Reports land in reports/, summaries here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 suffix=""
@@ -14,6 +15,9 @@ status=0
 for lane in cpu iluvatar-emulated iluvatar-emulated-noworkaround; do
   .venv/bin/fl-contract run "$lane$suffix" --reports reports || status=1
 done
+if [ "$suffix" = "-fg54" ]; then  # FlagGems' own reduction tests ship in the 5.4 wheel: their lane too
+  .venv/bin/fl-contract run flaggems-suite-fg54 --reports reports || status=1
+fi
 if [ "$status" -eq 0 ]; then
   echo "main job${suffix:+ ($suffix)}: all CPU lanes got their verdicts (defect caught without the workaround, held with it)"
 else

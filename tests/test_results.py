@@ -310,3 +310,62 @@ def test_the_manifest_takes_a_baseline_and_refuses_a_bad_one(tmp_path):
     bad.write_text(good.read_text().replace("baseline: last-green", "baseline: [1]"))
     with pytest.raises(FlContractError, match="baseline must be a report path or last-green"):
         load(bad, load_registry([]))
+
+
+# -- a compare step: two steps of one lane held to fail the same cases ---------------------
+
+
+def test_a_compare_step_holds_two_steps_of_a_lane_alike(tmp_path, capsys):
+    body = "import os\n\ndef test_a(): pass\n\ndef test_b():\n    assert os.environ.get('BREAK_B') != '1'\n" \
+           "\ndef test_c():\n    assert os.environ.get('BREAK_C') != '1'\n"
+    (tmp_path / "test_pair.py").write_text(body)
+    manifest = tmp_path / "m.yaml"
+    template = f"""version: 1
+shared_steps:
+  pair:
+    pytest: ["{tmp_path}/test_pair.py", -q, -p, no:cacheprovider, "--rootdir={tmp_path}"]
+lanes:
+  l:
+    platform: cpu
+    steps:
+      - name: reference
+        use: pair
+        env: {{BREAK_B: "1"}}
+        allow_failure: true
+      - name: other
+        use: pair
+        args: [-p, no:randomly]
+        env: {{BREAK_B: "1", BREAK_C: "WHICH"}}
+        allow_failure: true
+      - name: alike
+        compare: [reference, other]
+"""
+
+    def go(which: str) -> int:
+        manifest.write_text(template.replace("WHICH", which))
+        return main(["--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / f"r{which}")])
+
+    assert go("0") == 0  # both fail test_b only
+    assert "other fails the same cases than reference: 0 more, 0 fewer, 1 in both" in capsys.readouterr().out
+    assert go("1") == 1  # other fails test_c too
+    out = capsys.readouterr().out
+    assert "other fails other cases than reference: 1 more, 0 fewer, 1 in both" in out
+    assert "test_pair::test_c" in (tmp_path / "r1" / "l" / "alike.xml").read_text()  # the comparison, in its case
+
+
+@pytest.mark.parametrize("step, message", [
+    ("      - name: x\n        compare: [ref]\n", "compare names two earlier pytest steps"),
+    ("      - name: x\n        compare: [ref, later]\n      - name: later\n        pytest: [-q]\n",
+     "is not an earlier pytest step"),
+    ("      - name: x\n        compare: [ref, ref2]\n        expect: fail\n", "neither expect nor shell"),
+    ("      - name: x\n        command: [\"true\"]\n        args: [-q]\n", "args: a list of pytest arguments"),
+])
+def test_bad_compare_and_args_steps_are_refused(tmp_path, step, message):
+    from pytest_fl_contract.config.platforms import load_registry
+    from pytest_fl_contract.lanes.manifest import load
+
+    path = tmp_path / "m.yaml"
+    path.write_text("version: 1\nlanes:\n  l:\n    platform: cpu\n    steps:\n      - name: ref\n        pytest: [-q]\n"
+                    "      - name: ref2\n        pytest: [-q]\n" + step)
+    with pytest.raises(FlContractError, match=message):
+        load(path, load_registry([]))

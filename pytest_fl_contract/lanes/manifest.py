@@ -32,16 +32,16 @@ PACKAGES_STEP = "packages"  # the name the lane's ``packages:`` install runs und
 TOP_KEYS = {"version", "defaults", "shared_steps", "lanes"}
 LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup", "packages",
              "timeout_minutes", "pytest_args", "steps", "baseline"}
-STEP_KEYS = {"name", "use", "contracts", "pytest", "command", "shell", "env", "timeout", "allow_failure", "expect",
-             "catch", "description", "output_cap"}
+STEP_KEYS = {"name", "use", "contracts", "pytest", "command", "compare", "args", "shell", "env", "timeout",
+             "allow_failure", "expect", "catch", "description", "output_cap"}
 DEFAULT_KEYS = {"timeout", "output_cap"}
 
 
 @dataclass(frozen=True)
 class Step:
     name: str
-    kind: str  # "pytest" | "command"
-    args: tuple[str, ...] | str  # pytest args, argv, or a shell string
+    kind: str  # "pytest" | "command" | "compare"
+    args: tuple[str, ...] | str  # pytest args, argv, a shell string, or the two steps a compare step holds alike
     suites: tuple[str, ...] = ()  # packaged contract suites the pytest step runs (``contracts:``)
     shell: bool = False
     env: dict[str, str] = field(default_factory=dict)
@@ -222,16 +222,28 @@ def _parse_step(
         if "command" in merged:
             raise err(_line(raw, "contracts"), "contracts runs pytest: it cannot go with 'command'", lane, name)
         merged.setdefault("pytest", [])
-    kinds = [k for k in ("pytest", "command") if k in merged]
+    kinds = [k for k in ("pytest", "command", "compare") if k in merged]
     if len(kinds) != 1:
         raise err(
             _line(raw, "name") or line,
-            "a step needs exactly one of 'pytest', 'contracts' or 'command' (or 'use')",
+            "a step needs exactly one of 'pytest', 'contracts', 'command' or 'compare' (or 'use')",
             lane,
             name,
         )
     kind = kinds[0]
     value = safeyaml.texts(merged[kind])
+    if "args" in merged:
+        extra = safeyaml.texts(merged["args"])
+        if kind != "pytest" or not _str_list(extra):
+            raise err(_line(raw, "args"), "args: a list of pytest arguments added to a pytest step's (after "
+                      "a shared step's)", lane, name)
+        value = [*value, *extra] if _str_list(value) else value
+    if kind == "compare":
+        if not (_str_list(value) and len(value) == 2 and value[0] != value[1]):
+            raise err(_line(raw, "compare"), "compare names two earlier pytest steps of the lane: [REFERENCE, "
+                      "STEP]; the step fails unless both fail exactly the same cases", lane, name)
+        if merged.get("expect", "pass") != "pass" or "shell" in merged:
+            raise err(_line(raw, "compare"), "a compare step takes neither expect nor shell", lane, name)
     shell = merged.get("shell", False)
     if not isinstance(shell, bool):
         raise err(_line(raw, "shell"), "shell must be true or false", lane, name)
@@ -378,6 +390,12 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
             if step.name in names:
                 raise err(step_line, "duplicate step name", lane_name, step.name)
             names.add(step.name)
+            if step.kind == "compare":
+                earlier = {s.name: s for s in steps}
+                bad = [n for n in step.args if n not in earlier or earlier[n].kind != "pytest"]
+                if bad:
+                    raise err(step_line, f"compare: {_show(bad[0])} is not an earlier pytest step of this lane",
+                              lane_name, step.name)
             if step.name == PACKAGES_STEP and raw.get("packages"):
                 raise err(step_line, "the name 'packages' is the lane's package install's own; rename the step",
                           lane_name, step.name)

@@ -213,6 +213,37 @@ def _rerun_failures(lane: Lane, step: Step, xml: junit.Report, env: dict[str, st
     return rerun.label(xml, lane.name, result), result.note()
 
 
+def _compare_step(lane: Lane, step: Step, reports: Path, progress: TextIO) -> StepResult:
+    """Two earlier steps of the lane held alike: the step passes when both fail exactly the
+    same cases (FlagGems' own suite with the workaround against the plain CPU lane); its
+    case carries the comparison."""
+    from ..results import cases, compare
+
+    start = time.monotonic()
+    reference, current = (reports / lane.name / f"{name}.xml" for name in step.args)
+    try:
+        result = compare.compare(cases.read_one(reference), cases.read_one(current))
+    except FlContractError as exc:
+        state, detail, text = "error", junit.one_line(str(exc), 300), ""
+    else:
+        differ = result.of("new_failures") + result.of("fixed") + result.of("xpassed")
+        state = "failed" if differ else "passed"
+        detail = (f"{step.args[1]} fails {'other' if differ else 'the same'} cases than {step.args[0]}: "
+                  f"{len(result.of('new_failures'))} more, {len(result.of('fixed'))} fewer, "
+                  f"{len(result.of('still_failing'))} in both")
+        text = compare.markdown(result)
+    xml = junit.command_suite(lane.name, step.name, state, detail, text, time.monotonic() - start, text)
+    report = reports / lane.name / f"{step.name}.xml"
+    wanted = verdict.expectation(step.expect, state, junit.count(xml, step.name), step.catch)
+    xml = _with_record(xml, verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok))
+    try:
+        junit.write(xml, report)
+    except OSError as exc:
+        detail += f"; cannot write {report.name}: {exc.strerror}"
+    _say(progress, f"[{lane.name}] {step.name}: end {state}, {detail}")
+    return StepResult(step, state, wanted.ok or step.allow_failure, detail, time.monotonic() - start, report, xml)
+
+
 def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Cancel | None = None,
              token: str | None = None) -> StepResult:
     cancel = cancel or Cancel()
@@ -226,6 +257,8 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
     except OSError as exc:
         notes.append(f"cannot prepare {report.name}: {exc.strerror}")
     env = {**os.environ, **lane.env, **step.env}
+    if step.kind == "compare":
+        return _compare_step(lane, step, reports, progress)
     _say(progress, f"[{lane.name}] {step.name}: start ({step.kind}, timeout {step.timeout:g}s)")
     with _log_file(lane_dir / f"{step.name}.log", notes) as log:
         if step.kind == "pytest":
