@@ -141,7 +141,7 @@ def read(path: Path, lane: str | None = None) -> list[LaneReport]:
             raise FlContractError(f"{path}: no JUnit reports (LANE.xml) in this directory")
         return [report for file in files for report in read(file)]
     if not path.is_file():
-        raise FlContractError(f"{path}: no such report")
+        raise FlContractError(f"{path}: {'not a regular file' if path.exists() else 'no such report'}")
     try:
         parsed = junit.read(path)
     except (ValueError, OSError) as exc:
