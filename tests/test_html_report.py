@@ -291,6 +291,12 @@ def test_the_matrix_in_a_browser_is_what_the_junit_says(reports: Path, tmp_path:
         bar = page.one("rect", cls="rate-bar", data_lane=lane)
         assert float(bar.attrs["data-rate"]) == pytest.approx(seen["passed"] / (seen["passed"] + failing))
     assert page.find("a", href="lane-a.html")  # the column heads open the lane pages
+    # per op and lane, the pass rate over every contract, from the XML by hand
+    for lane in LANES:
+        for op, seen in ops_from_xml(reports / f"{lane}.xml").items():
+            op = "-" if op == "(no op)" else op
+            cell = page.one("td", cls="op-rate", data_op=op, data_lane=lane)
+            assert cell.text().strip() == shown(seen["passed"], seen["failing"]) == m.op_rate(op, lane).shown
 
     shot = tmp_path / "matrix.png"
     browse(chromium, out / "matrix.html", tmp_path, f"--screenshot={shot}", "--window-size=1280,900")

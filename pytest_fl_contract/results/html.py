@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Union
 
@@ -357,6 +357,24 @@ def _cell(op: str, contract: str, lane: str, cell: Cell) -> str:
             f">{esc(cell.label)}</td>")
 
 
+def _op_rates(m: Matrix, lane_head: Callable[[str], str]) -> str:
+    """op x lane, each cell the op's pass rate on the lane as a bar (a heat map a person reads
+    at a glance: which ops a lane breaks)."""
+    rows = []
+    for op in m.ops:
+        cells = []
+        for lane in m.lanes:
+            rate = m.op_rate(op, lane)
+            width = 0 if rate.value is None else round(100 * rate.value)
+            colour = "#bbb" if rate.value is None else f"hsl({round(120 * (rate.value or 0))}, 60%, 45%)"
+            cells.append(f'<td class="op-rate"{_attrs(data_op=op, data_lane=lane, data_rate=rate.value)}>'
+                         f'<span class="bar" style="display:inline-block;width:{width}px;height:10px;'
+                         f'background:{colour}"></span> {esc(rate.shown)}</td>')
+        rows.append(f"<tr{_attrs(data_op=op)}><td><code>{esc(op)}</code></td>{''.join(cells)}</tr>")
+    head = "<th>op</th>" + "".join(lane_head(lane) for lane in m.lanes)
+    return f'<table id="op-rates"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
 def matrix_page(m: Matrix, links: Mapping[str, str] | None = None) -> str:
     """The parity matrix as a page: a pass rate per lane (formula stated), its chart, then op
     x contract x lane coloured by state.  ``links`` maps a lane to its page (a relative file
@@ -377,6 +395,8 @@ def matrix_page(m: Matrix, links: Mapping[str, str] | None = None) -> str:
     body.append(_table("rates", ("lane", "pass rate", "passed", "failing", "known defects (xfailed)", "skipped"),
                        rate_rows, "no lanes"))
     body.append(rate_chart("rate-chart", m.rates))
+    body.append("<h2>Pass rate per op and lane</h2>")
+    body.append(_op_rates(m, lane_head))
     states = Counter(m.cell(op, contract, lane).state for op, contract in m.rows for lane in m.lanes)
     body.append("<h2>op x contract x lane</h2>")
     body.append('<p class="legend" id="legend">' + "".join(

@@ -86,6 +86,19 @@ class Matrix:
     def also_failing(self, op: str, contract: str) -> list[str]:
         return [lane for lane in self.lanes if self.cell(op, contract, lane).state == "failed"]
 
+    def op_rate(self, op: str, lane: str) -> Rate:
+        """The op's pass rate on the lane, over every contract (the same formula)."""
+        seen: Counter = Counter()
+        for (o, _, where), cell in self.cells.items():
+            if o == op and where == lane:
+                seen.update(dict(cell.counts))
+        return Rate(lane, seen["passed"], seen["failed"] + seen["error"] + seen["xpassed"], seen["skipped"],
+                    seen["xfailed"])
+
+    @property
+    def ops(self) -> list[str]:
+        return sorted({op for op, _ in self.rows})
+
 
 def matrix(reports: Sequence[LaneReport]) -> Matrix:
     names = [r.lane for r in reports]
