@@ -344,3 +344,28 @@ def test_an_empty_dim_list_reduces_everything_past_the_slab_threshold(monkeypatc
     wrong[4] += 1.0
     with pytest.raises(AssertionError, match=r"block \[4:5\]"):
         sweeps.check(op, wrong, x, 1)
+
+
+def test_generated_draws_never_run_a_corrupting_call_on_hardware():
+    """An H200 ran special_log_softmax's generated draws into small_n_ignores_k (a kernel
+    that writes past its tensor: chance outcomes, a device fault); the parametrized cases
+    were skipped, the draws not.  On hardware a draw that meets such a defect is not run."""
+    from pytest_fl_contract.contracts.reductions import test_generated
+    from pytest_fl_contract.registry.ops import Call, get
+
+    assert get("special_log_softmax").corrupting(Call((2, 2), 0, "float32"), "5.4.0.dev0") == ("small_n_ignores_k",)
+
+    class Corrupting:
+        name = "special_log_softmax"
+
+        def known_defects(self, call, version=None, emulated=False):
+            return ()
+
+        def corrupting(self, call, version=None):
+            return ("small_n_ignores_k",)
+
+        def call(self, *args, **kwargs):
+            raise AssertionError("a corrupting call ran on hardware")
+
+    draw = ((2, 2), 0, False, "float32")
+    assert test_generated.problem_of(Corrupting(), draw, "cuda", routed=False, version="5.4.0.dev0") is None
