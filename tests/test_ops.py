@@ -351,7 +351,6 @@ def test_generated_draws_never_run_a_corrupting_call_on_hardware():
     that writes past its tensor: chance outcomes, a device fault); the parametrized cases
     were skipped, the draws not.  On hardware a draw that meets such a defect is not run."""
     from pytest_fl_contract.contracts.reductions import test_generated
-    from pytest_fl_contract.registry.ops import Call, get
 
     assert get("special_log_softmax").corrupting(Call((2, 2), 0, "float32"), "5.4.0.dev0") == ("small_n_ignores_k",)
 

@@ -369,3 +369,40 @@ def test_bad_compare_and_args_steps_are_refused(tmp_path, step, message):
                     "      - name: ref2\n        pytest: [-q]\n" + step)
     with pytest.raises(FlContractError, match=message):
         load(path, load_registry([]))
+
+
+# -- the committed H200 lane reports (benchmarks/results/h200-lane-*-cold.xml.gz) ------------
+
+
+H200 = ROOT / "benchmarks" / "results"
+
+
+def test_the_h200_lanes_compared_across_flaggems_lines(tmp_path):
+    """FlagGems 5.0.2 against 5.4.0.dev0 on one H200 (before test_generated skipped corrupting draws on
+    hardware): the 5.4 line's only new failures are special_log_softmax's generated draws."""
+    old = cases.read_one(H200 / "h200-lane-fg502-cold.xml.gz")
+    new = cases.read_one(H200 / "h200-lane-fg54-cold.xml.gz")
+    assert old.properties["version_flag_gems"] == "5.0.2" and new.properties["version_flag_gems"] == "5.4.0.dev0"
+    result = compare.compare(old, new)
+    failures = result.of("new_failures")
+    assert len(failures) == 8 and {(c.op, c.contract) for c in failures} == {("special_log_softmax", "generated")}
+    assert not result.of("fixed") and not result.of("xpassed")
+    assert {c.op for c in result.of("new_cases")} >= {"logsumexp", "special_logsumexp", "special_log_softmax"}
+    matrix = parity.matrix([old, new])
+    for rate, report in zip(matrix.rates, (old, new)):
+        seen = Counter(case.outcome for case in junit.read(Path(report.path)).cases)
+        assert (rate.passed, rate.failing, rate.xfailed, rate.skipped) == (
+            seen["passed"], seen["failed"] + seen["error"], seen["xfailed"], seen["skipped"])
+    assert matrix.also_failing("special_log_softmax", "generated") == [new.lane]
+    from pytest_fl_contract.results import html
+
+    written = html.render([str(H200 / "h200-lane-fg502-cold.xml.gz"), str(H200 / "h200-lane-fg54-cold.xml.gz")],
+                          str(tmp_path / "html"))
+    assert len(written) == 3 and "special_log_softmax" in (tmp_path / "html" / "matrix.html").read_text()
+
+
+def test_a_broken_gzip_report_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "lane.xml.gz"
+    bad.write_bytes(b"\x1f\x8b" + b"not really gzip")
+    assert main(["compare", str(bad), str(bad)]) == 2
+    assert "broken gzip file" in capsys.readouterr().err

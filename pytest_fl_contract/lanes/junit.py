@@ -189,6 +189,18 @@ def read(path: Path) -> Report:
     data = files.read_bytes(path, MAX_REPORT_BYTES)
     if len(data) > MAX_REPORT_BYTES:
         raise ValueError(f"{path.name}: larger than {MAX_REPORT_BYTES} bytes: refused")
+    if data[:2] == b"\x1f\x8b":  # a gzipped report (an archived lane's): bounded as the plain one is
+        import gzip
+        import io
+        import zlib
+
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
+                data = unzipped.read(MAX_REPORT_BYTES + 1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ValueError(f"{path.name}: a broken gzip file ({one_line(str(exc), 100)})") from None
+        if len(data) > MAX_REPORT_BYTES:
+            raise ValueError(f"{path.name}: larger than {MAX_REPORT_BYTES} bytes unzipped: refused")
     return parse(data, path.name)
 
 

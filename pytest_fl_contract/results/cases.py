@@ -121,6 +121,11 @@ def rows_of(report: junit.Report, fallback_lane: str) -> list[Row]:
                     classname = classname[len(prefix):]
                     break
             ident = f"{classname}::{case.name}"
+            # a report pytest wrote under another prefix (--fl-junit-prefix, the platform by default)
+            parts = classname.split(".")
+            found = next((f"{'.'.join(parts[i:])}::{case.name}" for i in range(len(parts))
+                          if f"{'.'.join(parts[i:])}::{case.name}" in tags), None)
+            ident = found or ident
             tag = tags.get(ident) or _untagged(classname, case.name, tags)
             message = _message(case)
             seed = tag.get("seed")
@@ -136,7 +141,7 @@ def read(path: Path, lane: str | None = None) -> list[LaneReport]:
     report directory (its LANE.xml files), as one LaneReport per lane.  Raises
     FlContractError, one line, for anything that is not such a report."""
     if path.is_dir():
-        files = sorted(p for p in path.glob("*.xml") if p.is_file())
+        files = sorted(p for p in [*path.glob("*.xml"), *path.glob("*.xml.gz")] if p.is_file())
         if not files:
             raise FlContractError(f"{path}: no JUnit reports (LANE.xml) in this directory")
         return [report for file in files for report in read(file)]
@@ -148,7 +153,7 @@ def read(path: Path, lane: str | None = None) -> list[LaneReport]:
         raise FlContractError(f"{path}: not a JUnit report ({junit.one_line(str(exc), 200)})") from None
     if not parsed.suites:
         raise FlContractError(f"{path}: a JUnit report with no test suites")
-    fallback = lane or path.stem
+    fallback = lane or path.name.split(".", 1)[0]
     by_lane: dict[str, list[Row]] = {}
     props: dict[str, dict[str, str]] = {}
     for row in rows_of(parsed, fallback):
