@@ -453,3 +453,17 @@ def test_device_calls_inside_a_launch_skip_the_second_patch(monkeypatch):
     twice_sum[(2,)](torch.arange(8.0), out, N=8)  # two programs, each with nested device calls
     assert out.item() == 56.0
     assert len(calls) - first == first  # one launch's patching, whatever the programs and calls in it
+
+
+def test_the_cached_numpy_dtype_is_the_interpreters():
+    from triton.runtime import interpreter as triton_interpreter
+
+    original = triton_interpreter._get_np_dtype.__closure__  # the emulator's wrapper holds the original
+    assert original is not None
+    wrapped = next(c.cell_contents for c in original if callable(c.cell_contents))
+    kinds = [tl.int1, tl.float16, tl.float32, tl.float64, tl.int8, tl.uint8, tl.int16, tl.uint16, tl.int32,
+             tl.uint32, tl.int64, tl.uint64, tl.bfloat16, tl.float8e5, tl.float8e4nv]
+    types = kinds + [tl.pointer_type(k) for k in kinds] + [tl.block_type(k, [4]) for k in kinds] + \
+        [tl.block_type(tl.pointer_type(k), [2, 8]) for k in kinds]
+    for _ in range(2):  # the second round from the cache
+        assert [triton_interpreter._get_np_dtype(t) for t in types] == [wrapped(t) for t in types]
