@@ -399,8 +399,8 @@ def vectorised_reduce_scan(interpreter: Any) -> None:
     a scan a Hillis-Steele ladder: log2(n) vectorised calls of the combine function (the
     rewritten one, so its ``and`` stays a logical and).  Both keep operand order (only
     associativity is assumed) and cast each step back to the input dtypes, as the
-    per-element fallback does; a combine function that cannot run on whole tensors still
-    (one that branches on a value) still takes that fallback."""
+    per-element fallback does; a combine function that cannot run on whole tensors (one
+    that branches on a value) still takes that fallback."""
     import numpy as np
 
     reduce_ops, scan_ops = interpreter.ReduceOps, interpreter.ScanOps

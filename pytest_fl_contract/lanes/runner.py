@@ -226,7 +226,7 @@ def _compare_step(lane: Lane, step: Step, reports: Path, progress: TextIO) -> St
     except FlContractError as exc:
         state, detail, text = "error", junit.one_line(str(exc), 300), ""
     else:
-        differ = result.of("new_failures") + result.of("fixed") + result.of("xpassed")
+        differ = result.differs
         state = "failed" if differ else "passed"
         detail = (f"{step.args[1]} fails {'other' if differ else 'the same'} cases than {step.args[0]}: "
                   f"{len(result.of('new_failures'))} more, {len(result.of('fixed'))} fewer, "

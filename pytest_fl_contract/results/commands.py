@@ -29,7 +29,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _write(args.json, compare.to_json(result), "--json")
     publish(compare.markdown(result))
     if args.same_failures:
-        return 1 if result.of("new_failures") or result.of("fixed") or result.of("xpassed") else 0
+        return 1 if result.differs else 0
     return 1 if result.regressions else 0
 
 

@@ -52,6 +52,11 @@ class Comparison:
         return [c for c in self.changes if c.kind == kind]
 
     @property
+    def differs(self) -> list[Change]:
+        """Cases one side fails and the other does not (``--same-failures``, a compare step)."""
+        return self.of("new_failures") + self.of("fixed") + self.of("xpassed")
+
+    @property
     def regressions(self) -> list[Change]:
         return [c for c in self.changes if c.kind in REGRESSIONS]
 
