@@ -150,7 +150,7 @@ def test_row_load_ops_come_from_the_registry():
     assert probes.label(ROW_LOAD, iluvatar, REGISTRY) == LABEL
     assert probes.label(ROW_LOAD, REGISTRY.get("cpu"), REGISTRY) == LABEL  # another platform's entry
     assert set(probes.affected_ops(ROW_LOAD)) == set(probes.affected_ops(ROW_LOAD, iluvatar))
-    assert probes.label("argmax_tie_break") == "compiler: argmax_tie_break; affects argmax"
+    assert probes.label("argmax_tie_break") == "compiler: argmax_tie_break; affects argmax, max_dim, min_dim"
     assert probes.label("masked_2d_nonseparable_load") == "compiler: masked_2d_nonseparable_load"
 
 

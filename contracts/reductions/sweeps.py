@@ -75,19 +75,31 @@ KEEPDIM_CASES = [Case((3, 5, 64), 1), Case((13, 64), 0), Case((3, 64, 5), -1)]
 FORM_CASES = {"non-inner": Case((3, 4, 64), 1), "inner": Case((3, 64, 4), 2)}  # N a power of two: argmax compiles
 
 
-def ops_for(sweep_name: str) -> list[Op]:
+def ops_for(sweep_name: str, views: bool = True) -> list[Op]:
     """The ops a sweep covers.  full: every op the installed FlagGems has.  quick (the
     interpreter): those whose kernels have a non-inner path (the masked-row defect's
-    reach), and the ``toy`` ones (tl.reduce with a combine_fn) on toy shapes only.
-    When flag_gems cannot even be imported, every op: each case then fails saying why."""
+    reach), every op of the other families (issue 29: their defect table is measured on the
+    CPU lanes), and the ``toy`` ones (tl.reduce with a combine_fn) on toy shapes only.
+    When flag_gems cannot even be imported, every op: each case then fails saying why.
+    ``views``: each row's indices view follows it (max.dim's indices: ``with_views``)."""
     try:
         import flag_gems  # noqa: F401 - the lane session installs the workaround on import
     except Exception:
-        return list(registry.OPS)
+        return with_views(registry.OPS) if views else list(registry.OPS)
     chosen = [op for op in registry.OPS if installed(op)]
     if sweep_name == "quick":
-        chosen = [op for op in chosen if op.interpreter == "toy" or non_inner_kernels(sys.modules[op.module])]
-    return chosen
+        chosen = [op for op in chosen if op.interpreter == "toy" or op.family != "reductions"
+                  or non_inner_kernels(sys.modules[op.module])]
+    return with_views(chosen) if views else chosen
+
+
+def with_views(rows: Any) -> list[Op]:
+    """The rows, each followed by its indices view where its entry point also returns indices
+    (max.dim).  The views take the contracts of a sweep (accuracy, determinism, keepdim, ...),
+    the index, tile and path contracts; the checklist contracts (``any_op``: layouts, special
+    values, dims, generated draws, ...) call the same kernel with the same arguments for the
+    values and take the row only: on the interpreter a view there doubled its family's cost."""
+    return [view for op in rows for view in (op, op.indices_view()) if view is not None]
 
 
 TOY_CASES = (Case((3, 5, 4), 1), Case((5, 4), 0), Case((3, 4, 5), -1))
@@ -100,9 +112,17 @@ HALF_DTYPES = ("bfloat16", "float16")
 QUICK_HALF_CASES = [Case((3, 5, 64), 1), Case((13, 64), 0), Case((3, 64, 13), -1), Case((2, 556, 8), 1)]
 
 
-def half_cases(sweep_name: str) -> list[Case]:
+# The op families beyond the reductions (issue 29) on the interpreter: their kernels take one
+# program per output row (FlagGems moves the reduced dims to the back, then tiles outputs), so
+# the quick sweep's K = 64 costs 64 programs an output row; K = 8 keeps the non-inner layout,
+# partial row and column tiles and every N of the quick sweep at an eighth of the programs.
+FAMILY_QUICK = _grid([5, 13], [1, 8], [1, 3]) + [Case((2, 556, 8), 1)]
+FAMILY_QUICK_HALF = [Case((3, 5, 8), 1), Case((13, 8), 0), Case((3, 8, 13), -1), Case((2, 556, 8), 1)]
+
+
+def half_cases(sweep_name: str, op: Op | None = None) -> list[Case]:
     if sweep_name == "quick":
-        return QUICK_HALF_CASES
+        return FAMILY_QUICK_HALF if op is not None and op.family != "reductions" else QUICK_HALF_CASES
     return [c for c in sweep("full") if c.n in (5, 556, 4099)]
 
 
@@ -190,6 +210,8 @@ def on_device(x: Any, device: str, op: Op | None = None) -> Any:
 def cases_for(op: Op, sweep_name: str) -> list[Case]:
     if sweep_name == "quick" and op.interpreter == "toy":
         return list(TOY_CASES)
+    if sweep_name == "quick" and op.family != "reductions":
+        return list(FAMILY_QUICK)
     return sweep(sweep_name)
 
 

@@ -1,6 +1,7 @@
 """Values whose answer is decided across tiles, on every kernel path that walks N in
 several tiles (the rows' ``paths`` with a loop): tied extremes whose members sit in
-different tiles (torch takes the first), an extreme that first appears in a later tile,
+different tiles (torch takes the first), an extreme that first appears in a later tile
+(and, for a value that is an extremum - amax, max.dim - one that sits in the first tile only),
 an absorbing value (prod's exact zero) in the last tile, and a running maximum that grows
 tile after tile (softmax's online rescale).  Positions are tile-agnostic: 1, just past each
 power of two inside N (every tile boundary a power-of-two tile can have), and N - 1."""
@@ -33,6 +34,12 @@ def _patterns(op, case):
         later = torch.linspace(0, 1, n).view([n if i == case.dim % len(case.shape) else 1 for i in
                                               range(len(case.shape))]).expand(case.shape).contiguous()
         yield "the extreme first appears in the last tile", later * sign
+    elif op.picks is not None:  # amax, max.dim's values: the extremum sits in the last tile only
+        sign = 1.0 if op.picks == "max" else -1.0
+        later = torch.linspace(0, 1, n).view([n if i == case.dim % len(case.shape) else 1 for i in
+                                              range(len(case.shape))]).expand(case.shape).contiguous()
+        yield "the extreme first appears in the last tile", later * sign
+        yield "the extreme in the first tile only", later.flip(case.dim) * sign
     if op.absorbing is not None:
         yield "an absorbing value in the last tile", _planted(case.shape, case.dim, [n - 1], op.absorbing, 1.0)
     if op.running_max:

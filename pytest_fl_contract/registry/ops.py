@@ -284,6 +284,12 @@ class Op:
     unreached: Mapping[str, str] = field(default_factory=dict)  # a kernel no path reaches -> why
     absorbing: float | None = None  # a value that decides the result wherever it is (prod: 0)
     running_max: bool = False  # keeps a running maximum across tiles (softmax-like: exp(x - max))
+    picks: str | None = None  # "max" | "min": the result is that extremum of its slice (amax, max.dim)
+    # the entry point returns (values, indices) (max.dim): the row checks the values, its
+    # ``indices_view`` the indices, as an index op
+    indices: bool = False
+    result: str | None = None  # the field of a tuple result this row checks (None: the result itself)
+    family: str = "reductions"  # the op family (issue 29): the README's defect table, per family
 
     def paths_in(self, version: str | None) -> tuple[Path, ...]:
         return tuple(p for p in self.paths if p.in_version(version))
@@ -304,10 +310,27 @@ class Op:
     def invoke(self, fn: Callable[..., Any], x: Any, dim: Any, keepdim: bool = False, **kwargs: Any) -> Any:
         """Call ``fn`` (this op's entry point, wrapped or not) with this op's conventions."""
         if self.keepdim == "none":
-            return fn(x, dim, **kwargs)
-        if self.keepdim == "keyword":
-            return fn(x, dim, keepdim=keepdim, **kwargs)
-        return fn(x, dim, keepdim, **kwargs)
+            out = fn(x, dim, **kwargs)
+        elif self.keepdim == "keyword":
+            out = fn(x, dim, keepdim=keepdim, **kwargs)
+        else:
+            out = fn(x, dim, keepdim, **kwargs)
+        return out if self.result is None else getattr(out, self.result)
+
+    def indices_view(self) -> Op | None:
+        """For an entry point that returns (values, indices), the indices as an index op
+        (``name.indices``): every index contract (ties, first index, points at the extremum)
+        applies to them, with the row's defects; None for any other row."""
+        if not self.indices or self.picks is None:
+            return None
+        import dataclasses
+
+        method = self.picks
+        return dataclasses.replace(
+            self, name=f"{self.name}.indices", kind="index", extreme=method, result="indices", reference_fn=None,
+            torch_fn=lambda x, d, k, **kw: getattr(x, method)(dim=d, keepdim=k).indices,
+            exempt={**self.exempt, "large_inputs": _INDEX}, params=tuple(p for p in self.params if p.name == "keepdim"),
+            absorbing=None, indices=False)
 
     def call(self, x: Any, d: Any, keepdim: bool = False, form: str | None = None, attr: str | None = None,
              **kwargs: Any) -> Any:
@@ -515,6 +538,47 @@ _SPECIAL_LOG_SOFTMAX_PATHS = (
     P("N past 1024 over a non-inner dim", (2, 1025, 3), 1, "large_n_log_softmax_kernel", loop=True, lines=("5.4",)),
 )
 
+# min/max (issue 29): FlagGems' amax / amin / max.dim / min.dim move the reduced dims to the
+# back (dim_compress: a permuted copy), then one kernel tiles (BLOCK_M output rows, BLOCK_N
+# columns) with the row condition bounding outputs, whose stores keep their own mask: a
+# dropped row condition reads rows past the end into tile rows never stored.  The autotuner's
+# naive_reduction configs (BLOCK_M 1..8, BLOCK_N 1024; the interpreter takes the first):
+# N <= 1024 is one column tile, more a loop; dim=None two stages of next_pow2(sqrt(numel)).
+def _minmax_paths(kernel: str, *, full: bool, lines: tuple[str, ...] = ()) -> tuple[Path, ...]:
+    rows = (
+        P("one column tile (N <= BLOCK_N)", (3, 5, 64), 1, kernel, lines=lines),
+        P("inner, one column tile", (3, 64, 5), -1, kernel, lines=lines),
+        P("a loop over 1024-wide column tiles", (3, 1100, 2), 1, kernel, loop=True, lines=lines),
+    )
+    if not full:
+        return rows
+    return (P("every dim (dim=None), two stages", (5, 7), None, f"{kernel}_1", lines=lines),
+            *rows, P("several dims, compressed to the back", (3, 5, 6), [0, 2], kernel, lines=lines))
+
+
+def _torch_amin_amax(method: str) -> Callable[..., Any]:
+    """torch's amax / amin as ``(x, dim, keepdim)``: dim None reduces everything (aten's dim=[])."""
+
+    def call(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
+        return getattr(x, method)(dim=() if d is None else d, keepdim=k)
+
+    call.__name__ = f"torch_{method}"
+    return call
+
+
+def _torch_values(method: str) -> Callable[..., Any]:
+    """torch's max.dim / min.dim values as ``(x, dim, keepdim)``."""
+
+    def call(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
+        return getattr(x, method)(dim=d, keepdim=k).values
+
+    call.__name__ = f"torch_{method}_values"
+    return call
+
+
+_MINMAX_FEATURES = (*_KERNEL, "partial_2d_tiles", "grid_axes", "int64_offset_arith")
+_NOT_ROW = "{}() without a dim (aten {}): not an entry point of this row"
+
 OPS: tuple[Op, ...] = (
     Op(name="sum", module="flag_gems.ops.sum", entry="sum_dim", kind="reduce", dim_forms=("list",),
        torch_fn=_torch("sum"), gems_names=("sum_dim", "sum_dim_out"),
@@ -615,6 +679,35 @@ OPS: tuple[Op, ...] = (
        keepdim="none", exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN}, interpreter="rows",
        paths=_SPECIAL_LOG_SOFTMAX_PATHS, running_max=True, features=(*_KERNEL, *_TILED),
        defects=(OpDefect("small_n_ignores_k", _small_n_ignores_k, corrupts=True), _ACCEPTED, _EMPTY, _FP64)),
+
+    Op(name="amax", module="flag_gems.ops.amax", entry="amax", kind="reduce", dim_forms=("list", "int"),
+       torch_fn=_torch_amin_amax("amax"), gems_names=("amax",), entries=(EntryPoint("amax", "reduce"),),
+       accepts_none=True, picks="max", family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
+       paths=_minmax_paths("amax_kernel", full=True),
+       unreached={"amax_kernel_2": "the second stage of dim=None: launched with amax_kernel_1"},
+       exempt={"large_index": _LARGE_NOT_RUN}, features=_MINMAX_FEATURES,
+       defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),)),
+    Op(name="amin", module="flag_gems.ops.amin", entry="amin", kind="reduce", dim_forms=("list", "int"),
+       torch_fn=_torch_amin_amax("amin"), gems_names=("amin",), entries=(EntryPoint("amin", "reduce"),),
+       accepts_none=True, picks="min", family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
+       paths=_minmax_paths("amin_kernel", full=True, lines=("5.4",)),
+       unreached={"amin_kernel_2": "the second stage of dim=None: launched with amin_kernel_1"},
+       exempt={"large_index": _LARGE_NOT_RUN}, features=_MINMAX_FEATURES,
+       defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),)),
+    Op(name="max_dim", module="flag_gems.ops.max", entry="max_dim", kind="reduce", dim_forms=("int",),
+       torch_fn=_torch_values("max"), gems_names=("max.dim",), entries=(EntryPoint("max_dim", "reduce"),),
+       picks="max", indices=True, result="values", family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
+       paths=_minmax_paths("max_kernel", full=False),
+       unreached={"max_kernel_1": _NOT_ROW.format("max", "max"), "max_kernel_2": _NOT_ROW.format("max", "max")},
+       exempt={"large_index": _LARGE_NOT_RUN}, features=(*_MINMAX_FEATURES, "argmax_tie_break"),
+       defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),)),
+    Op(name="min_dim", module="flag_gems.ops.min", entry="min_dim", kind="reduce", dim_forms=("int",),
+       torch_fn=_torch_values("min"), gems_names=("min.dim",), entries=(EntryPoint("min_dim", "reduce"),),
+       picks="min", indices=True, result="values", family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
+       paths=_minmax_paths("min_kernel", full=False),
+       unreached={"min_kernel_1": _NOT_ROW.format("min", "min"), "min_kernel_2": _NOT_ROW.format("min", "min")},
+       exempt={"large_index": _LARGE_NOT_RUN}, features=(*_MINMAX_FEATURES, "argmax_tie_break"),
+       defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),)),
 )
 
 OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
@@ -677,10 +770,13 @@ def flag_gems_version() -> str | None:
 
 
 def get(name: str) -> Op:
-    try:
-        return OPS_BY_NAME[name]
-    except KeyError:
-        raise KeyError(f"unknown op {name!r}; known: {', '.join(OPS_BY_NAME)}") from None
+    """A row by name, or a row's indices view (``max_dim.indices``)."""
+    base, _, view = name.partition(".")
+    op = OPS_BY_NAME.get(base)
+    found = op if op is not None and not view else op.indices_view() if op is not None and view == "indices" else None
+    if found is None:
+        raise KeyError(f"unknown op {name!r}; known: {', '.join(OPS_BY_NAME)}")
+    return found
 
 
 def installed(op: Op) -> bool:
