@@ -120,6 +120,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="put another workaround implementation (install/uninstall protocol) under the contracts",
     )
     group.addoption(
+        "--fl-wrapped-only",
+        dest="fl_wrapped_only",
+        action="store_true",
+        help="run only the ops the workaround wraps, skipping the others with the reason: for an emulated "
+        "lane whose twin runs the same defects without the workaround, where the ops it leaves run alike",
+    )
+    group.addoption(
         "--fl-layout",
         dest="fl_layout",
         default="auto",
@@ -167,7 +174,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # The ini type of each option's equivalent (pytest's: "bool", "linelist", "string").
 INI_TYPES: dict[str, Any] = {
     "fl_platforms_files": "linelist", "fl_emulate": "bool", "fl_profile": "string", "fl_inject": "linelist",
-    "fl_no_workaround": "bool", "fl_force_workaround": "bool", "fl_workaround": "string", "fl_layout": "string",
+    "fl_no_workaround": "bool", "fl_force_workaround": "bool", "fl_workaround": "string", "fl_wrapped_only": "bool",
+    "fl_layout": "string",
     "fl_source_root": "string", "fl_sweep": "string", "fl_autotune": "string", "fl_order": "string",
     "fl_junit_prefix": "string",
 }
@@ -206,6 +214,7 @@ def _options(config: pytest.Config, namespace: Any) -> Options:
         no_workaround=namespace.fl_no_workaround,
         force_workaround=namespace.fl_force_workaround,
         workaround=namespace.fl_workaround,
+        wrapped_only=namespace.fl_wrapped_only,
         layout=namespace.fl_layout,
         source_root=Path(root).resolve(),
         sweep=namespace.fl_sweep,

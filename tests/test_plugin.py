@@ -195,3 +195,14 @@ def test_header_says_what_the_tile_model_read_or_assumed(pytester, run_subproces
     result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-force-workaround")
     result.stdout.fnmatch_lines(["fl-contract fast-path tiles for assumed: 32 SMs, 1 TB/s (the device module reports neither)"])
     result.assert_outcomes(passed=1)
+
+
+def test_wrapped_only_skips_the_ops_the_workaround_leaves(pytester, run_subprocess):
+    """--fl-wrapped-only on the emulated Iluvatar lane: sum (wrapped) runs, amax (left alone:
+    its kernel reads the dropped rows into tile rows it never stores) is skipped saying why."""
+    result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate", "--fl-wrapped-only",
+                            "--pyargs", "pytest_fl_contract.contracts.reductions", "-k", "test_dim_form and (sum or amax)",
+                            "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*amax: the workaround leaves it, so it runs here as on the twin lane without one*"])
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 2 and outcomes.get("skipped", 0) >= 2 and "failed" not in outcomes, outcomes

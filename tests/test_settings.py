@@ -86,6 +86,11 @@ def test_cpu_with_injected_defect_and_profile():
         ({"platform": "cpu", "layout": "tarball"}, "unknown layout 'tarball'"),
         ({"platform": "nvidia", "autotune": "fastest"}, "unknown --fl-autotune 'fastest'; known: rotate, tuned"),
         ({"platform": "cpu", "autotune": "tuned"}, "--fl-autotune is for hardware lanes"),
+        ({"platform": "cpu", "wrapped_only": True}, r"--fl-wrapped-only needs a workaround, and this lane has none "
+                                                     r"\(not needed on cpu\)"),
+        ({"platform": "iluvatar", "emulate": True, "no_workaround": True, "wrapped_only": True},
+         r"needs a workaround, and this lane has none \(--fl-no-workaround\)"),
+        ({"platform": "iluvatar", "wrapped_only": True}, "--fl-wrapped-only is for emulated lanes"),
     ],
 )
 def test_bad_input_is_one_line(kw, message):
@@ -98,3 +103,9 @@ def test_layout_follows_csrc(tmp_path):
     (tmp_path / "csrc").mkdir()
     assert settle(platform="cpu", source_root=tmp_path).layout.kind == "checkout"
     assert settle(platform="cpu", source_root=tmp_path, layout="wheel").layout.kind == "wheel"
+
+
+def test_wrapped_only_on_an_emulated_lane_with_its_workaround():
+    settings = settle(platform="iluvatar", emulate=True, wrapped_only=True)
+    assert settings.wrapped_only and settings.workaround == DEFAULT_WORKAROUND
+    assert not settle(platform="iluvatar", emulate=True).wrapped_only

@@ -36,6 +36,7 @@ class Settings:
     sweep: str
     junit_prefix: str | None
     autotune: Plan
+    wrapped_only: bool = False  # ops the workaround leaves are skipped (their twin lane runs them)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Options:
     no_workaround: bool = False
     force_workaround: bool = False
     workaround: str | None = None
+    wrapped_only: bool = False
     layout: str = "auto"
     source_root: Path = Path(".")
     sweep: str | None = None
@@ -117,6 +119,10 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
     else:
         workaround, why = None, f"not needed on {platform.name}"
 
+    if opts.wrapped_only and workaround is None:
+        raise FlContractError(f"--fl-wrapped-only needs a workaround, and this lane has none ({why})")
+    if opts.wrapped_only and emulation is None:
+        raise FlContractError("--fl-wrapped-only is for emulated lanes (--fl-emulate): on hardware every op runs")
     sweep = opts.sweep or ("quick" if emulation else "full")
     if sweep not in SWEEPS:
         raise FlContractError(f"unknown sweep {sweep!r}; known: {', '.join(SWEEPS)}")
@@ -133,6 +139,7 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
         workaround=workaround,
         workaround_why=why,
         sweep=sweep,
+        wrapped_only=opts.wrapped_only,
         junit_prefix=opts.junit_prefix,
         autotune=autotune_plan(opts.autotune, emulated=emulation is not None),
     )
