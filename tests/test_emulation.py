@@ -467,3 +467,39 @@ def test_the_cached_numpy_dtype_is_the_interpreters():
         [tl.block_type(tl.pointer_type(k), [2, 8]) for k in kinds]
     for _ in range(2):  # the second round from the cache
         assert [triton_interpreter._get_np_dtype(t) for t in types] == [wrapped(t) for t in types]
+
+
+MINMAX_UNDER_THE_DEFECT = """
+import json
+import torch
+from pytest_fl_contract.emulation.interpreter import bring_up
+bring_up("iluvatar-small", ("masked_2d_row_load",))
+from pytest_fl_contract.emulation.device import DEVICE
+from pytest_fl_contract.registry import ops
+import flag_gems  # noqa: F401  (the rows' modules)
+out = []
+for name in ("amax", "max_dim", "max_dim.indices", "min_dim", "min_dim.indices"):
+    op = ops.get(name)
+    for shape, d in (((3, 5), 1), ((1, 13, 3), 1), ((5, 3), 0)):
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+        DEVICE.counters.reset()
+        got = op.call(x, d)
+        out.append([name, shape, d, bool(torch.equal(got, op.torch_fn(x, d, False))), DEVICE.counters.faulted_loads])
+print(json.dumps(out))
+"""
+
+
+def test_the_min_max_kernels_read_the_dropped_rows_and_never_store_them():
+    """The min/max family under the injected defect on the Iluvatar profile, whose tuner's first
+    config tiles 8 output rows: each call below has a partial row tile, the defect drops its row
+    condition (faulted loads), and the result is still torch's - the rows read past the end
+    land in tile rows whose stores keep the row mask (the README's defect table: 0 failing)."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", MINMAX_UNDER_THE_DEFECT], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(rows) == 15
+    for name, shape, dim, same, faulted in rows:
+        assert faulted > 0, f"{name} {shape} dim={dim}: no load met the defect (no partial row tile?)"
+        assert same, f"{name} {shape} dim={dim}: the defect changed the result"

@@ -593,6 +593,33 @@ def row_max_index_last(x_ptr, out_ptr, M, K, TILE_M: tl.constexpr, TILE_K: tl.co
     tl.store(out_ptr + tl.arange(0, TILE_M), index.to(tl.int32))
 
 
+@triton.jit
+def row_min_index(x_ptr, out_ptr, M, K, TILE_M: tl.constexpr, TILE_K: tl.constexpr):
+    m = tl.arange(0, TILE_M)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    v = tl.load(x_ptr + m * TILE_K + k, mask=(m < M) & (k < K), other=float("inf"))
+    _, index = tl.min(v, 1, return_indices=True, return_indices_tie_break_left=True)
+    tl.store(out_ptr + tl.arange(0, TILE_M), index.to(tl.int32))
+
+
+@triton.jit
+def row_min_index_last(x_ptr, out_ptr, M, K, TILE_M: tl.constexpr, TILE_K: tl.constexpr):
+    m = tl.arange(0, TILE_M)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    v = tl.load(x_ptr + m * TILE_K + k, mask=(m < M) & (k < K), other=float("inf"))
+    _, index = tl.min(v, 1, return_indices=True, return_indices_tie_break_left=False)
+    tl.store(out_ptr + tl.arange(0, TILE_M), index.to(tl.int32))
+
+
+def _min_ties(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    """The ties negated: min.dim's and argmin's first minimum (FlagGems' min_kernel)."""
+    values = -TIES
+    expected = values[:, :TIES_K].argmin(axis=1).astype(np.int32)
+    x_dev, out = _on(device, torch.from_numpy(values), torch.zeros(RED_M, dtype=torch.int32))
+    kernel[(1,)](x_dev, out, RED_M, TIES_K, TILE_M=RED_M, TILE_K=RED_TILE)
+    return out, expected
+
+
 def _ties(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
     expected = TIES[:, :TIES_K].argmax(axis=1).astype(np.int32)  # numpy, like torch: the first maximum
     x_dev, out = _on(device, torch.from_numpy(TIES), torch.zeros(RED_M, dtype=torch.int32))
@@ -911,6 +938,8 @@ PROBES: tuple[Probe, ...] = (
           _ties, row_argmax, row_argmax_last),
     Probe("max_index_ties", f"(4x8 tile, K={TIES_K}) tl.max(axis=1, return_indices=True) with ties",
           "argmax_tie_break", _ties, row_max_index, row_max_index_last),
+    Probe("min_index_ties", f"(4x8 tile, K={TIES_K}) tl.min(axis=1, return_indices=True) with ties, other=+inf",
+          "argmax_tie_break", _min_ties, row_min_index, row_min_index_last),
     Probe("max_partial_rows", _GRID4 + "tl.max(axis=0), mask=(n<N)&(k<K), other=-inf", "masked_2d_row_load",
           _col_reduce(lambda v: v.max(axis=0), torch.float32), col_max, col_max_no_row),
     Probe("argmax_partial_rows", _GRID4 + "tl.max(axis=0, return_indices=True) with ties, rows past N larger",

@@ -565,6 +565,27 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
         ("flag_gems.ops.softmax", "softmax_kernel_inner",
          'inp = tl.load(input_ptrs, mask=mask, other=-float("inf")).to(', "inp = tl.load(input_ptrs).to(", 1),
     ),
+    # min/max (issue 29), from amax_kernel / max_kernel / min_kernel (5.0.2 and 5.4.0.dev0)
+    "amax_tail_other_zero": (
+        ("flag_gems.ops.amax", "amax_kernel", "a = tl.load(inp + cols, mask, other=min_value)",
+         "a = tl.load(inp + cols, mask, other=0.0)", 1),
+    ),
+    "amax_first_column_tile_only": (
+        ("flag_gems.ops.amax", "amax_kernel", "for off in range(0, N, BLOCK_N):",
+         "for off in range(0, BLOCK_N, BLOCK_N):", 1),
+    ),
+    "max_dim_cross_tile_ties_last": (
+        ("flag_gems.ops.max", "max_kernel", "update_mask = max_value > result_value",
+         "update_mask = max_value >= result_value", 1),
+    ),
+    "min_dim_tile_offset_dropped": (
+        ("flag_gems.ops.min", "min_kernel", "tl.where(update, start_n + local_argmin, argmin_values)",
+         "tl.where(update, local_argmin, argmin_values)", 1),
+    ),
+    "max_dim_values_of_last_tile": (
+        ("flag_gems.ops.max", "max_kernel", "result_value = tl.where(update_mask, max_value, result_value)",
+         "result_value = max_value", 1),
+    ),
     "softmax_inner_tail_other_zero": (
         ("flag_gems.ops.softmax", "softmax_kernel_inner",
          'inp = tl.load(input_ptr + n_offsets, mask=mask, other=-float("inf"))\n            m_new',
@@ -872,6 +893,17 @@ MUTANTS: dict[str, Mutant] = {
                "softmax and (path or accuracy)", _kernel_edits("inner_softmax_mask_dropped")),
         Mutant("softmax_inner_tail_other_zero", "last-dim multi-tile softmax pads its last tile with 0 instead of -inf",
                "softmax and path", _kernel_edits("softmax_inner_tail_other_zero")),
+        # min/max (issue 29): written from the kernels before their contracts were run
+        Mutant("amax_tail_other_zero", "amax pads the masked columns of its tile with 0, not the dtype's minimum: "
+               "an all-negative slice gives 0", "amax and (accuracy or path)", _kernel_edits("amax_tail_other_zero")),
+        Mutant("amax_first_column_tile_only", "amax loops to BLOCK_N instead of N: columns past the first 1024 are never read",
+               "amax and (tile or path)", _kernel_edits("amax_first_column_tile_only")),
+        Mutant("max_dim_cross_tile_ties_last", "max.dim merges column tiles with >=: a tie in a later tile takes the index",
+               "max_dim and (tile or path)", _kernel_edits("max_dim_cross_tile_ties_last")),
+        Mutant("min_dim_tile_offset_dropped", "min.dim forgets the tile's start: an index within its 1024-wide tile",
+               "min_dim and (tile or path)", _kernel_edits("min_dim_tile_offset_dropped")),
+        Mutant("max_dim_values_of_last_tile", "max.dim keeps the last tile's maximum as the value (its index stays right)",
+               "max_dim and (tile or path)", _kernel_edits("max_dim_values_of_last_tile")),
         Mutant("masked_load_no_other_garbage", "a compiler leaves the masked lanes of a load without other= undefined (NaN)",
                "softmax and backward", _masked_load_no_other_garbage),
         Mutant("autotune_picks_last_config", "the autotuner picks the last config: argmin's split-K grid assumes BLOCK_M = 8",
