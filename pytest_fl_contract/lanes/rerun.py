@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..reporting.outcomes import RERUN_ENV
-from ..results.cases import RERUN, rows_of
+from ..results.cases import RERUN, case_keys, rows_of
 from . import junit
 
 
@@ -73,8 +73,7 @@ def label(report: junit.Report, lane: str, result: Rerun) -> junit.Report:
 
     def relabel(suite: junit.Suite) -> junit.Suite:
         cases = []
-        for case in suite.cases:
-            key = f"{case.classname.removeprefix(lane + '.')}::{case.name}"
+        for case, key in zip(suite.cases, case_keys(suite, lane)):
             if key not in result.passes or case.outcome not in ("failed", "error"):
                 cases.append(case)
                 continue

@@ -109,23 +109,34 @@ def _untagged(classname: str, name: str, tags: Mapping[str, Any]) -> dict[str, A
             "op": first if first in {op.name for op in OPS} else None}
 
 
+def _ident(classname: str, name: str, lane: str, fallback_lane: str, tags: dict[str, Any]) -> tuple[str, str]:
+    """(the case's key within its step, its classname less the lane prefix): the one rule
+    ``rows_of`` and a re-run's relabelling share."""
+    for prefix in (f"{lane}.", f"{fallback_lane}."):
+        if classname.startswith(prefix):
+            classname = classname[len(prefix):]
+            break
+    # a report pytest wrote under another prefix (--fl-junit-prefix, the platform by default)
+    parts = classname.split(".")
+    found = next((f"{'.'.join(parts[i:])}::{name}" for i in range(len(parts))
+                  if f"{'.'.join(parts[i:])}::{name}" in tags), None)
+    return found or f"{classname}::{name}", classname
+
+
+def case_keys(suite: junit.Suite, fallback_lane: str) -> list[str]:
+    """Each case's key within its step (``Row.key`` after the step), in the suite's order."""
+    lane, _ = _split_suite(suite.name, fallback_lane)
+    tags = _tags(suite)
+    return [_ident(case.classname, case.name, lane, fallback_lane, tags)[0] for case in suite.cases]
+
+
 def rows_of(report: junit.Report, fallback_lane: str) -> list[Row]:
     rows = []
     for suite in report.suites:
         lane, step = _split_suite(suite.name, fallback_lane)
         tags = _tags(suite)
         for case in suite.cases:
-            classname = case.classname
-            for prefix in (f"{lane}.", f"{fallback_lane}."):
-                if classname.startswith(prefix):
-                    classname = classname[len(prefix):]
-                    break
-            ident = f"{classname}::{case.name}"
-            # a report pytest wrote under another prefix (--fl-junit-prefix, the platform by default)
-            parts = classname.split(".")
-            found = next((f"{'.'.join(parts[i:])}::{case.name}" for i in range(len(parts))
-                          if f"{'.'.join(parts[i:])}::{case.name}" in tags), None)
-            ident = found or ident
+            ident, classname = _ident(case.classname, case.name, lane, fallback_lane, tags)
             tag = tags.get(ident) or _untagged(classname, case.name, tags)
             message = _message(case)
             seed = tag.get("seed")
