@@ -579,6 +579,25 @@ def _torch_values(method: str) -> Callable[..., Any]:
 _MINMAX_FEATURES = (*_KERNEL, "partial_2d_tiles", "grid_axes", "int64_offset_arith")
 _NOT_ROW = "{}() without a dim (aten {}): not an entry point of this row"
 
+
+def _minmax(name: str, module: str, picks: str, lines: tuple[str, ...] = (), defects: tuple[OpDefect, ...] = ()) -> Op:
+    """A min/max row: ``amax`` / ``amin`` (dims and dim=None) or ``max_dim`` / ``min_dim``
+    (one dim; values and indices: the row and its indices view) of ``flag_gems.ops.<module>``."""
+    kernel = f"{module}_kernel"
+    common: dict[str, Any] = dict(
+        module=f"flag_gems.ops.{module}", entry=name, kind="reduce", entries=(EntryPoint(name, "reduce"),),
+        picks=picks, family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
+        exempt={"large_index": _LARGE_NOT_RUN}, defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")), *defects))
+    if not name.endswith("_dim"):
+        return Op(name=name, dim_forms=("list", "int"), torch_fn=_torch_amin_amax(name), gems_names=(name,),
+                  accepts_none=True, paths=_minmax_paths(kernel, full=True, lines=lines), features=_MINMAX_FEATURES,
+                  unreached={f"{kernel}_2": f"the second stage of dim=None: launched with {kernel}_1"}, **common)
+    whole = _NOT_ROW.format(module, module)
+    return Op(name=name, dim_forms=("int",), torch_fn=_torch_values(module), gems_names=(f"{module}.dim",),
+              indices=True, result="values", paths=_minmax_paths(kernel, full=False, lines=lines),
+              features=(*_MINMAX_FEATURES, "argmax_tie_break"),
+              unreached={f"{kernel}_1": whole, f"{kernel}_2": whole}, **common)
+
 OPS: tuple[Op, ...] = (
     Op(name="sum", module="flag_gems.ops.sum", entry="sum_dim", kind="reduce", dim_forms=("list",),
        torch_fn=_torch("sum"), gems_names=("sum_dim", "sum_dim_out"),
@@ -680,35 +699,11 @@ OPS: tuple[Op, ...] = (
        paths=_SPECIAL_LOG_SOFTMAX_PATHS, running_max=True, features=(*_KERNEL, *_TILED),
        defects=(OpDefect("small_n_ignores_k", _small_n_ignores_k, corrupts=True), _ACCEPTED, _EMPTY, _FP64)),
 
-    Op(name="amax", module="flag_gems.ops.amax", entry="amax", kind="reduce", dim_forms=("list", "int"),
-       torch_fn=_torch_amin_amax("amax"), gems_names=("amax",), entries=(EntryPoint("amax", "reduce"),),
-       accepts_none=True, picks="max", family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
-       paths=_minmax_paths("amax_kernel", full=True),
-       unreached={"amax_kernel_2": "the second stage of dim=None: launched with amax_kernel_1"},
-       exempt={"large_index": _LARGE_NOT_RUN}, features=_MINMAX_FEATURES,
-       defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),)),
-    Op(name="amin", module="flag_gems.ops.amin", entry="amin", kind="reduce", dim_forms=("list", "int"),
-       torch_fn=_torch_amin_amax("amin"), gems_names=("amin",), entries=(EntryPoint("amin", "reduce"),),
-       accepts_none=True, picks="min", family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
-       paths=_minmax_paths("amin_kernel", full=True, lines=("5.4",)),
-       unreached={"amin_kernel_2": "the second stage of dim=None: launched with amin_kernel_1"},
-       exempt={"large_index": _LARGE_NOT_RUN}, features=_MINMAX_FEATURES,
-       defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),
-                OpDefect("amin_float_only", lambda c: c.dtype not in ("float32", "float16", "bfloat16"), ("5.4",)))),
-    Op(name="max_dim", module="flag_gems.ops.max", entry="max_dim", kind="reduce", dim_forms=("int",),
-       torch_fn=_torch_values("max"), gems_names=("max.dim",), entries=(EntryPoint("max_dim", "reduce"),),
-       picks="max", indices=True, result="values", family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
-       paths=_minmax_paths("max_kernel", full=False),
-       unreached={"max_kernel_1": _NOT_ROW.format("max", "max"), "max_kernel_2": _NOT_ROW.format("max", "max")},
-       exempt={"large_index": _LARGE_NOT_RUN}, features=(*_MINMAX_FEATURES, "argmax_tie_break"),
-       defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),)),
-    Op(name="min_dim", module="flag_gems.ops.min", entry="min_dim", kind="reduce", dim_forms=("int",),
-       torch_fn=_torch_values("min"), gems_names=("min.dim",), entries=(EntryPoint("min_dim", "reduce"),),
-       picks="min", indices=True, result="values", family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
-       paths=_minmax_paths("min_kernel", full=False),
-       unreached={"min_kernel_1": _NOT_ROW.format("min", "min"), "min_kernel_2": _NOT_ROW.format("min", "min")},
-       exempt={"large_index": _LARGE_NOT_RUN}, features=(*_MINMAX_FEATURES, "argmax_tie_break"),
-       defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),)),
+    _minmax("amax", "amax", "max"),
+    _minmax("amin", "amin", "min", lines=("5.4",),
+            defects=(OpDefect("amin_float_only", lambda c: c.dtype not in ("float32", "float16", "bfloat16"), ("5.4",)),)),
+    _minmax("max_dim", "max", "max"),
+    _minmax("min_dim", "min", "min"),
 )
 
 OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
