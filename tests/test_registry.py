@@ -46,6 +46,16 @@ def test_a_registered_row_reaches_the_defect_catalogue_and_the_workaround(copied
     assert len(qualnames) == len(set(qualnames))  # the copy shares sum's entry points: wrapped once
     with pytest.raises(ValueError, match="already in the registry"):
         ops.register(copied)
+    with pytest.raises(ValueError, match=r"'sum\.indices': '\.' names a row's view"):
+        ops.register(dataclasses.replace(copied, name="sum.indices"))
+
+
+def test_a_rows_indices_view_is_an_index_op_of_the_same_entry_point():
+    view = ops.get("max_dim.indices")
+    assert (view.kind, view.extreme, view.result, view.entry) == ("index", "max", "indices", "max_dim")
+    assert ops.get("max_dim").result == "values" and ops.get("amax").indices_view() is None
+    with pytest.raises(KeyError, match="unknown op 'sum.indices'"):
+        ops.get("sum.indices")
 
 
 @pytest.mark.slow

@@ -717,6 +717,8 @@ def register(op: Op) -> Op:
     global OPS
     if op.name in OPS_BY_NAME:
         raise ValueError(f"op {op.name!r} is already in the registry")
+    if "." in op.name:
+        raise ValueError(f"op {op.name!r}: '.' names a row's view (max_dim.indices), not a row")
     if op.kind not in KINDS:
         raise ValueError(f"op {op.name!r}: kind {op.kind!r} is not one of {', '.join(KINDS)}")
     OPS = (*OPS, op)
