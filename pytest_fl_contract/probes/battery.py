@@ -686,6 +686,75 @@ def _col_reduce(reference: Callable[[np.ndarray], np.ndarray], dtype: torch.dtyp
     return launch
 
 
+# -- the op families beyond the reductions (issue 29): scans and matmul tails ---------------------
+
+SCAN_N, SCAN_K = 5, 3  # valid rows and columns of an 8x4 tile; the buffer's rows past SCAN_N hold 100
+
+
+@triton.jit
+def scan_rows_carry(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
+    n = tl.arange(0, TILE_N)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    v = tl.load(x_ptr + n * TILE_K + k, mask=(n < N) & (k < K), other=0.0)
+    tl.store(out_ptr + n * TILE_K + k, tl.cumsum(v, axis=0), mask=(n < N) & (k < K))
+    tl.store(out_ptr + TILE_N * TILE_K + tl.arange(0, TILE_K), tl.sum(v, axis=0))  # the carry into the next tile
+
+
+@triton.jit
+def scan_rows_carry_no_row(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
+    n = tl.arange(0, TILE_N)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    v = tl.load(x_ptr + n * TILE_K + k, mask=(n >= 0) & (k < K), other=0.0)
+    tl.store(out_ptr + n * TILE_K + k, tl.cumsum(v, axis=0), mask=(n < N) & (k < K))
+    tl.store(out_ptr + TILE_N * TILE_K + tl.arange(0, TILE_K), tl.sum(v, axis=0))
+
+
+def _scan(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    """cumsum's and logcumsumexp's shape over a middle axis: a running sum down the valid rows
+    of a row tile, and the tile's total carried to the next one - where rows past the end
+    (here 100s) enter the carry, every later tile is off."""
+    x = np.arange(TILE_N * TILE_K, dtype=np.float32).reshape(TILE_N, TILE_K) % 7
+    x[SCAN_N:] = 100.0
+    inside = (np.arange(TILE_N)[:, None] < SCAN_N) & (np.arange(TILE_K)[None, :] < SCAN_K)
+    valid = np.where(inside, x, 0.0)
+    expected = np.concatenate([np.cumsum(valid, axis=0) * inside, valid.sum(axis=0, keepdims=True)]).astype(np.float32)
+    x_dev, out = _on(device, torch.from_numpy(x), torch.zeros(TILE_N + 1, TILE_K))
+    kernel[(1,)](x_dev, out, SCAN_N, SCAN_K, TILE_N=TILE_N, TILE_K=TILE_K)
+    return out, expected
+
+
+DOT, DOT_K = 16, 10  # 16x16 tiles (tl.dot's smallest), K = 10 valid: B's rows past K hold inf
+
+
+@triton.jit
+def dot_k_tail(a_ptr, b_ptr, out_ptr, K, TILE: tl.constexpr):
+    i = tl.arange(0, TILE)
+    a = tl.load(a_ptr + i[:, None] * TILE + i[None, :], mask=i[None, :] < K, other=0.0)
+    b = tl.load(b_ptr + i[:, None] * TILE + i[None, :], mask=(i[:, None] < K) & (i[None, :] < TILE), other=0.0)
+    tl.store(out_ptr + i[:, None] * TILE + i[None, :], tl.dot(a, b))
+
+
+@triton.jit
+def dot_k_tail_no_row(a_ptr, b_ptr, out_ptr, K, TILE: tl.constexpr):
+    i = tl.arange(0, TILE)
+    a = tl.load(a_ptr + i[:, None] * TILE + i[None, :], mask=i[None, :] < K, other=0.0)
+    b = tl.load(b_ptr + i[:, None] * TILE + i[None, :], mask=(i[:, None] >= 0) & (i[None, :] < TILE), other=0.0)
+    tl.store(out_ptr + i[:, None] * TILE + i[None, :], tl.dot(a, b))
+
+
+def _dot(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    """mm's K tail (``b`` loaded under ``rk[:, None] < K``, FlagGems' mm and bmm): A's masked
+    columns are 0, so B's rows past K only show where they hold inf or NaN (0 * inf) - a
+    compiler that drops B's row condition gives NaN there.  Small integers: exact in tf32."""
+    a = (np.arange(DOT * DOT, dtype=np.float32).reshape(DOT, DOT) % 5)
+    b = (np.arange(DOT * DOT, dtype=np.float32).reshape(DOT, DOT) % 3)
+    b[DOT_K:] = np.inf
+    expected = (a[:, :DOT_K].astype(np.float64) @ b[:DOT_K].astype(np.float64)).astype(np.float32)
+    a_dev, b_dev, out = _on(device, torch.from_numpy(a), torch.from_numpy(b), torch.zeros(DOT, DOT))
+    kernel[(1,)](a_dev, b_dev, out, DOT_K, TILE=DOT)
+    return out, expected
+
+
 # -- half-precision loads, fp32 accumulation ---------------------------------------------------
 
 HALF = {  # dtype -> (big, valid, masked fill): big + (valid - 1) ones is odd and above the
@@ -945,6 +1014,12 @@ PROBES: tuple[Probe, ...] = (
     Probe("argmax_partial_rows", _GRID4 + "tl.max(axis=0, return_indices=True) with ties, rows past N larger",
           "masked_2d_row_load", _col_reduce(lambda v: v.argmax(axis=0).astype(np.int32), torch.int32),
           col_argmax, col_argmax_no_row),
+    # the op families beyond the reductions: a scan's carry, a matmul's K tail
+    Probe("scan_rows_carry", f"(8x4 tile, N={SCAN_N}, K={SCAN_K}) tl.cumsum(axis=0) over masked rows and the carry "
+          "tl.sum(axis=0), rows past N hold 100", "masked_2d_row_load", _scan, scan_rows_carry, scan_rows_carry_no_row,
+          shown=lambda r: r[-1]),
+    Probe("dot_k_tail", f"({DOT}x{DOT} tiles, K={DOT_K}) tl.dot, B loaded under (k<K)&(n<N), B's rows past K hold inf",
+          "masked_2d_row_load", _dot, dot_k_tail, dot_k_tail_no_row, shown=lambda r: r.sum(axis=1)[:4]),
     # precision, custom combine, offsets
     Probe("fp16_sum_fp32", "(16 lanes, 8 valid) fp16 load .to(fp32), tl.sum", "half_accumulation",
           _half("float16"), half_sum, half_sum_in_half),
