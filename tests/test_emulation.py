@@ -478,7 +478,7 @@ from pytest_fl_contract.emulation.device import DEVICE
 from pytest_fl_contract.registry import ops
 import flag_gems  # noqa: F401  (the rows' modules)
 out = []
-for name in ("amax", "max_dim", "max_dim.indices", "min_dim", "min_dim.indices"):
+for name in ("amax", "max_dim", "max_dim.indices", "min_dim", "min_dim.indices", "aminmax", "aminmax.max"):
     op = ops.get(name)
     for shape, d in (((3, 5), 1), ((1, 13, 3), 1), ((5, 3), 0)):
         x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
@@ -499,7 +499,7 @@ def test_the_min_max_kernels_read_the_dropped_rows_and_never_store_them():
     done = subprocess.run([sys.executable, "-c", MINMAX_UNDER_THE_DEFECT], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads(done.stdout.strip().splitlines()[-1])
-    assert len(rows) == 15
+    assert len(rows) == 21
     for name, shape, dim, same, faulted in rows:
         assert faulted > 0, f"{name} {shape} dim={dim}: no load met the defect (no partial row tile?)"
         assert same, f"{name} {shape} dim={dim}: the defect changed the result"

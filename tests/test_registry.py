@@ -53,7 +53,9 @@ def test_a_registered_row_reaches_the_defect_catalogue_and_the_workaround(copied
 def test_a_rows_indices_view_is_an_index_op_of_the_same_entry_point():
     view = ops.get("max_dim.indices")
     assert (view.kind, view.extreme, view.result, view.entry) == ("index", "max", "indices", "max_dim")
-    assert ops.get("max_dim").result == "values" and ops.get("amax").indices_view() is None
+    assert ops.get("max_dim").result == "values" and ops.get("amax").views() == ()
+    view = ops.get("aminmax.max")
+    assert (view.kind, view.picks, view.result) == ("reduce", "max", "max")
     with pytest.raises(KeyError, match="unknown op 'sum.indices'"):
         ops.get("sum.indices")
 

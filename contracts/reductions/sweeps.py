@@ -81,7 +81,7 @@ def ops_for(sweep_name: str, views: bool = True) -> list[Op]:
     reach), every op of the other families (issue 29: their defect table is measured on the
     CPU lanes), and the ``toy`` ones (tl.reduce with a combine_fn) on toy shapes only.
     When flag_gems cannot even be imported, every op: each case then fails saying why.
-    ``views``: each row's indices view follows it (max.dim's indices: ``with_views``)."""
+    ``views``: each row's views follow it (max.dim's indices: ``with_views``)."""
     try:
         import flag_gems  # noqa: F401 - the lane session installs the workaround on import
     except Exception:
@@ -94,12 +94,12 @@ def ops_for(sweep_name: str, views: bool = True) -> list[Op]:
 
 
 def with_views(rows: Any) -> list[Op]:
-    """The rows, each followed by its indices view where its entry point also returns indices
-    (max.dim).  The views take the contracts of a sweep (accuracy, determinism, keepdim, ...),
+    """The rows, each followed by its views where its entry point returns a tuple (max.dim's
+    indices, aminmax's max).  The views take the contracts of a sweep (accuracy, determinism, keepdim, ...),
     the index, tile and path contracts; the checklist contracts (``any_op``: layouts, special
     values, dims, generated draws, ...) call the same kernel with the same arguments for the
     values and take the row only: on the interpreter a view there doubled its family's cost."""
-    return [view for op in rows for view in (op, op.indices_view()) if view is not None]
+    return [view for op in rows for view in (op, *op.views())]
 
 
 TOY_CASES = (Case((3, 5, 4), 1), Case((5, 4), 0), Case((3, 4, 5), -1))

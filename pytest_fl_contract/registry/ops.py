@@ -285,10 +285,11 @@ class Op:
     absorbing: float | None = None  # a value that decides the result wherever it is (prod: 0)
     running_max: bool = False  # keeps a running maximum across tiles (softmax-like: exp(x - max))
     picks: str | None = None  # "max" | "min": the result is that extremum of its slice (amax, max.dim)
-    # the entry point returns (values, indices) (max.dim): the row checks the values, its
-    # ``indices_view`` the indices, as an index op
-    indices: bool = False
+    # the entry point returns a tuple, torch a named one with these fields (max.dim: values,
+    # indices; aminmax: min, max): the row checks ``result`` (the first), a view each other field
+    fields: tuple[str, ...] = ()
     result: str | None = None  # the field of a tuple result this row checks (None: the result itself)
+    torch_tuple: Callable[..., Any] | None = None  # (x, dim, keepdim) -> torch's named tuple (fields)
     family: str = "reductions"  # the op family (issue 29): the README's defect table, per family
 
     def paths_in(self, version: str | None) -> tuple[Path, ...]:
@@ -315,22 +316,31 @@ class Op:
             out = fn(x, dim, keepdim=keepdim, **kwargs)
         else:
             out = fn(x, dim, keepdim, **kwargs)
-        return out if self.result is None else getattr(out, self.result)
+        return out if self.result is None else out[self.fields.index(self.result)]  # FlagGems': a plain tuple too
 
-    def indices_view(self) -> Op | None:
-        """For an entry point that returns (values, indices), the indices as an index op
-        (``name.indices``): every index contract (ties, first index, points at the extremum)
-        applies to them, with the row's defects; None for any other row."""
-        if not self.indices or self.picks is None:
-            return None
+    def views(self) -> tuple[Op, ...]:
+        """One op per field of a tuple result past the first (``name.field``), each checked as
+        an op of its own: max.dim's indices as an index op (ties, first index, points at the
+        extremum), aminmax's max as the maximum it is; the row's defects apply to each."""
         import dataclasses
 
-        method = self.picks
-        return dataclasses.replace(
-            self, name=f"{self.name}.indices", kind="index", extreme=method, result="indices", reference_fn=None,
-            torch_fn=lambda x, d, k, **kw: getattr(x, method)(dim=d, keepdim=k).indices,
-            exempt={**self.exempt, "large_inputs": _INDEX}, params=tuple(p for p in self.params if p.name == "keepdim"),
-            absorbing=None, indices=False)
+        out: list[Op] = []
+        if self.torch_tuple is None:
+            return ()
+        for name in self.fields[1:]:
+            torch_fn = _first_field(self.torch_tuple, name)
+            if name == "indices":
+                out.append(dataclasses.replace(
+                    self, name=f"{self.name}.indices", kind="index", extreme=self.picks, result=name, torch_fn=torch_fn,
+                    reference_fn=None, exempt={**self.exempt, "large_inputs": _INDEX}, absorbing=None,
+                    params=tuple(p for p in self.params if p.name == "keepdim")))
+            else:
+                out.append(dataclasses.replace(self, name=f"{self.name}.{name}", result=name, torch_fn=torch_fn,
+                                               reference_fn=None, picks=name if name in ("max", "min") else self.picks))
+        return tuple(out)
+
+    def view(self, name: str) -> Op | None:
+        return next((v for v in self.views() if v.name == f"{self.name}.{name}"), None)
 
     def call(self, x: Any, d: Any, keepdim: bool = False, form: str | None = None, attr: str | None = None,
              **kwargs: Any) -> Any:
@@ -566,13 +576,21 @@ def _torch_amin_amax(method: str) -> Callable[..., Any]:
     return call
 
 
-def _torch_values(method: str) -> Callable[..., Any]:
-    """torch's max.dim / min.dim values as ``(x, dim, keepdim)``."""
+def _torch_tuple(method: str) -> Callable[..., Any]:
+    """torch's max.dim / min.dim / aminmax as ``(x, dim, keepdim)``: its named tuple."""
 
     def call(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
-        return getattr(x, method)(dim=d, keepdim=k).values
+        return getattr(x, method)(dim=d, keepdim=k)
 
-    call.__name__ = f"torch_{method}_values"
+    call.__name__ = f"torch_{method}"
+    return call
+
+
+def _first_field(whole: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def call(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
+        return getattr(whole(x, d, k), name)
+
+    call.__name__ = f"{getattr(whole, '__name__', 'torch')}_{name}"
     return call
 
 
@@ -582,7 +600,8 @@ _NOT_ROW = "{}() without a dim (aten {}): not an entry point of this row"
 
 def _minmax(name: str, module: str, picks: str, lines: tuple[str, ...] = (), defects: tuple[OpDefect, ...] = ()) -> Op:
     """A min/max row: ``amax`` / ``amin`` (dims and dim=None) or ``max_dim`` / ``min_dim``
-    (one dim; values and indices: the row and its indices view) of ``flag_gems.ops.<module>``."""
+    (one dim; values and indices: the row and its indices view, ``Op.views``) of
+    ``flag_gems.ops.<module>``."""
     kernel = f"{module}_kernel"
     common: dict[str, Any] = dict(
         module=f"flag_gems.ops.{module}", entry=name, kind="reduce", entries=(EntryPoint(name, "reduce"),),
@@ -593,10 +612,25 @@ def _minmax(name: str, module: str, picks: str, lines: tuple[str, ...] = (), def
                   accepts_none=True, paths=_minmax_paths(kernel, full=True, lines=lines), features=_MINMAX_FEATURES,
                   unreached={f"{kernel}_2": f"the second stage of dim=None: launched with {kernel}_1"}, **common)
     whole = _NOT_ROW.format(module, module)
-    return Op(name=name, dim_forms=("int",), torch_fn=_torch_values(module), gems_names=(f"{module}.dim",),
-              indices=True, result="values", paths=_minmax_paths(kernel, full=False, lines=lines),
+    return Op(name=name, dim_forms=("int",), torch_fn=_first_field(_torch_tuple(module), "values"),
+              gems_names=(f"{module}.dim",), fields=("values", "indices"), result="values",
+              torch_tuple=_torch_tuple(module), paths=_minmax_paths(kernel, full=False, lines=lines),
               features=(*_MINMAX_FEATURES, "argmax_tie_break"),
               unreached={f"{kernel}_1": whole, f"{kernel}_2": whole}, **common)
+
+
+def _aminmax() -> Op:
+    """aminmax: (min, max) of a dim or of everything, one kernel for both (FlagGems returns a
+    plain tuple); the row checks the min, its ``aminmax.max`` view the max."""
+    kernel = "aminmax_kernel"
+    return Op(name="aminmax", module="flag_gems.ops.aminmax", entry="aminmax", kind="reduce", dim_forms=("int",),
+              torch_fn=_first_field(_torch_tuple("aminmax"), "min"), gems_names=("aminmax",),
+              entries=(EntryPoint("aminmax", "reduce"),), accepts_none=True, picks="min", fields=("min", "max"),
+              result="min", torch_tuple=_torch_tuple("aminmax"), family="min/max", interpreter="rows",
+              params=(_KEEPDIM_PARAM,), exempt={"large_index": _LARGE_NOT_RUN}, features=_MINMAX_FEATURES,
+              paths=tuple(p for p in _minmax_paths(kernel, full=True) if not isinstance(p.dim, list)),
+              unreached={f"{kernel}_2": f"the second stage of dim=None: launched with {kernel}_1"},
+              defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),))
 
 OPS: tuple[Op, ...] = (
     Op(name="sum", module="flag_gems.ops.sum", entry="sum_dim", kind="reduce", dim_forms=("list",),
@@ -704,6 +738,7 @@ OPS: tuple[Op, ...] = (
             defects=(OpDefect("amin_float_only", lambda c: c.dtype not in ("float32", "float16", "bfloat16"), ("5.4",)),)),
     _minmax("max_dim", "max", "max"),
     _minmax("min_dim", "min", "min"),
+    _aminmax(),
 )
 
 OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
@@ -768,10 +803,10 @@ def flag_gems_version() -> str | None:
 
 
 def get(name: str) -> Op:
-    """A row by name, or a row's indices view (``max_dim.indices``)."""
+    """A row by name, or a row's view (``max_dim.indices``, ``aminmax.max``)."""
     base, _, view = name.partition(".")
     op = OPS_BY_NAME.get(base)
-    found = op if op is not None and not view else op.indices_view() if op is not None and view == "indices" else None
+    found = op if op is not None and not view else op.view(view) if op is not None else None
     if found is None:
         raise KeyError(f"unknown op {name!r}; known: {', '.join(OPS_BY_NAME)}")
     return found

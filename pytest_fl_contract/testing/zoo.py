@@ -586,6 +586,10 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
         ("flag_gems.ops.max", "max_kernel", "result_value = tl.where(update_mask, max_value, result_value)",
          "result_value = max_value", 1),
     ),
+    "aminmax_min_without_its_mask": (
+        ("flag_gems.ops.aminmax", "aminmax_kernel", "_min = tl.where(mask, tl.minimum(_min, a), _min)",
+         "_min = tl.minimum(_min, a)", 1),
+    ),
     "softmax_inner_tail_other_zero": (
         ("flag_gems.ops.softmax", "softmax_kernel_inner",
          'inp = tl.load(input_ptr + n_offsets, mask=mask, other=-float("inf"))\n            m_new',
@@ -904,6 +908,9 @@ MUTANTS: dict[str, Mutant] = {
                "min_dim and (tile or path)", _kernel_edits("min_dim_tile_offset_dropped")),
         Mutant("max_dim_values_of_last_tile", "max.dim keeps the last tile's maximum as the value (its index stays right)",
                "max_dim and (tile or path)", _kernel_edits("max_dim_values_of_last_tile")),
+        Mutant("aminmax_min_without_its_mask", "aminmax's one load fills masked lanes with the dtype's minimum for both "
+               "reductions, and the min drops its tl.where: a partial tile's min is -inf",
+               "aminmax and (accuracy or path)", _kernel_edits("aminmax_min_without_its_mask")),
         Mutant("masked_load_no_other_garbage", "a compiler leaves the masked lanes of a load without other= undefined (NaN)",
                "softmax and backward", _masked_load_no_other_garbage),
         Mutant("autotune_picks_last_config", "the autotuner picks the last config: argmin's split-K grid assumes BLOCK_M = 8",
