@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 KINDS = ("reduce", "along", "index")  # drops the dim | keeps the shape | returns int64 indices
@@ -322,21 +322,19 @@ class Op:
         """One op per field of a tuple result past the first (``name.field``), each checked as
         an op of its own: max.dim's indices as an index op (ties, first index, points at the
         extremum), aminmax's max as the maximum it is; the row's defects apply to each."""
-        import dataclasses
-
-        out: list[Op] = []
         if self.torch_tuple is None:
             return ()
+        out: list[Op] = []
         for name in self.fields[1:]:
             torch_fn = _first_field(self.torch_tuple, name)
             if name == "indices":
-                out.append(dataclasses.replace(
+                out.append(replace(
                     self, name=f"{self.name}.indices", kind="index", extreme=self.picks, result=name, torch_fn=torch_fn,
                     reference_fn=None, exempt={**self.exempt, "large_inputs": _INDEX}, absorbing=None,
                     params=tuple(p for p in self.params if p.name == "keepdim")))
             else:
-                out.append(dataclasses.replace(self, name=f"{self.name}.{name}", result=name, torch_fn=torch_fn,
-                                               reference_fn=None, picks=name if name in ("max", "min") else self.picks))
+                out.append(replace(self, name=f"{self.name}.{name}", result=name, torch_fn=torch_fn, reference_fn=None,
+                                   picks=name if name in ("max", "min") else self.picks))
         return tuple(out)
 
     def view(self, name: str) -> Op | None:
@@ -587,6 +585,8 @@ def _torch_tuple(method: str) -> Callable[..., Any]:
 
 
 def _first_field(whole: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """One field of ``whole``'s named tuple, as ``(x, dim, keepdim)``."""
+
     def call(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
         return getattr(whole(x, d, k), name)
 
