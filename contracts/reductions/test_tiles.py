@@ -24,28 +24,30 @@ def _planted(shape, d, where, value, base=0.0):
     return x
 
 
+def _along(values, case):
+    """A 1-D tensor of N values laid along the case's dim, the same in every slice."""
+    d = case.dim % len(case.shape)
+    return values.view([values.numel() if i == d else 1 for i in range(len(case.shape))]).expand(case.shape).contiguous()
+
+
 def _patterns(op, case):
     n = case.shape[case.dim]
     pos = _positions(n)
+    later = _along(torch.linspace(0, 1, n), case)  # the extreme (max) first appears in the last tile
     if op.kind == "index":
         sign = 1.0 if op.extreme == "max" else -1.0
         yield "ties in the first and the last tile", _planted(case.shape, case.dim, [pos[0], pos[-1]], 5 * sign)
         yield "ties past the first tile", _planted(case.shape, case.dim, pos[1:], 5 * sign)
-        later = torch.linspace(0, 1, n).view([n if i == case.dim % len(case.shape) else 1 for i in
-                                              range(len(case.shape))]).expand(case.shape).contiguous()
         yield "the extreme first appears in the last tile", later * sign
     elif op.picks is not None:  # amax, max.dim's values: the extremum sits in the last tile only
         sign = 1.0 if op.picks == "max" else -1.0
-        later = torch.linspace(0, 1, n).view([n if i == case.dim % len(case.shape) else 1 for i in
-                                              range(len(case.shape))]).expand(case.shape).contiguous()
         yield "the extreme first appears in the last tile", later * sign
         yield "the extreme in the first tile only", later.flip(case.dim) * sign
     if op.absorbing is not None:
         yield "an absorbing value in the last tile", _planted(case.shape, case.dim, [n - 1], op.absorbing, 1.0)
     if op.running_max:
         ramp = torch.arange(n, dtype=torch.float32).mul_(8.0 / max(n - 1, 1))
-        yield "a maximum that grows tile after tile", ramp.view([n if i == case.dim % len(case.shape) else 1 for i in
-                                                                range(len(case.shape))]).expand(case.shape).contiguous()
+        yield "a maximum that grows tile after tile", _along(ramp, case)
 
 
 def tile_params(ops, version):
