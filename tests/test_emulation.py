@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 from hypothesis import given
 from hypothesis import strategies as st
+from triton.language.extra.cuda import libdevice
 
 from pytest_fl_contract.emulation import device, interpreter
 from pytest_fl_contract.probes.battery import colsum_masked, colsum_rows, colsum_where, sum_1d
@@ -503,3 +504,60 @@ def test_the_min_max_kernels_read_the_dropped_rows_and_never_store_them():
     for name, shape, dim, same, faulted in rows:
         assert faulted > 0, f"{name} {shape} dim={dim}: no load met the defect (no partial row tile?)"
         assert same, f"{name} {shape} dim={dim}: the defect changed the result"
+
+
+# -- what upstream's interpreter gets wrong or lacks (the op families' kernels need it) ------------------------
+
+
+@triton.jit
+def _splat_of_a_comparison(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    prev = tl.load(x_ptr)  # a 0-d value, compared with itself: NaN or not
+    isnan = prev != prev
+    wide = tl.broadcast_to(isnan, (BLOCK,))  # cummax's prev_nan_mask
+    tl.store(out_ptr + tl.arange(0, BLOCK), (~wide).to(tl.int32))
+
+
+@pytest.mark.parametrize("value, expected", [(1.5, 1), (float("nan"), 0)])
+def test_a_splat_comparison_stays_a_mask_that_inverts(value, expected):
+    """Upstream labels ``x != x`` with x's dtype; its splat became 0.0 / 1.0 and ``~`` raised
+    "ufunc 'bitwise_xor' not supported" (FlagGems' cummax and cummin over any float)."""
+    out = torch.full((8,), -1, dtype=torch.int32)
+    _splat_of_a_comparison[(1,)](torch.tensor([value]), out, BLOCK=8)
+    assert out.tolist() == [expected] * 8
+
+
+@triton.jit
+def _libdevice_calls(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < N, other=1.0)
+    tl.store(out_ptr + offs, libdevice.pow(tl.abs(x), 3.0), mask=offs < N)
+    tl.store(out_ptr + BLOCK + offs, libdevice.rsqrt(tl.abs(x) + 1.0), mask=offs < N)
+    tl.store(out_ptr + 2 * BLOCK + offs, libdevice.erf(x), mask=offs < N)
+
+
+def test_libdevice_calls_run_on_the_host_as_their_symbols_define():
+    """``extern_elementwise`` is refused by upstream's interpreter (vector_norm's pow,
+    group_norm's and batch_norm's rsqrt); here each symbol is its numpy function."""
+    x = torch.linspace(-2, 2, 7)
+    out = torch.zeros(3 * 8)
+    _libdevice_calls[(1,)](x, out, 7, BLOCK=8)
+    torch.testing.assert_close(out[:7], x.abs().pow(3))
+    torch.testing.assert_close(out[8:15], (x.abs() + 1).rsqrt())
+    torch.testing.assert_close(out[16:23], torch.erf(x))
+
+
+def test_an_unknown_libdevice_symbol_names_itself():
+    with pytest.raises(NotImplementedError, match="__nv_no_such_thing"):
+        interpreter._libdevice_fn("__nv_no_such_thing")
+
+
+def test_flag_gems_pointwise_ops_take_their_strided_buffers():
+    """Every pointwise op launches with FlagGems' StridedBuffer, which upstream's interpreter
+    could not copy ("'StridedBuffer' object has no attribute 'new_empty'"); flip's negative
+    strides included.  And a store past the buffer's tensor is still a fault."""
+    import flag_gems.ops as ops
+
+    x, y = torch.randn(3, 13, 8), torch.randn(3, 13, 8)
+    torch.testing.assert_close(ops.add(x, y), x + y)
+    torch.testing.assert_close(ops.flip(x, [1]), x.flip(1))
+    torch.testing.assert_close(ops.mul(x.transpose(0, 2), 2.0), x.transpose(0, 2) * 2)

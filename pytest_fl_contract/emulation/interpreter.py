@@ -505,6 +505,174 @@ def cached_np_dtype(interpreter: Any) -> None:
     interpreter._get_np_dtype = get_np_dtype
 
 
+# -- what upstream's interpreter gets wrong or lacks, FlagGems' other families need ---
+
+
+def comparison_masks(interpreter: Any) -> None:
+    """A comparison's handle carries its left operand's dtype (``binary_op`` keeps
+    ``lhs.dtype``): ``x != x`` on fp32 is a bool array labelled fp32, and a splat of it
+    (``tl.broadcast_to`` of a 0-d comparison) casts it to 0.0 / 1.0 floats, which ``~`` then
+    refuses (cummax / cummin's NaN handling: "ufunc 'bitwise_xor' not supported").  Compiled
+    Triton gives comparisons i1; so do these, and a splat takes the dtype it is asked for."""
+    import numpy as np
+
+    builder = interpreter.InterpreterBuilder
+    int1 = interpreter.tl.int1
+    for name in [n for n in vars(builder) if n.startswith(("create_icmp", "create_fcmp"))]:
+        original = getattr(builder, name)
+
+        def compare(self: Any, lhs: Any, rhs: Any, _original: Any = original) -> Any:
+            out = _original(self, lhs, rhs)
+            return interpreter.TensorHandle(np.asarray(out.data, dtype=np.bool_), int1)
+
+        setattr(builder, name, compare)
+    splat = builder.create_splat
+
+    def create_splat(self: Any, ret_ty: Any, arg: Any) -> Any:
+        scalar = getattr(ret_ty, "scalar", None) or getattr(ret_ty, "element_ty", None)
+        if scalar is None:
+            return splat(self, ret_ty, arg)
+        value = arg.data.reshape(-1)[0] if getattr(arg.data, "ndim", 0) else arg.data
+        return interpreter.TensorHandle(np.full(ret_ty.shape, value, dtype=interpreter._get_np_dtype(scalar)), scalar)
+
+    builder.create_splat = create_splat
+
+
+# libdevice symbols (``__nv_powf``: prefix and fp32 suffix stripped) as numpy functions.
+_LIBDEVICE: dict[str, Callable[..., Any]] = {}
+
+
+def _libdevice_table() -> dict[str, Callable[..., Any]]:
+    import math
+
+    import numpy as np
+
+    if _LIBDEVICE:
+        return _LIBDEVICE
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    erfc = np.vectorize(math.erfc, otypes=[np.float64])
+    lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
+    tgamma = np.vectorize(lambda v: math.gamma(v) if v > 0 or v != math.floor(v) else math.nan, otypes=[np.float64])
+    _LIBDEVICE.update({
+        "pow": np.power, "powi": np.power, "powif": np.power, "fabs": np.abs, "abs": np.abs, "llabs": np.abs,
+        "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1,
+        "exp10": lambda x: np.power(10.0, x), "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
+        "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+        "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh,
+        "acosh": np.arccosh, "atanh": np.arctanh, "erf": erf, "erfc": erfc, "lgamma": lgamma, "tgamma": tgamma,
+        "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.round, "rint": np.rint,
+        "nearbyint": np.rint, "fmod": np.fmod, "remainder": np.remainder, "fmin": np.fmin, "fmax": np.fmax,
+        "min": np.minimum, "max": np.maximum, "umin": np.minimum, "umax": np.maximum, "llmin": np.minimum,
+        "llmax": np.maximum, "hypot": np.hypot, "copysign": np.copysign, "cbrt": np.cbrt, "signbit": np.signbit,
+        "isnan": np.isnan, "isinf": np.isinf, "isfinited": np.isfinite, "finitef": np.isfinite,
+        "div_rn": np.divide, "fdiv_rn": np.divide, "fast_dividef": np.divide, "fast_expf": np.exp,
+        "fast_logf": np.log, "fast_powf": np.power, "fast_tanhf": np.tanh, "fma": lambda a, b, c: a * b + c,
+        "fma_rn": lambda a, b, c: a * b + c, "nextafter": np.nextafter, "ldexp": np.ldexp,
+    })
+    return _LIBDEVICE
+
+
+def _libdevice_fn(symbol: str) -> Callable[..., Any]:
+    table = _libdevice_table()
+    name = symbol
+    for prefix in ("__nv_", "__ocml_", "__ocml_native_"):
+        name = name.removeprefix(prefix)
+    name = name.rsplit("_f", 1)[0] if name.endswith(("_f16", "_f32", "_f64")) else name
+    for candidate in (name, name[:-1] if name.endswith("f") else None):
+        if candidate and candidate in table:
+            return table[candidate]
+    raise NotImplementedError(f"libdevice {symbol} has no host implementation in the CPU emulator "
+                              "(pytest_fl_contract.emulation.interpreter._LIBDEVICE)")
+
+
+def host_libdevice(interpreter: Any) -> None:
+    """libdevice calls (``tl_extra_shim.pow`` in vector_norm, ``rsqrt`` in group_norm and
+    batch_norm, ``erf`` in gelu) are ``extern_elementwise``, which the interpreter refuses
+    ("not supported in interpreter mode"), and they need a ``_semantic`` that only patched
+    ``triton.language`` members get ("Did you forget to add @triton.jit ?").  Here each
+    libdevice function is given the interpreter's semantic when called without one, and an
+    extern call runs the numpy function of its symbol (an unknown symbol raises, naming
+    it), computed as the symbol's own dtype."""
+    import importlib
+
+    import numpy as np
+
+    tl = interpreter.tl
+    semantic = interpreter.interpreter_semantic
+
+    def create_extern_elementwise(self: Any, lib_name: str, lib_path: str, symbol: str, args: list[Any],
+                                  ret_type: Any, is_pure: bool) -> Any:
+        scalar = getattr(ret_type, "scalar", ret_type)
+        np_dtype = interpreter._get_np_dtype(scalar)
+        datas = [a.data if hasattr(a, "data") else np.asarray(a) for a in args]
+        with np.errstate(all="ignore"):
+            out = _libdevice_fn(symbol)(*datas)
+        return interpreter.TensorHandle(np.asarray(out).astype(np_dtype), scalar)
+
+    interpreter.InterpreterBuilder.create_extern_elementwise = create_extern_elementwise
+    for name in ("triton.language.extra.cuda.libdevice", "triton.language.extra.hip.libdevice"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        for attr, fn in list(vars(module).items()):
+            if not tl.core.is_builtin(fn):
+                continue
+
+            def given_semantic(*args: Any, _fn: Any = fn, _semantic: Any = None, **kwargs: Any) -> Any:
+                return _fn(*args, _semantic=_semantic or semantic, **kwargs)
+
+            given_semantic.__name__ = attr
+            given_semantic.__wrapped__ = fn  # type: ignore[attr-defined]
+            setattr(module, attr, given_semantic)
+
+
+def _foreign(arg: Any) -> bool:
+    """A launch argument with a data pointer but not a torch tensor's methods (FlagGems'
+    ``StridedBuffer``: a tensor reinterpreted with its own shape, strides and offset)."""
+    return hasattr(arg, "data_ptr") and not hasattr(arg, "new_empty")
+
+
+def strided_buffers(interpreter: Any) -> None:
+    """FlagGems' pointwise codegen launches with ``StridedBuffer`` arguments (flip's negative
+    strides, broadcast views); the interpreter copies every argument to the host through
+    ``new_empty`` / ``untyped_storage``, which it lacks ("'StridedBuffer' object has no
+    attribute 'new_empty'": every pointwise op).  The emulated device is the host, so the
+    buffer's pointer already addresses host memory: it passes through as it is."""
+    executor = interpreter.GridExecutor
+    init, restore = executor._init_args_hst, executor._restore_args_dev
+
+    def split(args: Any, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any], dict[Any, Any]]:
+        kept: dict[Any, Any] = {i: a for i, a in enumerate(args) if _foreign(a)}
+        kept.update({k: v for k, v in kwargs.items() if _foreign(v)})
+        plain = [None if i in kept else a for i, a in enumerate(args)]
+        return plain, {k: (None if k in kept else v) for k, v in kwargs.items()}, kept
+
+    def init_args_hst(self: Any, args_dev: Any, kwargs: dict[str, Any]) -> Any:
+        plain, plain_kwargs, kept = split(args_dev, kwargs)
+        if not kept:
+            return init(self, args_dev, kwargs)
+        args_hst, kwargs_hst = init(self, plain, plain_kwargs)
+        args_hst = list(args_hst)
+        for key, value in kept.items():
+            if isinstance(key, int):
+                args_hst[key] = value
+            else:
+                kwargs_hst[key] = value
+        return args_hst, kwargs_hst
+
+    def restore_args_dev(self: Any, args_dev: Any, args_hst: Any, kwargs: dict[str, Any], kwargs_hst: Any) -> Any:
+        plain, plain_kwargs, kept = split(args_dev, kwargs)
+        if not kept:
+            return restore(self, args_dev, args_hst, kwargs, kwargs_hst)
+        hst = [None if i in kept else a for i, a in enumerate(args_hst)]
+        hst_kwargs = {k: (None if k in kept else v) for k, v in kwargs_hst.items()}
+        return restore(self, plain, hst, plain_kwargs, hst_kwargs)
+
+    executor._init_args_hst = init_args_hst
+    executor._restore_args_dev = restore_args_dev
+
+
 # -- activation ----------------------------------------------------------------------
 
 def device_grid_limits(interpreter: Any, limits: tuple[int, int, int]) -> None:
@@ -582,6 +750,9 @@ def activate(profile: DeviceProfile) -> None:
     vectorised_reduce_scan(interpreter)
     cached_np_dtype(interpreter)
     device_grid_limits(interpreter, profile.max_grid)
+    comparison_masks(interpreter)
+    host_libdevice(interpreter)
+    strided_buffers(interpreter)
     device.install()  # the memory guard at once; injected defects pass through it too
 
     _stub_missing_modules(found["flag_gems"])
