@@ -561,3 +561,75 @@ def test_flag_gems_pointwise_ops_take_their_strided_buffers():
     torch.testing.assert_close(ops.add(x, y), x + y)
     torch.testing.assert_close(ops.flip(x, [1]), x.flip(1))
     torch.testing.assert_close(ops.mul(x.transpose(0, 2), 2.0), x.transpose(0, 2) * 2)
+
+
+@triton.jit
+def _not_of_a_mask(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    isnan = x != x
+    tl.store(out_ptr + offs, (not isnan).to(tl.int32))
+
+
+def test_not_of_a_tensor_negates_each_element_as_compiled():
+    """``not t`` compiles to an elementwise negation; Python's truth test made it False for
+    every tensor of more than one element (FlagGems' cummax never took its NaN branch)."""
+    x = torch.tensor([1.0, float("nan"), 2.0, float("nan")])
+    out = torch.full((4,), -1, dtype=torch.int32)
+    _not_of_a_mask[(1,)](x, out, BLOCK=4)
+    assert out.tolist() == [1, 0, 1, 0]
+
+
+_COMBINES: list[int] = []
+
+
+@triton.jit
+def _counted_max_last_index(a, ai, b, bi):
+    _COMBINES.append(1)  # host Python: the interpreter runs it, once per combine call
+    a_isnan = a != a
+    b_isnan = b != b
+    take_a = (a > b) | (a_isnan and not b_isnan) | ((a == b) & (ai > bi))  # FlagGems' tie-break-right shape
+    return tl.where(take_a, a, b), tl.where(take_a, ai, bi)
+
+
+@triton.jit
+def _counted_scan(x_ptr, out_ptr, idx_ptr, N, TILE_N: tl.constexpr):
+    n = tl.arange(0, TILE_N)
+    x = tl.load(x_ptr + n, mask=n < N, other=float("-inf"))
+    v, i = tl.associative_scan((x, n), 0, _counted_max_last_index)
+    tl.store(out_ptr + n, v, mask=n < N)
+    tl.store(idx_ptr + n, i, mask=n < N)
+
+
+@pytest.mark.parametrize("n, tile_n", [(13, 16), (100, 128)])
+def test_a_scan_with_not_and_a_partial_tile_takes_the_vectorised_ladder(n, tile_n):
+    """log2(TILE_N) combine calls, not one per element: the ladder's shifted operands are
+    whole tiles (a slice of n - step lanes is no block shape), and ``not`` on a tensor is
+    elementwise (a truth test sent every FlagGems cummax to the per-element path: 5 s for a
+    (2, 556, 8) case, 0.1 s now)."""
+    x = torch.randn(n, generator=torch.Generator().manual_seed(n))
+    x[3] = float("nan")
+    out, idx = torch.zeros(n), torch.zeros(n, dtype=torch.int32)
+    _COMBINES.clear()
+    _counted_scan[(1,)](x, out, idx, n, TILE_N=tile_n)
+    assert len(_COMBINES) == tile_n.bit_length() - 1
+    ref = torch.cummax(x, 0)  # NaN propagates, ties keep the last index: as torch
+    assert torch.equal(out.isnan(), ref.values.isnan())
+    assert torch.equal(out[~out.isnan()], ref.values[~ref.values.isnan()])
+    assert torch.equal(idx.long(), ref.indices)
+
+
+@triton.jit
+def _scale_bf16(x_ptr, out_ptr, momentum, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)  # bfloat16
+    tl.store(out_ptr + offs, (1 - momentum) * x + momentum)  # the scalars meet bfloat16 values
+
+
+def test_a_bfloat16_scalar_constant_is_built():
+    """batch_norm's running-statistics update on bfloat16 buffers makes bfloat16 scalar
+    constants: upstream's interpreter had no get_bf16 for them."""
+    x = torch.linspace(-1, 1, 8, dtype=torch.bfloat16)
+    out = torch.zeros(8, dtype=torch.bfloat16)
+    _scale_bf16[(1,)](x, out, 0.25, BLOCK=8)
+    torch.testing.assert_close(out, (0.75 * x.float() + 0.25).to(torch.bfloat16), atol=1e-2, rtol=1e-2)

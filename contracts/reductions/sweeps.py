@@ -156,6 +156,8 @@ def assert_close(got: Any, want: Any, rtol: float, atol: float, msg: Any = None)
     difference within atol + rtol * |want|); a failure gets assert_close's message."""
     import torch
 
+    if not want.is_floating_point():  # a truth value, a count, an index: compared as numbers
+        got, want = got.double(), want.double()
     flat_got, flat_want = got.reshape(-1), want.reshape(-1)
     for start in range(0, flat_got.numel(), _BLOCK):
         g, w = flat_got[start : start + _BLOCK], flat_want[start : start + _BLOCK]
@@ -177,10 +179,23 @@ def make_input(case: Case, dtype: str, device: str, seed: int = 0, op: Op | None
 
     g = torch.Generator().manual_seed(seed + hash(case.shape) % 10_000)
     x = torch.randn(case.shape, generator=g, dtype=torch.float32)
+    if op is not None and op.zeros is not None:
+        x = with_zeros(x, op.zeros, reduced_size(case.shape, case.dim), g)
     if op is not None and op.extreme is not None and x.numel():
         ramp = torch.linspace(0.0, float(x.numel()), x.numel()).reshape(case.shape)  # in place: 2**27 elements
         x = x.clamp_(-1, 1).mul_(0.25).add_(ramp if op.extreme == "max" else ramp.neg_())
     return on_device(x.to(getattr(torch, dtype)), device, op)
+
+
+def with_zeros(x: Any, kind: str, n: int, g: Any) -> Any:
+    """Exact zeros where an op's answer turns on them (``Op.zeros``): "sparse" keeps each value
+    with probability 1 - 2**(-1/n), "dense" zeroes each with it, so that about half the slices
+    of ``n`` answer each way; "half" zeroes each value with probability one half."""
+    import torch
+
+    p = 1.0 - 0.5 ** (1.0 / max(n, 1)) if kind in ("sparse", "dense") else 0.5
+    draw = torch.rand(x.shape, generator=g) < p
+    return x * draw if kind == "sparse" else x.masked_fill_(draw, 0.0)
 
 
 def on_device(x: Any, device: str, op: Op | None = None) -> Any:
@@ -244,7 +259,7 @@ def check(op: Op, got: Any, x: Any, d: int, keepdim: bool = False) -> None:
     # the shape by arithmetic: torch's meta kernels import sympy on first use, 3.4 s of an
     # H200 worker's first case (benchmarks/results/h200-worker-profile.txt)
     shape = list(cpu.shape)
-    if op.kind != "along":
+    if not op.keeps_shape:
         shape[d % len(shape): d % len(shape) + 1] = [1] if keepdim else []
     assert tuple(got.shape) == tuple(shape), f"shape {tuple(got.shape)} != expected {tuple(shape)}"
     tol = tolerance(str(x.dtype).removeprefix("torch."), x.shape[d], op.kind)
@@ -263,7 +278,7 @@ def blocks(shape: tuple[int, ...], dim: Any, keepdim: bool, kind: str) -> list[t
     stay in cache.  Below ``BLOCKWISE_FROM`` elements, one pair covers everything."""
     if math.prod(shape) < BLOCKWISE_FROM:
         return [((), ())]
-    return slabs(shape, dim, keepdim, kind == "along", _REF_BLOCK)
+    return slabs(shape, dim, keepdim, kind in ("along", "scan"), _REF_BLOCK)
 
 
 BLOCKWISE_FROM = 1 << 22
@@ -421,7 +436,17 @@ def assert_agrees(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: bo
 def fitted(case: Case, op: Op, sweep_name: str) -> Case:
     """The case an op runs: on the interpreter, ops whose kernels combine element by element
     (``interpreter == "toy"``: prod's tl.reduce) get every size cut to at most 3 (0 and 1
-    kept), which keeps the property and costs a tenth."""
-    if sweep_name != "quick" or op.interpreter != "toy":
+    kept), which keeps the property and costs a tenth; the op families beyond the reductions
+    (one program per output row, and cummax's or Welford's tuple combine a few milliseconds
+    each there) get every extent they do not reduce cut to at most 8, as ``FAMILY_QUICK``:
+    the reduced extent, and with it every partial tile along it, is kept."""
+    if sweep_name != "quick":
         return case
-    return Case(tuple(min(s, 3) for s in case.shape), case.dim)
+    if op.interpreter == "toy":
+        return Case(tuple(min(s, 3) for s in case.shape), case.dim)
+    if op.family == "reductions" or case.dim is None:
+        return case
+    from pytest_fl_contract.registry.ops import Call
+
+    reduced = Call(case.shape, case.dim).reduced
+    return Case(tuple(s if i in reduced else min(s, 8) for i, s in enumerate(case.shape)), case.dim)

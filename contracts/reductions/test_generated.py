@@ -27,6 +27,7 @@ SHARDS = {"quick": 1, "full": 8}
 
 
 LIMIT = {"quick": 2**12, "full": 2**18}  # elements: the interpreter runs programs one by one
+FAMILY_LIMIT = 2**10  # the op families on the interpreter: one program per output row (``sweeps.fitted``)
 
 
 @st.composite
@@ -83,12 +84,13 @@ def test_generated(flag_gems, fl_device, fl_settings, request, any_op, shard):
     toy = quick and op.interpreter == "toy"
 
     note_seed(request.node, lane_seed(lane, shard))
+    limit = 2**8 if toy else FAMILY_LIMIT if quick and op.family != "reductions" else LIMIT[fl_settings.sweep]
 
     @seed(lane_seed(lane, shard))
     @settings(max_examples=BUDGET[fl_settings.sweep] // SHARDS[fl_settings.sweep] // (8 if toy else 1),
               deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
-    @given(draw=draws(toy, 2**8 if toy else LIMIT[fl_settings.sweep]))
+    @given(draw=draws(toy, limit))
     def check(draw):
         if draw[3] == "bfloat16" and not fl_settings.platform.has("bf16"):
             return

@@ -18,7 +18,7 @@ def _gib(op: ops.Op) -> int:
     result (isolation compares it with torch's a slab at a time, without float64 copies),
     plus slack for torch's slab and a workaround's moved axis.  What the run's memory
     ledger counts: the four cases and the grid-limit cases fit an H200 together."""
-    return INPUT_GIB * (2 if op.kind == "along" else 1) + 4
+    return INPUT_GIB * (2 if op.keeps_shape else 1) + 4
 
 
 LARGE_OPS = [pytest.param(op, id=op.name, marks=pytest.mark.requires_device_memory(_gib(op)))

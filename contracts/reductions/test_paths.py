@@ -11,9 +11,11 @@ from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees, make_i
 
 def test_path(flag_gems, fl_device, path_op, path, path_case, dtype):
     op = path_op
-    x = make_input(path_case, dtype, fl_device, op=op if op.kind == "index" else None)
+    x = make_input(path_case, dtype, fl_device, op=op if op.kind == "index" or op.zeros else None)
     if path.entry is None:
-        assert_agrees(op, lambda: op.call(x, path.dim), x, path.dim, what=f"{path.name}: {path.shape} dim={path.dim}")
+        kwargs = dict(path.kwargs)  # vector_norm's ord: each ord its kernel
+        assert_agrees(op, lambda: op.call(x, path.dim, **kwargs), x, path.dim, torch_kwargs=kwargs,
+                      what=f"{path.name}: {path.shape} dim={path.dim}")
         return
     check_backward(op, op.fn(path.entry), x, path.dim, f"{path.name}: {path.shape} dim={path.dim}")
 

@@ -14,16 +14,16 @@ PROCESS_CASES = [Case((3, 5, 4), 1), Case((3, 4, 8), -1)]
 
 
 @pytest.fixture(scope="module")
-def fresh(flag_gems, fl_settings, fl_device, fl_workaround, tmp_path_factory):
+def fresh(request, flag_gems, fl_settings, fl_device, fl_workaround, tmp_path_factory):
     """Every op's cases in one fresh process with an empty cache, and on hardware again
     with the cache that first one filled: ({(op, case id): result}, per temperature).  Once
-    per run: the lane's xdist workers share it."""
-    import os
-
+    per run: the lane's xdist workers share it (an xdist worker's own config says so, not
+    PYTEST_XDIST_WORKER, which a pytest started from a worker inherits: its base directory's
+    parent is then every session's, and a batch of another run was read back)."""
     from pytest_fl_contract.contracts.reductions.sweeps import ops_for
 
     base = tmp_path_factory.getbasetemp()
-    shared = str(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
+    shared = str(base.parent if hasattr(request.config, "workerinput") else base)
     return isolation.once_per_run(shared, "fl-fresh-processes", lambda: _fresh(fl_settings, fl_device, fl_workaround,
                                                                                tmp_path_factory, ops_for))
 

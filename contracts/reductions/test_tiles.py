@@ -43,6 +43,14 @@ def _patterns(op, case):
         sign = 1.0 if op.picks == "max" else -1.0
         yield "the extreme first appears in the last tile", later * sign
         yield "the extreme in the first tile only", later.flip(case.dim) * sign
+        if op.kind == "scan":  # cummax: a running extreme carried across tiles meets its tie (torch: the later index)
+            yield "ties in the first and the last tile", _planted(case.shape, case.dim, [pos[0], pos[-1]], 5 * sign)
+    if op.kind == "scan" and op.picks is None:  # cumsum and the like: every tile's carry, exact in fp32
+        yield "a carry across every tile", torch.ones(case.shape)
+    if op.zeros == "dense":  # all: a single zero in the last tile decides the slice
+        yield "a zero in the last tile only", _planted(case.shape, case.dim, [n - 1], 0.0, 1.0)
+    if op.zeros in ("sparse", "half"):  # any, count_nonzero: a single nonzero in the last tile
+        yield "a nonzero in the last tile only", _planted(case.shape, case.dim, [n - 1], 1.0)
     if op.absorbing is not None:
         yield "an absorbing value in the last tile", _planted(case.shape, case.dim, [n - 1], op.absorbing, 1.0)
     if op.running_max:
@@ -51,13 +59,14 @@ def _patterns(op, case):
 
 
 def tile_params(ops, version):
-    out = []
+    """(op, Case) of every multi-tile path, once per shape and dim (vector_norm's ords share theirs)."""
+    out = {}
     for op in ops:
         for path in op.paths_in(version):
             if path.multi_tile and path.entry is None and path.dtype == "float32":
-                out.append(pytest.param(op, Case(path.shape, path.dim), id=f"{op.name}-{'x'.join(map(str, path.shape))}"
-                                        f"-d{path.dim}"))
-    return out
+                key = f"{op.name}-{'x'.join(map(str, path.shape))}-d{path.dim}"
+                out.setdefault(key, pytest.param(op, Case(path.shape, path.dim), id=key))
+    return list(out.values())
 
 
 def test_tile_values(flag_gems, fl_device, tile_op, tile_case):

@@ -104,6 +104,12 @@ def logical_or(a: Any, b_thunk: Callable[[], Any]) -> Any:
     return a.logical_or(b)
 
 
+def logical_not(a: Any) -> Any:
+    """The compiler's ``visit_UnaryOp`` for ``not``: a tensor's ``__not__`` (elementwise),
+    anything else Python's ``not``."""
+    return a.__not__() if _is_tensor(a) else not a
+
+
 _BOOL_HELPERS = {ast.And: "__fl_logical_and__", ast.Or: "__fl_logical_or__"}
 
 
@@ -112,7 +118,10 @@ def honest_bool_ops(base: type) -> type:
 
     Python's ``and`` on two tensors returns one of them (triton 3.7.1's interpreter
     does not rewrite it), so ``row_mask and col_mask`` silently becomes ``col_mask``:
-    the very row-drop we hunt.  The compiler lowers it to ``logical_and``.
+    the very row-drop we hunt.  The compiler lowers it to ``logical_and``.  Likewise
+    ``not t`` is a truth test there (False for any tensor of more than one element: the NaN
+    branch of FlagGems' ``maximum_with_index_tie_break_right``, ``a_isnan and not
+    b_isnan``, never held), where the compiler negates each element.
     """
 
     class HonestBoolOps(base):  # type: ignore[misc, valid-type]
@@ -132,6 +141,13 @@ def honest_bool_ops(base: type) -> type:
                     keywords=[],
                 )
             return ast.copy_location(expr, node)
+
+        def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+            self.generic_visit(node)
+            if not isinstance(node.op, ast.Not):
+                return node
+            call = ast.Call(func=ast.Name(id="__fl_logical_not__", ctx=ast.Load()), args=[node.operand], keywords=[])
+            return ast.copy_location(call, node)
 
     return HonestBoolOps
 
@@ -474,10 +490,15 @@ def vectorised_reduce_scan(interpreter: Any) -> None:
         try:
             step = 1
             while step < n:
+                # element i takes combine(i - step, i); the first ``step`` keep theirs.  The
+                # combine runs over all n (a block shape must be a power of two, n - step is
+                # not): the first ``step`` lanes pair with copies of themselves, then are dropped
                 head = [_along(d, axis, slice(0, step)) for d in datas]
-                tail = combine(self, dtypes, [_along(d, axis, slice(0, n - step)) for d in datas],
-                               [_along(d, axis, slice(step, n)) for d in datas])
-                datas = [np.concatenate([h, t], axis=axis) for h, t in zip(head, tail)]
+                shifted = [np.concatenate([h, _along(d, axis, slice(0, n - step))], axis=axis)
+                           for h, d in zip(head, datas)]
+                with np.errstate(all="ignore"):
+                    full = combine(self, dtypes, shifted, datas)
+                datas = [np.concatenate([h, _along(f, axis, slice(step, n))], axis=axis) for h, f in zip(head, full)]
                 step *= 2
         except Exception:
             return per_element_scan(self, input)
@@ -627,6 +648,71 @@ def host_libdevice(interpreter: Any) -> None:
             setattr(module, attr, given_semantic)
 
 
+def bf16_arithmetic(interpreter: Any) -> None:
+    """The interpreter keeps bfloat16 values as their uint16 bit patterns and does arithmetic
+    on those: a kernel that computes in bfloat16 without converting first (batch norm's
+    ``(1 - momentum) * running_mean`` on bfloat16 buffers) got integer arithmetic on bits,
+    and a bfloat16 scalar constant had no ``get_bf16`` at all.  Compiled Triton computes
+    bfloat16 in fp32 and rounds: so do these (binary, unary, fma, clamp; a comparison keeps
+    its mask)."""
+    builder = interpreter.InterpreterBuilder
+    bf16, fp32 = interpreter.tl.bfloat16, interpreter.tl.float32
+    binary, unary, ternary, fma = builder.binary_op, builder.unary_op, builder.ternary_op, builder.create_fma
+
+    def up(self: Any, h: Any) -> Any:
+        return self.cast_impl(h, fp32) if h.dtype.scalar == bf16 else h
+
+    def down(self: Any, h: Any) -> Any:
+        return self.cast_impl(h, bf16) if h.dtype.scalar == fp32 else h
+
+    def binary_op(self: Any, lhs: Any, rhs: Any, op: Any) -> Any:
+        if bf16 not in (lhs.dtype.scalar, rhs.dtype.scalar):
+            return binary(self, lhs, rhs, op)
+        out = binary(self, up(self, lhs), up(self, rhs), op)
+        return out if out.data.dtype == bool else down(self, out)
+
+    def unary_op(self: Any, arg: Any, op: Any) -> Any:
+        if arg.dtype.scalar != bf16:
+            return unary(self, arg, op)
+        return down(self, unary(self, up(self, arg), op))
+
+    def ternary_op(self: Any, lhs: Any, rhs: Any, other: Any, op: Any) -> Any:
+        if other.dtype.scalar != bf16 or op is not interpreter.np.clip:
+            return ternary(self, lhs, rhs, other, op)
+        return down(self, ternary(self, up(self, lhs), up(self, rhs), up(self, other), op))
+
+    def create_fma(self: Any, x: Any, y: Any, z: Any) -> Any:
+        if z.dtype.scalar != bf16:
+            return fma(self, x, y, z)
+        return down(self, fma(self, up(self, x), up(self, y), up(self, z)))
+
+    def get_bf16(self: Any, value: float) -> Any:
+        return self.cast_impl(self.get_fp32(value), bf16)
+
+    builder.binary_op, builder.unary_op, builder.ternary_op = binary_op, unary_op, ternary_op
+    builder.create_fma, builder.get_bf16 = create_fma, get_bf16
+
+
+def _first_three(grid: Any) -> Any:
+    if callable(grid):
+        return lambda meta: tuple(grid(meta))[:3]
+    return tuple(grid)[:3]
+
+
+def compiled_grid_axes(interpreter: Any) -> None:
+    """Compiled Triton launches ``grid[0:3]`` and ignores the rest (``jit.py``: grid_1 =
+    grid[1] if len(grid) > 1 ...); upstream's interpreter asserts "grid must have at most 3
+    dimensions", so FlagGems' cumsum over more than 16384 columns, which launches
+    (M, num_ctas, 1, 1), ran on hardware and failed here."""
+    executor = interpreter.GridExecutor
+    init = executor.__init__
+
+    def __init__(self: Any, fn: Any, arg_names: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, fn, arg_names, _first_three(grid), *args, **kwargs)
+
+    executor.__init__ = __init__
+
+
 def _foreign(arg: Any) -> bool:
     """A launch argument with a data pointer but not a torch tensor's methods (FlagGems'
     ``StridedBuffer``: a tensor reinterpreted with its own shape, strides and offset)."""
@@ -741,6 +827,7 @@ def activate(profile: DeviceProfile) -> None:
     interpreter.FunctionRewriter.ast_transformer = honest_bool_ops(interpreter.ASTTransformer)()
     interpreter.__fl_logical_and__ = logical_and
     interpreter.__fl_logical_or__ = logical_or
+    interpreter.__fl_logical_not__ = logical_not
     interpreter.InterpretedFunction.rewritten_fn.clear()
     interpreter.InterpretedFunction.src = property(_interpreted_src)
     interpreter.InterpretedFunction.cache_key = property(_interpreted_cache_key)
@@ -753,6 +840,8 @@ def activate(profile: DeviceProfile) -> None:
     comparison_masks(interpreter)
     host_libdevice(interpreter)
     strided_buffers(interpreter)
+    compiled_grid_axes(interpreter)
+    bf16_arithmetic(interpreter)
     device.install()  # the memory guard at once; injected defects pass through it too
 
     _stub_missing_modules(found["flag_gems"])

@@ -90,7 +90,7 @@ def compare(op: Any, x: Any, got: Any, dim: int, elements: int = 1 << 26) -> dic
     # torch's result a slab of one kept axis at a time: a whole 8 GiB softmax result beside
     # ours and their difference held 24 GiB more than the input (float64 copies: 34 GiB)
     scale, gap = 0.0, 0.0
-    for src, dst in slabs(tuple(x.shape), dim, False, op.kind == "along", elements):
+    for src, dst in slabs(tuple(x.shape), dim, False, op.keeps_shape, elements):
         want = op.torch_fn(x[src], dim, False)
         scale = max(scale, float(want.max()), -float(want.min()))
         # NaN counts as an infinite gap: Python's max() would drop it (max(0.0, nan) is 0.0)

@@ -710,7 +710,7 @@ def scan_rows_carry_no_row(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: t
 
 
 def _scan(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
-    """cumsum's and logcumsumexp's shape over a middle axis: a running sum down the valid rows
+    """The shape of cumsum and logcumsumexp over a middle axis: a running sum down the valid rows
     of a row tile, and the tile's total carried to the next one - where rows past the end
     (here 100s) enter the carry, every later tile is off."""
     x = np.arange(TILE_N * TILE_K, dtype=np.float32).reshape(TILE_N, TILE_K) % 7
@@ -720,6 +720,101 @@ def _scan(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
     expected = np.concatenate([np.cumsum(valid, axis=0) * inside, valid.sum(axis=0, keepdims=True)]).astype(np.float32)
     x_dev, out = _on(device, torch.from_numpy(x), torch.zeros(TILE_N + 1, TILE_K))
     kernel[(1,)](x_dev, out, SCAN_N, SCAN_K, TILE_N=TILE_N, TILE_K=TILE_K)
+    return out, expected
+
+
+# -- a Welford tl.reduce over a multi-row tile (var, var_mean) ----------------------------------
+# Rows r hold (r + 1) * [0, 1, ..., 7] in the first WELFORD_K of 16 columns: every mean, count
+# and sum of squares is a dyadic rational, exact in fp32 in any merge order.
+WELFORD_M, WELFORD_TILE, WELFORD_K = 4, 16, 8
+
+
+@triton.jit
+def _welford_merge(mean_x, count_x, m2_x, mean_y, count_y, m2_y):
+    count = count_x + count_y
+    delta = mean_y - mean_x
+    frac = tl.where(count > 0, count_y / tl.maximum(count, 1.0), 0.0)
+    return mean_x + delta * frac, count, m2_x + m2_y + delta * delta * count_x * frac
+
+
+@triton.jit
+def _welford_merge_no_count(mean_x, count_x, m2_x, mean_y, count_y, m2_y):
+    return (mean_x + mean_y) / 2, count_x + count_y, m2_x + m2_y  # the counts ignored: a mean of means
+
+
+@triton.jit
+def welford_rows(x_ptr, out_ptr, K, TILE_M: tl.constexpr, TILE_K: tl.constexpr):
+    m = tl.arange(0, TILE_M)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    mask = (m >= 0) & (k < K)
+    x = tl.load(x_ptr + m * TILE_K + k, mask=mask, other=0.0)
+    count = mask.to(tl.float32)
+    mean, n, m2 = tl.reduce((x, count, tl.zeros_like(x)), 1, _welford_merge)
+    tl.store(out_ptr + tl.arange(0, TILE_M), m2 / n)
+
+
+@triton.jit
+def welford_rows_no_count(x_ptr, out_ptr, K, TILE_M: tl.constexpr, TILE_K: tl.constexpr):
+    m = tl.arange(0, TILE_M)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    mask = (m >= 0) & (k < K)
+    x = tl.load(x_ptr + m * TILE_K + k, mask=mask, other=0.0)
+    count = mask.to(tl.float32)
+    mean, n, m2 = tl.reduce((x, count, tl.zeros_like(x)), 1, _welford_merge_no_count)
+    tl.store(out_ptr + tl.arange(0, TILE_M), m2 / n)
+
+
+def _welford(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    x = np.zeros((WELFORD_M, WELFORD_TILE), dtype=np.float32)
+    x[:, :WELFORD_K] = (np.arange(WELFORD_M, dtype=np.float32)[:, None] + 1) * np.arange(WELFORD_K, dtype=np.float32)
+    expected = x[:, :WELFORD_K].astype(np.float64).var(axis=1).astype(np.float32)  # (r + 1)**2 * 5.25
+    x_dev, out = _on(device, torch.from_numpy(x), torch.zeros(WELFORD_M))
+    kernel[(1,)](x_dev, out, WELFORD_K, TILE_M=WELFORD_M, TILE_K=WELFORD_TILE)
+    return out, expected
+
+
+# -- a (value, index) associative scan over a partial tile (cummax, cummin) ---------------------
+SCAN_TIES = np.array([3, 1, 3, 5, 2, 5, 0, 7, 7, 1, 4], dtype=np.float32)  # ties a running max meets
+SCAN_TILE = 16
+
+
+@triton.jit
+def _max_last_index(a, ai, b, bi):
+    take_a = (a > b) | ((a == b) & (ai > bi))  # FlagGems' tie break: the later index (torch's cummax)
+    return tl.where(take_a, a, b), tl.where(take_a, ai, bi)
+
+
+@triton.jit
+def _max_first_index_scan(a, ai, b, bi):
+    take_a = (a > b) | ((a == b) & (ai < bi))
+    return tl.where(take_a, a, b), tl.where(take_a, ai, bi)
+
+
+@triton.jit
+def scan_tuple_ties(x_ptr, out_ptr, N, TILE: tl.constexpr):
+    n = tl.arange(0, TILE)
+    x = tl.load(x_ptr + n, mask=n < N, other=-float("inf"))
+    values, index = tl.associative_scan((x, n), 0, _max_last_index)
+    tl.store(out_ptr + n, values, mask=n < N)
+    tl.store(out_ptr + TILE + n, index.to(tl.float32), mask=n < N)
+
+
+@triton.jit
+def scan_tuple_ties_first(x_ptr, out_ptr, N, TILE: tl.constexpr):
+    n = tl.arange(0, TILE)
+    x = tl.load(x_ptr + n, mask=n < N, other=-float("inf"))
+    values, index = tl.associative_scan((x, n), 0, _max_first_index_scan)
+    tl.store(out_ptr + n, values, mask=n < N)
+    tl.store(out_ptr + TILE + n, index.to(tl.float32), mask=n < N)
+
+
+def _scan_ties(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    n = SCAN_TIES.size
+    ref = torch.cummax(torch.from_numpy(SCAN_TIES), 0)  # ties: torch keeps the last index
+    expected = np.zeros(2 * SCAN_TILE, dtype=np.float32)
+    expected[:n], expected[SCAN_TILE:SCAN_TILE + n] = ref.values.numpy(), ref.indices.numpy()
+    x_dev, out = _on(device, torch.from_numpy(SCAN_TIES), torch.zeros(2 * SCAN_TILE))
+    kernel[(1,)](x_dev, out, n, TILE=SCAN_TILE)
     return out, expected
 
 
@@ -1020,6 +1115,11 @@ PROBES: tuple[Probe, ...] = (
           shown=lambda r: r[-1]),
     Probe("dot_k_tail", f"({DOT}x{DOT} tiles, K={DOT_K}) tl.dot, B loaded under (k<K)&(n<N), B's rows past K hold inf",
           "masked_2d_row_load", _dot, dot_k_tail, dot_k_tail_no_row, shown=lambda r: r.sum(axis=1)[:4]),
+    Probe("welford_rows", f"({WELFORD_M}x{WELFORD_TILE} tile, K={WELFORD_K}) tl.reduce((mean, count, M2), axis=1, "
+          "Welford merge): each row's variance", "tuple_reduce_rows", _welford, welford_rows, welford_rows_no_count),
+    Probe("scan_tuple_ties", f"({SCAN_TILE} lanes, {SCAN_TIES.size} valid) tl.associative_scan((v, i), 0, max with "
+          "ties to the later index), other=-inf", "scan_tuple_combine", _scan_ties, scan_tuple_ties,
+          scan_tuple_ties_first, shown=lambda r: r[SCAN_TILE:SCAN_TILE + 8]),
     # precision, custom combine, offsets
     Probe("fp16_sum_fp32", "(16 lanes, 8 valid) fp16 load .to(fp32), tl.sum", "half_accumulation",
           _half("float16"), half_sum, half_sum_in_half),

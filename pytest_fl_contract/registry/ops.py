@@ -19,7 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-KINDS = ("reduce", "along", "index")  # drops the dim | keeps the shape | returns int64 indices
+# drops the dim | keeps the shape (softmax) | returns int64 indices | keeps the shape, each
+# element folding its prefix (cumsum: a reduction's tolerance, over the prefix's terms)
+KINDS = ("reduce", "along", "index", "scan")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class Path:
     switch: str = "ONE_TILE_PER_CTA"  # the constexpr that chooses one tile or a loop
     entry: str | None = None  # the entry point the path is reached through (default: the row's)
     loop: bool | None = None  # walks N in several tiles (default: where its switch says a loop)
+    kwargs: tuple[tuple[str, Any], ...] = ()  # keyword arguments the call takes (vector_norm's ord)
 
     @property
     def id(self) -> str:
@@ -132,6 +135,7 @@ class OpDefect:
     flag_gems: tuple[str, ...] = ()
     emulator_only: bool = False
     corrupts: bool = False
+    fields: tuple[str, ...] = ()  # the fields of a tuple result it spoils (none listed: all of them)
 
     def in_version(self, version: str | None) -> bool:
         return not self.flag_gems or any((version or "").startswith(v) for v in self.flag_gems)
@@ -264,7 +268,9 @@ class Op:
     gems_names: tuple[str, ...]  # function names for flag_gems.use_gems(include=...)
     entries: tuple[EntryPoint, ...] = ()  # everything the workaround may wrap (the entry point first)
     out_entry: str | None = None  # the out= binding contracts call
-    keepdim: str = "positional"  # "positional" | "keyword" (std) | "none" (softmax-like)
+    # "positional" | "keyword" (std) | "none" (softmax-like) | "dim_keyword": dim and keepdim by
+    # name (vector_norm(x, ord=2, dim=None, keepdim=False): ord comes second)
+    keepdim: str = "positional"
     dtype_arg: bool = False  # takes dtype= (sum, mean, prod)
     accepts_none: bool = False  # dim=None reduces everything
     fastpath: str | None = None  # "sum" | "mean" | "softmax": the workaround's own kernel takes it
@@ -291,6 +297,10 @@ class Op:
     result: str | None = None  # the field of a tuple result this row checks (None: the result itself)
     torch_tuple: Callable[..., Any] | None = None  # (x, dim, keepdim) -> torch's named tuple (fields)
     family: str = "reductions"  # the op family (issue 29): the README's defect table, per family
+    # where the answer turns on exact zeros (all, any, count_nonzero), inputs hold them:
+    # "sparse" a few nonzero values a slice, "dense" a few zeros a slice, "half" zeros half the time -
+    # so that about half the slices answer each way and a kernel that reads the wrong rows shows
+    zeros: str | None = None
 
     def paths_in(self, version: str | None) -> tuple[Path, ...]:
         return tuple(p for p in self.paths if p.in_version(version))
@@ -303,6 +313,11 @@ class Op:
     def dim_form(self) -> str:
         return self.dim_forms[0]
 
+    @property
+    def keeps_shape(self) -> bool:
+        """The result has the input's shape (softmax, cumsum), not one with the dim reduced."""
+        return self.kind in ("along", "scan")
+
     def dim_arg(self, d: Any, form: str | None = None) -> Any:
         if d is None or isinstance(d, (list, tuple)):
             return d
@@ -312,6 +327,8 @@ class Op:
         """Call ``fn`` (this op's entry point, wrapped or not) with this op's conventions."""
         if self.keepdim == "none":
             out = fn(x, dim, **kwargs)
+        elif self.keepdim == "dim_keyword":
+            out = fn(x, dim=dim, keepdim=keepdim, **kwargs)
         elif self.keepdim == "keyword":
             out = fn(x, dim, keepdim=keepdim, **kwargs)
         else:
@@ -327,7 +344,10 @@ class Op:
         out: list[Op] = []
         for name in self.fields[1:]:
             torch_fn = _first_field(self.torch_tuple, name)
-            if name == "indices":
+            if name == "indices" and self.kind == "scan":  # cummax's: torch's own indices, exactly
+                out.append(replace(self, name=f"{self.name}.indices", result=name, torch_fn=torch_fn, reference_fn=None,
+                                   exempt={**self.exempt, "large_inputs": _INDEX}))
+            elif name == "indices":
                 out.append(replace(
                     self, name=f"{self.name}.indices", kind="index", extreme=self.picks, result=name, torch_fn=torch_fn,
                     reference_fn=None, exempt={**self.exempt, "large_inputs": _INDEX}, absorbing=None,
@@ -362,13 +382,18 @@ class Op:
         those only the emulator sees count only when ``emulated``."""
         version = version if version is not None else flag_gems_version()
         found = [d.id for d in self.defects if d.in_version(version) and (emulated or not (d.emulator_only or d.corrupts))
-                 and d.applies(call)]
+                 and self._spoils(d) and d.applies(call)]
         return tuple(dict.fromkeys(found))
 
     def corrupting(self, call: Call, version: str | None = None) -> tuple[str, ...]:
         """The defects this call runs into that write past their tensor on hardware (``corrupts``)."""
         version = version if version is not None else flag_gems_version()
-        return tuple(dict.fromkeys(d.id for d in self.defects if d.corrupts and d.in_version(version) and d.applies(call)))
+        return tuple(dict.fromkeys(d.id for d in self.defects if d.corrupts and d.in_version(version) and self._spoils(d)
+                                   and d.applies(call)))
+
+    def _spoils(self, defect: OpDefect) -> bool:
+        """The defect reaches the field this row (or view) checks."""
+        return not defect.fields or (self.result or "") in defect.fields
 
 
 
@@ -578,7 +603,7 @@ def _torch_tuple(method: str) -> Callable[..., Any]:
     """torch's max.dim / min.dim / aminmax as ``(x, dim, keepdim)``: its named tuple."""
 
     def call(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
-        return getattr(x, method)(dim=d, keepdim=k)
+        return getattr(x, method)(dim=d, keepdim=k, **kwargs)
 
     call.__name__ = f"torch_{method}"
     return call
@@ -588,7 +613,7 @@ def _first_field(whole: Callable[..., Any], name: str) -> Callable[..., Any]:
     """One field of ``whole``'s named tuple, as ``(x, dim, keepdim)``."""
 
     def call(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
-        return getattr(whole(x, d, k), name)
+        return getattr(whole(x, d, k, **kwargs), name)
 
     call.__name__ = f"{getattr(whole, '__name__', 'torch')}_{name}"
     return call
@@ -631,6 +656,260 @@ def _aminmax() -> Op:
               paths=tuple(p for p in _minmax_paths(kernel, full=True) if not isinstance(p.dim, list)),
               unreached={f"{kernel}_2": f"the second stage of dim=None: launched with {kernel}_1"},
               defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),))
+
+# variance and norms (issue 29): var, var_mean and vector_norm move the reduced dims to the
+# back (dim_compress) and tile (BLOCK_M output rows, BLOCK_N columns) with the row condition
+# bounding outputs, as the min/max family does (their naive configs: the interpreter takes
+# BLOCK_M 1, BLOCK_N 1024); dim=None is two stages over next_pow2 blocks.
+def _column_tile_paths(kernel: str, *, first: str, stage: str, lines: tuple[str, ...] = (),
+                       kwargs: tuple[tuple[str, Any], ...] = ()) -> tuple[Path, ...]:
+    """The paths of a kernel that tiles output rows and walks the reduced columns (``kernel``),
+    and of its two-stage dim=None (``first``; ``stage``: what the row says of the second)."""
+    label = f" ({stage})" if stage else ""
+    return (P(f"every dim (dim=None), two stages{label}", (5, 7), None, first, lines=lines, kwargs=kwargs),
+            P(f"one column tile (N <= BLOCK_N){label}", (3, 5, 64), 1, kernel, lines=lines, kwargs=kwargs),
+            P(f"inner, one column tile{label}", (3, 64, 5), -1, kernel, lines=lines, kwargs=kwargs),
+            P(f"a loop over 1024-wide column tiles{label}", (3, 1100, 2), 1, kernel, loop=True, lines=lines,
+              kwargs=kwargs),
+            P(f"several dims, compressed to the back{label}", (3, 5, 6), [0, 2], kernel, lines=lines, kwargs=kwargs))
+
+
+def _named_pair(fn: Callable[..., Any], names: tuple[str, str]) -> Callable[..., Any]:
+    """torch's plain pair (var_mean's (var, mean)) as a named one, for ``Op.fields``."""
+    from collections import namedtuple
+
+    pair = namedtuple("pair", names)  # type: ignore[misc]
+
+    def call(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
+        return pair(*fn(x, d, k, **kwargs))
+
+    call.__name__ = getattr(fn, "__name__", "torch_pair")
+    return call
+
+
+def _torch_var_mean(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
+    import torch
+
+    return torch.var_mean(x, dim=d, keepdim=k, **kwargs)
+
+
+def _torch_vector_norm(x: Any, d: Any, k: bool, ord: Any = 2, **kwargs: Any) -> Any:
+    import torch
+
+    return torch.linalg.vector_norm(x, ord, dim=d, keepdim=k, **kwargs)
+
+
+def _torch_count_nonzero(x: Any, d: Any, k: bool = False, **kwargs: Any) -> Any:
+    import torch
+
+    return torch.count_nonzero(x, dim=d)
+
+
+def _torch_all_any(method: str) -> Callable[..., Any]:
+    """torch's all / any as ``(x, dim, keepdim)``: a dim list, an int, or None (everything)."""
+
+    def call(x: Any, d: Any, k: bool, **kwargs: Any) -> Any:
+        if d is None:
+            out = getattr(x, method)()
+            return out.reshape([1] * x.dim()) if k else out
+        return getattr(x, method)(dim=tuple(d) if isinstance(d, list) else d, keepdim=k)
+
+    call.__name__ = f"torch_{method}"
+    return call
+
+
+def _correction_exceeds_n(call: Call) -> bool:
+    """var / var_mean with correction > N: FlagGems divides by N - correction (a negative
+    variance), torch by max(0, N - correction) (inf)."""
+    correction = dict(call.kwargs).get("correction")
+    return correction is not None and 0 < call.reduced_size < correction
+
+
+_CORRECTION = Param("correction", (0, 1, 2, 0.5, 5), lambda v: {"correction": v})
+_ORD = Param("ord", (2, 1, float("inf"), float("-inf"), 0, 3, 0.5), lambda v: {"ord": v})
+
+
+def _variance(name: str) -> Op:
+    """var, or var_mean (a pair: the row checks the variance, its ``var_mean.mean`` view the mean)."""
+    kernel = f"{name}_welford_kernel"
+    pair = name == "var_mean"
+    return Op(name=name, module=f"flag_gems.ops.{name}", entry=name, kind="reduce", dim_forms=("list",),
+              torch_fn=_first_field(_named_pair(_torch_var_mean, ("var", "mean")), "var") if pair else _torch("var"),
+              gems_names=(name,), entries=(EntryPoint(name, "reduce"),), keepdim="keyword", accepts_none=True,
+              family="variance/norms", interpreter="rows", params=(_KEEPDIM_PARAM, _CORRECTION),
+              fields=("var", "mean") if pair else (), result="var" if pair else None,
+              torch_tuple=_named_pair(_torch_var_mean, ("var", "mean")) if pair else None,
+              exempt={"large_index": _LARGE_NOT_RUN},
+              paths=_column_tile_paths(kernel, first=f"{name}_kernel_1", stage=""),
+              unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with {name}_kernel_1"},
+              features=(*_MINMAX_FEATURES, "custom_reduce_combine", "tuple_reduce_rows"),
+              defects=(OpDefect("welford_combine_cancels", lambda c: c.values == "offset", ("5.0",), fields=("", "var")),
+                       OpDefect("var_partials_in_input_dtype", lambda c: c.dtype in ("float16", "bfloat16")
+                                and len(c.reduced) == len(c.shape) and c.reduced_size > 1),
+                       OpDefect("var_huge_nan", lambda c: c.values == "huge", ("5.0",)), _ACCEPTED, _FP64, _EMPTY_REDUCED))
+
+
+_NORM_KERNELS = (("l2", 2), ("max", float("inf")), ("min", float("-inf")), ("l0", 0))
+
+
+def _vector_norm() -> Op:
+    """torch.linalg.vector_norm: one kernel pair per ord (2, inf, -inf, 0; any other ord
+    v_norm_kernel with pow, the l1 pair for dim=None) - each a path reached with its ord."""
+    paths: list[Path] = []
+    for kind, ord in (*_NORM_KERNELS, ("v", 3.0)):
+        first = "l1_norm_kernel_1" if kind == "v" else f"{kind}_norm_kernel_1"
+        kernel = "v_norm_kernel" if kind == "v" else f"{kind}_norm_kernel"
+        paths += _column_tile_paths(kernel, first=first, stage=f"ord {ord}", kwargs=(("ord", ord),))
+    return Op(name="vector_norm", module="flag_gems.ops.vector_norm", entry="vector_norm", kind="reduce",
+              dim_forms=("list",), torch_fn=_torch_vector_norm, gems_names=("vector_norm",),
+              entries=(EntryPoint("vector_norm", "reduce"),), keepdim="dim_keyword", accepts_none=True,
+              family="variance/norms", interpreter="rows", params=(_KEEPDIM_PARAM, _ORD),
+              exempt={"large_index": _LARGE_NOT_RUN}, paths=tuple(paths),
+              unreached={f"{k}_norm_kernel_2": "the second stage of dim=None: launched with the first"
+                         for k in ("l2", "max", "min", "l0", "l1")},
+              features=_MINMAX_FEATURES,
+              defects=(OpDefect("vector_norm_float_only", _dtype_in("float64")),
+                       OpDefect("norm_square_overflows", _square_overflows), _EMPTY_REDUCED))
+
+
+def _square_overflows(call: Call) -> bool:
+    """vector_norm of values around 1e30 with an ord above 1 (2 by default): powers past fp32."""
+    ord = dict(call.kwargs).get("ord", 2)
+    return call.values == "huge" and math.isfinite(ord) and ord > 1
+
+
+def _all_any(name: str) -> Op:
+    """all / any over a dim list, an int or None (``all_dims`` takes the three); 5.4's any
+    over several dims runs a generated kernel with an atomic max per output."""
+    kernel = f"{name}_kernel_dim"
+    paths = [P("every dim (dim=None), two stages", (5, 7), None, f"{name}_kernel_1"),
+             P("one column tile (N <= BLOCK_N)", (3, 5, 64), 1, kernel),
+             P("inner, one column tile", (3, 64, 5), -1, kernel),
+             P("a loop over 1024-wide column tiles", (3, 1100, 2), 1, kernel, loop=True)]
+    if name == "any":
+        paths += [P("several dims, compressed to the back", (3, 5, 6), [0, 2], kernel, lines=("5.0",)),
+                  P("several dims: a generated kernel, atomic max per output", (3, 5, 6), [0, 2],
+                    "_any_dims_kernel_o1_r2", lines=("5.4",)),
+                  P("one dim as a list: the generated kernel", (3, 5, 64), [1], "_any_dims_kernel_o2_r1",
+                    lines=("5.4",))]
+    else:
+        paths.append(P("several dims, compressed to the back", (3, 5, 6), [0, 2], kernel))
+    return Op(name=name, module=f"flag_gems.ops.{name}", entry=f"{name}_dims", kind="reduce", dim_forms=("int", "list"),
+              torch_fn=_torch_all_any(name), gems_names=(name, f"{name}_dim", f"{name}_dims"),
+              entries=(EntryPoint(f"{name}_dims", "reduce"),), accepts_none=True, family="min/max",
+              interpreter="rows", zeros="sparse" if name == "any" else "dense", params=(_KEEPDIM_PARAM,),
+              exempt={"large_index": _LARGE_NOT_RUN, "large_inputs": "a truth value: large values change nothing"},
+              paths=tuple(paths), unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with "
+                                                                  f"{name}_kernel_1"},
+              features=_MINMAX_FEATURES, defects=(_EMPTY_REDUCED,))
+
+
+def _count_nonzero() -> Op:
+    """count_nonzero over one dim (moved to the back, one program a row, 2048 at a time; past
+    2048 a combine pass) or every dim."""
+    return Op(name="count_nonzero", module="flag_gems.ops.count_nonzero", entry="count_nonzero", kind="reduce",
+              dim_forms=("int",), torch_fn=_torch_count_nonzero, gems_names=("count_nonzero",),
+              entries=(EntryPoint("count_nonzero", "reduce"),), keepdim="none", accepts_none=True, family="min/max",
+              interpreter="rows", zeros="half",
+              exempt={"keepdim": "count_nonzero takes no keepdim", "large_index": _LARGE_NOT_RUN,
+                      "large_inputs": "a count: large values change nothing"},
+              paths=(P("every dim (dim=None)", (5, 7), None, "count_nonzero_kernel_1"),
+                     P("one dim, one program a row", (3, 5, 64), 1, "count_nonzero_kernel"),
+                     P("the last dim", (3, 64, 5), 2, "count_nonzero_kernel"),
+                     P("past 2048: partial counts, then a combine", (2, 2049, 3), 1, "count_nonzero_combin_kernel"),
+                     P("past 2048: the combine pass", (2, 2049, 3), 1, "count_nonzero_combin_kernel_1")),
+              features=("masked_1d_load", "runtime_loop", "grid_axes", "int64_offset_arith"),
+              defects=(OpDefect("count_nonzero_negative_dim", lambda c: isinstance(c.dim, int) and c.dim < 0, ("5.0",)),
+                       _EMPTY_REDUCED))
+
+
+# scans (issue 29): K == 1 a row scan (one program a row up to 16384, else block sums, a
+# root scan and a block scan); K > 1 FlagGems scans (A, B, C) with B in blocks of up to 1024
+# (next_pow2(B) up to 4096), a second pass adding each block's carry; cummax / cummin with
+# M * K > 16 one program per (m, k) looping over B.
+_SCAN_FEATURES = ("masked_1d_load", "masked_load_other", "runtime_loop", "grid_axes", "int64_offset_arith",
+                  "scalar_bound_at_first_launch", "cold_first_launch")
+
+
+def _torch_scan(method: str) -> Callable[..., Any]:
+    def call(x: Any, d: Any, k: bool = False, **kwargs: Any) -> Any:
+        return getattr(x, method)(d, **kwargs)
+
+    call.__name__ = f"torch_{method}"
+    return call
+
+
+def _cumsum_like(name: str, lines: tuple[str, ...] = ()) -> Op:
+    """cumsum (both lines, out= too) and cumprod (5.4): a row scan for K == 1, (A, B, C)
+    blocks with a carry pass for K > 1."""
+    part = "sum" if name == "cumsum" else "product"
+    paths = (P("K == 1: one program a row (N <= 16384)", (3, 5), 1, "reduce_then_scan_root_scan_kernel_row", lines=lines),
+             P("K == 1 past 16384: block sums", (1, 16385), 1, f"reduce_then_scan_block_{'sum' if part == 'sum' else 'product'}_kernel_row",
+               lines=lines),
+             P("K == 1 past 16384: block scans", (1, 16385), 1, "reduce_then_scan_block_scan_kernel_row", lines=lines),
+             P("K > 1: one block of B", (3, 5, 4), 1, f"scan_part_{part}_abc_kernel", lines=lines),
+             P("K > 1: blocks of 1024 and their carry", (1, 4097, 2), 1,
+               f"add_base_{part}_abc_kernel" if part == "sum" else "multiply_base_product_abc_kernel", lines=lines))
+    flat = "scan_then_fan_col (one flattened scan): no entry point of this line calls it"
+    unreached = ({"scan_part_sum_kernel": flat, "add_base_sum_kernel": flat,
+                  "normed_cumsum_kernel": "normed_cumsum's (multinomial's normalised cumsum): another op",
+                  "block_cumsum_kernel": "normed_cumsum's: another op", "block_update_kernel": "normed_cumsum's: another op"}
+                 if name == "cumsum" else {"scan_part_product_kernel": flat, "multiply_base_product_kernel": flat})
+    return Op(name=name, module=f"flag_gems.ops.{name}", entry=name, kind="scan", dim_forms=("int",),
+              torch_fn=_torch_scan(name), gems_names=(name,) if name == "cumprod" else (name, f"{name}_out"),
+              entries=(EntryPoint(name, "scan"),) + ((EntryPoint("cumsum_out", "scan", out="out"),) if name == "cumsum" else ()),
+              out_entry="cumsum_out" if name == "cumsum" else None, keepdim="none", dtype_arg=True,
+              family="scans", interpreter="rows", absorbing=0.0 if name == "cumprod" else None,
+              exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN,
+                      **({"large_inputs": "a product of large inputs overflows by definition"} if name == "cumprod" else {})},
+              params=(_dtype_param((None, "float64"), ("float32",)), _dtype_param(("float32",), ("float16",))),
+              paths=paths, unreached=unreached, features=_SCAN_FEATURES,
+              defects=(*((_EMPTY, _FP64_ASKED) if name == "cumsum" else ()),
+                       *((OpDefect("out_not_resized", lambda c: c.layout == "out_wrong_size", corrupts=True),
+                          OpDefect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"))
+                         if name == "cumsum" else ())))
+
+
+def _cum_extreme(name: str) -> Op:
+    """cummax / cummin: (values, indices), the row checks the values, ``cummax.indices``
+    torch's indices exactly (the last index of a tie, as torch's kernels take it)."""
+    part = "max" if name == "cummax" else "min"
+    paths = (P("one slice (M == K == 1)", (5,), 0, f"scan_part_{part}_kernel"),
+             P("one slice past 4096: blocks and their carry", (4097,), 0, f"add_base_{part}_kernel"),
+             P("M * K <= 16: (A, B, C) blocks", (2, 5, 3), 1, f"scan_part_{part}_abc_kernel"),
+             P("M * K <= 16 past 4096: the carry pass", (1, 4097, 2), 1, f"add_base_{part}_abc_kernel"),
+             P("M * K > 16: one program per (m, k), a loop over B", (3, 5, 8), 1, f"scan_part_{part}_abc_loop_kernel"),
+             P("M * K > 16 past 4096: 1024-wide blocks, each carried into the next", (2, 4097, 9), 1,
+               f"scan_part_{part}_abc_loop_kernel", loop=True),
+             P("the last dim, many rows", (3, 8, 5), -1, f"scan_part_{part}_abc_loop_kernel"))
+    def torch_tuple(x: Any, d: Any, k: bool = False, **kwargs: Any) -> Any:
+        return getattr(x, name)(d)
+
+    return Op(name=name, module=f"flag_gems.ops.{name}", entry=name, kind="scan", dim_forms=("int",),
+              torch_fn=_first_field(torch_tuple, "values"), gems_names=(name,),
+              entries=(EntryPoint(name, "scan"),), keepdim="none", family="scans", interpreter="rows",
+              fields=("values", "indices"), result="values", picks=part,
+              torch_tuple=torch_tuple,
+              exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN}, paths=paths,
+              features=(*_SCAN_FEATURES, "scan_tuple_combine"),
+              defects=(OpDefect("cum_extreme_bool_as_int64", _dtype_in("bool")), _EMPTY))
+
+
+def _logcumsumexp() -> Op:
+    """logcumsumexp (5.4): one program a row for K == 1, one per (m, k) for K > 1, next_pow2(N) wide."""
+    lines = ("5.4",)
+    return Op(name="logcumsumexp", module="flag_gems.ops.logcumsumexp", entry="logcumsumexp", kind="scan",
+              dim_forms=("int",), torch_fn=_torch_scan("logcumsumexp"), gems_names=("logcumsumexp", "logcumsumexp_out"),
+              entries=(EntryPoint("logcumsumexp", "scan"), EntryPoint("logcumsumexp_out", "scan", out="out")),
+              keepdim="none", family="scans", interpreter="rows", running_max=True,
+              exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
+              paths=(P("K == 1: one program a row", (3, 5), 1, "logcumsumexp_kernel", lines=lines),
+                     P("K > 1: one program per (m, k)", (3, 5, 4), 1, "logcumsumexp_kernel_3d", lines=lines)),
+              features=_SCAN_FEATURES,
+              defects=(OpDefect("logcumsumexp_shifts_by_row_max",
+                                lambda c: c.values in ("offset", "pos_inf", "inf_minus_inf", "all_neg_inf")),
+                       _ACCEPTED, _FP64, _EMPTY))
+
 
 OPS: tuple[Op, ...] = (
     Op(name="sum", module="flag_gems.ops.sum", entry="sum_dim", kind="reduce", dim_forms=("list",),
@@ -739,6 +1018,17 @@ OPS: tuple[Op, ...] = (
     _minmax("max_dim", "max", "max"),
     _minmax("min_dim", "min", "min"),
     _aminmax(),
+    _all_any("all"),
+    _all_any("any"),
+    _count_nonzero(),
+    _variance("var"),
+    _variance("var_mean"),
+    _vector_norm(),
+    _cumsum_like("cumsum"),
+    _cumsum_like("cumprod", lines=("5.4",)),
+    _cum_extreme("cummax"),
+    _cum_extreme("cummin"),
+    _logcumsumexp(),
 )
 
 OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}

@@ -42,7 +42,7 @@ def _call(op: ops.Op, path: ops.Path, x: Any) -> None:
     import torch
 
     if path.entry is None:
-        op.call(x, path.dim)
+        op.call(x, path.dim, **dict(path.kwargs))
         return
     out = op.torch_fn(x.double(), path.dim, False).float()
     op.fn(path.entry)(torch.randn_like(out), out, path.dim, torch.float32)

@@ -590,6 +590,50 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
         ("flag_gems.ops.aminmax", "aminmax_kernel", "_min = tl.where(mask, tl.minimum(_min, a), _min)",
          "_min = tl.minimum(_min, a)", 1),
     ),
+    # variance and norms (issue 29), from var.py's var_welford_kernel and vector_norm.py's kernels
+    "var_masked_lanes_counted": (
+        ("flag_gems.ops.var", "var_welford_kernel", "count = _count + mask", "count = _count + 1", 1),
+    ),
+    "var_correction_ignored": (
+        ("flag_gems.ops.var", "var_welford_kernel", "var = acc / (N - correction)", "var = acc / (N - 1)", 1),
+    ),
+    "vector_norm_sign_kept": (
+        ("flag_gems.ops.vector_norm", "v_norm_kernel", "_sum += pow(tl.abs(a), ord)", "_sum += pow(a, ord)", 1),
+    ),
+    "min_norm_tail_other_zero": (
+        ("flag_gems.ops.vector_norm", "min_norm_kernel", 'a = tl.load(X + cols, mask, other=float("inf"))',
+         "a = tl.load(X + cols, mask, other=0.0)", 1),
+    ),
+    # scans, from cumsum.py's carry kernels and cummax.py / cummin.py's loop kernels
+    "cumsum_first_block_carry_only": (
+        ("flag_gems.ops.cumsum", "add_base_sum_abc_kernel", "last_part_offset = base_part_offset + (pid_b - 1) * C",
+         "last_part_offset = base_part_offset + 0 * C", 1),
+    ),
+    "cumsum_row_prefix_of_its_own_block": (
+        ("flag_gems.ops.cumsum", "reduce_then_scan_block_scan_kernel_row",
+         "previous_sum_ptr + pid_m * num_tiles_n + pid_n - 1", "previous_sum_ptr + pid_m * num_tiles_n + pid_n", 1),
+    ),
+    "cummax_loop_ties_keep_the_carry": (
+        ("flag_gems.ops.cummax", "scan_part_max_abc_loop_kernel", "(result >= prev_max_val_b)",
+         "(result > prev_max_val_b)", 1),
+    ),
+    "cummin_carry_of_the_block_only": (
+        ("flag_gems.ops.cummin", "scan_part_min_abc_loop_kernel",
+         "prev_min_val = tl.sum(tl.where(last_mask, final_vals, 0), axis=0)",
+         "prev_min_val = tl.sum(tl.where(last_mask, result, 0), axis=0)", 1),
+    ),
+    # all / any / count_nonzero, from all.py's, any.py's and count_nonzero.py's kernels
+    "all_tail_other_zero": (
+        ("flag_gems.ops.all", "all_kernel_dim", "a = tl.load(inp + cols, mask, other=1.0)",
+         "a = tl.load(inp + cols, mask, other=0.0)", 1),
+    ),
+    "any_first_column_tile_only": (
+        ("flag_gems.ops.any", "any_kernel_dim", "for off in range(0, N, BLOCK_N):", "for off in range(0, BLOCK_N, BLOCK_N):", 1),
+    ),
+    "count_nonzero_counts_masked_lanes": (
+        ("flag_gems.ops.count_nonzero", "count_nonzero_kernel", "x = tl.load(x_ptr + offset, mask=mask, other=0)",
+         "x = tl.load(x_ptr + offset, mask=mask, other=1)", 1),
+    ),
     "softmax_inner_tail_other_zero": (
         ("flag_gems.ops.softmax", "softmax_kernel_inner",
          'inp = tl.load(input_ptr + n_offsets, mask=mask, other=-float("inf"))\n            m_new',
@@ -911,6 +955,28 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("aminmax_min_without_its_mask", "aminmax's one load fills masked lanes with the dtype's minimum for both "
                "reductions, and the min drops its tl.where: a partial tile's min is -inf",
                "aminmax and (accuracy or path)", _kernel_edits("aminmax_min_without_its_mask")),
+        Mutant("var_masked_lanes_counted", "var's Welford counts every lane of a column tile, masked or not: a partial "
+               "tile's zeros enter the mean", "var and (accuracy or path)", _kernel_edits("var_masked_lanes_counted")),
+        Mutant("var_correction_ignored", "var divides by N - 1 whatever correction= says",
+               "var and param", _kernel_edits("var_correction_ignored")),
+        Mutant("vector_norm_sign_kept", "vector_norm raises each value to ord without its absolute value: an odd ord "
+               "of negatives", "vector_norm and (param or path)", _kernel_edits("vector_norm_sign_kept")),
+        Mutant("min_norm_tail_other_zero", "vector_norm's ord=-inf pads masked lanes with 0, not inf: a partial tile's "
+               "norm is 0", "vector_norm and (param or path)", _kernel_edits("min_norm_tail_other_zero")),
+        Mutant("cumsum_first_block_carry_only", "cumsum's carry pass adds the first block's total to every later block, "
+               "not the running one", "cumsum and (path or tile)", _kernel_edits("cumsum_first_block_carry_only")),
+        Mutant("cumsum_row_prefix_of_its_own_block", "cumsum's row block scan starts from its own block's prefix, "
+               "not the previous one's", "cumsum and (path or tile)", _kernel_edits("cumsum_row_prefix_of_its_own_block")),
+        Mutant("cummax_loop_ties_keep_the_carry", "cummax's block loop keeps the carried index on a tie (torch takes "
+               "the later one)", "cummax and (tile or path)", _kernel_edits("cummax_loop_ties_keep_the_carry")),
+        Mutant("cummin_carry_of_the_block_only", "cummin's block loop carries its block's own minimum, not the "
+               "running one", "cummin and (tile or path)", _kernel_edits("cummin_carry_of_the_block_only")),
+        Mutant("all_tail_other_zero", "all pads the masked columns of its tile with 0: a partial tile is never all "
+               "true", "all and (accuracy or path)", _kernel_edits("all_tail_other_zero")),
+        Mutant("any_first_column_tile_only", "any loops to BLOCK_N instead of N: columns past the first 1024 are never "
+               "read", "any and (tile or path)", _kernel_edits("any_first_column_tile_only")),
+        Mutant("count_nonzero_counts_masked_lanes", "count_nonzero pads masked lanes with 1: every lane of the last "
+               "block counts", "count_nonzero and (accuracy or path)", _kernel_edits("count_nonzero_counts_masked_lanes")),
         Mutant("masked_load_no_other_garbage", "a compiler leaves the masked lanes of a load without other= undefined (NaN)",
                "softmax and backward", _masked_load_no_other_garbage),
         Mutant("autotune_picks_last_config", "the autotuner picks the last config: argmin's split-K grid assumes BLOCK_M = 8",

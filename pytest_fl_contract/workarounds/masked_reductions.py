@@ -201,7 +201,7 @@ def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., 
             bound.arguments["keepdim"] = False
         if out_param is None:
             result = original(*bound.args, **bound.kwargs)
-            if target.kind == "along":
+            if target.kind in ("along", "scan"):
                 return result.movedim(-1, d).contiguous()
             return result.unsqueeze(d) if keepdim else result
         # out=: the original writes a buffer of the caller's dtype and device (so its dtype
@@ -210,7 +210,7 @@ def make_wrapper(original: Callable[..., Any], target: Target) -> Callable[..., 
         scratch = out.new_empty(0)
         bound.arguments[out_param] = scratch
         original(*bound.args, **bound.kwargs)
-        if target.kind == "along":
+        if target.kind in ("along", "scan"):
             result = scratch.movedim(-1, d)
         else:
             result = scratch.unsqueeze(d) if keepdim else scratch
