@@ -127,6 +127,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "lane whose twin runs the same defects without the workaround, where the ops it leaves run alike",
     )
     group.addoption(
+        "--fl-unreached-sweeps-only",
+        dest="fl_unreached_sweeps_only",
+        action="store_true",
+        help="on an emulated lane with an injected defect, ops whose FlagGems kernels no injected defect reaches "
+        "(the source scan) run the sweep contracts only (accuracy, determinism, tiles, paths: where a kernel the "
+        "scan missed shows); their checklist calls the same kernels as the plain CPU lane, which runs it",
+    )
+    group.addoption(
         "--fl-layout",
         dest="fl_layout",
         default="auto",
@@ -175,7 +183,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 INI_TYPES: dict[str, Any] = {
     "fl_platforms_files": "linelist", "fl_emulate": "bool", "fl_profile": "string", "fl_inject": "linelist",
     "fl_no_workaround": "bool", "fl_force_workaround": "bool", "fl_workaround": "string", "fl_wrapped_only": "bool",
-    "fl_layout": "string",
+    "fl_unreached_sweeps_only": "bool", "fl_layout": "string",
     "fl_source_root": "string", "fl_sweep": "string", "fl_autotune": "string", "fl_order": "string",
     "fl_junit_prefix": "string",
 }
@@ -215,6 +223,7 @@ def _options(config: pytest.Config, namespace: Any) -> Options:
         force_workaround=namespace.fl_force_workaround,
         workaround=namespace.fl_workaround,
         wrapped_only=namespace.fl_wrapped_only,
+        unreached_sweeps_only=namespace.fl_unreached_sweeps_only,
         layout=namespace.fl_layout,
         source_root=Path(root).resolve(),
         sweep=namespace.fl_sweep,

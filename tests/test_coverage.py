@@ -48,6 +48,13 @@ def test_a_row_masked_tile_folded_along_its_rows_is_reached(source):
     assert coverage.reached_kernels(source) == ("kernel",)
 
 
+def test_a_whole_tile_fold_is_reached_too():
+    """Batch and group norm's statistics: tl.sum over a whole (rows, columns) tile, no axis."""
+    whole = kernel().replace("tl.sum(acc, axis=0)", "tl.sum(acc)")
+    assert coverage.reached_kernels(whole) == ("kernel",)
+    assert coverage.reached_kernels(kernel(mask="mask = k[None, :] < K").replace("tl.sum(acc, axis=0)", "tl.sum(acc)")) == ()
+
+
 @pytest.mark.parametrize("source", [
     kernel(axis=1),  # reduced along its columns: the extra rows are never stored
     kernel(mask="mask = k[None, :] < K"),  # no row condition to drop
@@ -67,15 +74,16 @@ def test_the_installed_line_has_no_uncovered_module():
     found = coverage.scan(coverage.flag_gems_root())
     assert coverage.uncovered(found) == ()
     # flag_gems 5.0.2: the four ops with *_non_inner kernels (log_softmax, prod and std
-    # fold along columns there; argmin's split-K tile is 3-D)
-    assert _rows(found) == {"sum", "mean", "softmax", "argmax"}
+    # fold along columns there; argmin's split-K tile is 3-D), and the four normalization
+    # layers (weight gradients over rows; batch and group norm's whole-tile statistics)
+    assert _rows(found) == {"sum", "mean", "softmax", "argmax", "layer_norm", "rms_norm", "group_norm", "batch_norm"}
 
 
 def test_the_54_line_has_no_uncovered_module_and_special_logsumexp_has_a_row(fg54_site):
     found = coverage.scan(fg54_site / "flag_gems")
     assert coverage.uncovered(found) == ()
     assert _rows(found) == {"sum", "mean", "softmax", "log_softmax", "argmax", "prod", "std", "logsumexp",
-                            "special_logsumexp"}
+                            "special_logsumexp", "layer_norm", "rms_norm", "group_norm", "batch_norm"}
 
 
 def test_every_stated_reason_names_a_module_some_line_reaches(fg54_site):
@@ -134,8 +142,7 @@ def _catch(lane: str) -> set[str]:
     from pytest_fl_contract.lanes import manifest
 
     found = manifest.load(ROOT / "ci" / "manifest.yaml", load_registry())
-    step = next(s for s in found.lanes[lane].steps if s.name == "reduction_contract")
-    return set(step.catch)
+    return {op for step in found.lanes[lane].steps for op in step.catch}  # the reductions' and the layers' steps
 
 
 def test_the_no_workaround_lanes_must_catch_every_reached_op(fg54_site):

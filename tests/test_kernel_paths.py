@@ -29,6 +29,13 @@ def test_every_path_is_reached_and_every_kernel_has_a_path_on_the_installed_line
     _check(seen, paths.unreached(seen))
 
 
+def test_every_layer_path_is_reached_and_every_layer_kernel_has_a_path_on_the_installed_line():
+    """The normalization layers' rows (registry.layers): forward and backward through dispatch."""
+    seen = paths.trace_layers()
+    assert {s.op for s in seen} == {"layer_norm", "rms_norm", "group_norm", "batch_norm"}
+    _check(seen, paths.unreached_layers(seen))
+
+
 @pytest.mark.slow
 def test_every_path_is_reached_on_the_54_line(fg54_site):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fg54_site), str(ROOT)])}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from junitparser import JUnitXml
 
@@ -195,6 +197,19 @@ def test_header_says_what_the_tile_model_read_or_assumed(pytester, run_subproces
     result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-force-workaround")
     result.stdout.fnmatch_lines(["fl-contract fast-path tiles for assumed: 32 SMs, 1 TB/s (the device module reports neither)"])
     result.assert_outcomes(passed=1)
+
+
+def test_unreached_sweeps_only_skips_the_checklist_of_ops_the_defect_does_not_reach(pytester, run_subprocess):
+    """--fl-unreached-sweeps-only on the no-workaround lane: amax's checklist (test_layout) is
+    skipped saying why, its sweep (test_keepdim) runs; sum, which the defect reaches, runs both."""
+    result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate", "--fl-no-workaround",
+                            "--fl-unreached-sweeps-only", "--pyargs", "pytest_fl_contract.contracts.reductions",
+                            "-k", "(test_layout and transposed) or test_keepdim and (sum or amax) and not cumsum",
+                            "-p", "no:cacheprovider", "-rs")
+    result.stdout.fnmatch_lines(["*amax: no injected defect reaches its kernels*"])
+    assert not re.search(r"(?<![a-z_])sum: no injected defect", result.stdout.str())
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 1 and outcomes.get("skipped", 0) >= 1, outcomes  # sum's defect shows
 
 
 def test_wrapped_only_skips_the_ops_the_workaround_leaves(pytester, run_subprocess):

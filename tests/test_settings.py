@@ -105,6 +105,16 @@ def test_layout_follows_csrc(tmp_path):
     assert settle(platform="cpu", source_root=tmp_path, layout="wheel").layout.kind == "wheel"
 
 
+@pytest.mark.parametrize("opts", [{"platform": "cpu", "unreached_sweeps_only": True},
+                                  {"platform": "iluvatar", "unreached_sweeps_only": True},
+                                  {"platform": "cpu", "emulate": True, "inject": ("cold_first_launch",),
+                                   "unreached_sweeps_only": True}])
+def test_unreached_sweeps_only_needs_the_masked_row_defect_injected(opts):
+    with pytest.raises(FlContractError, match="--fl-unreached-sweeps-only is for emulated lanes with masked_2d_row_load"):
+        settle(**opts)
+    assert settle(platform="iluvatar", emulate=True, no_workaround=True, unreached_sweeps_only=True).unreached_sweeps_only
+
+
 def test_wrapped_only_on_an_emulated_lane_with_its_workaround():
     settings = settle(platform="iluvatar", emulate=True, wrapped_only=True)
     assert settings.wrapped_only and settings.workaround == DEFAULT_WORKAROUND

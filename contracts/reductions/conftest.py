@@ -46,8 +46,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     per_op_cases = {"partial_case": PARTIAL_TILE_CASES[settings.sweep], "keepdim_case": KEEPDIM_CASES,
                     "real_case": [REAL_CASE[settings.sweep]]}
     if "op" in names:
-        # ops limited to toy shapes on the interpreter (prod) take part in accuracy only
-        chosen = [op for op in ops if not (quick and op.interpreter == "toy")]
+        # ops limited to toy shapes on the interpreter (prod) take part in accuracy only; a scan's
+        # views (cummax's indices) in accuracy and the tile contracts, which check them exactly:
+        # the rest would repeat the row's own call
+        chosen = [op for op in ops if not (quick and op.interpreter == "toy") and not _scan_view(op)]
         paired = next((name for name in per_op_cases if name in names), None)
         if paired is None:
             metafunc.parametrize("op", chosen, ids=[op.name for op in chosen])
@@ -71,7 +73,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         cases = sweep(settings.sweep)
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
     if "path" in names:
-        metafunc.parametrize("path_op,path,path_case,dtype", path_params(ops_for("full")))
+        metafunc.parametrize("path_op,path,path_case,dtype", path_params([op for op in ops_for("full")
+                                                                          if not _scan_view(op)]))
     if "tile_case" in names:
         from pytest_fl_contract.contracts.reductions.test_tiles import tile_params
 
@@ -85,6 +88,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for name, cases in per_op_cases.items():
         if name in metafunc.fixturenames:
             metafunc.parametrize(name, cases, ids=[c.id for c in cases])
+
+
+def _scan_view(op: Op) -> bool:
+    return op.kind == "scan" and op.result is not None and op.result != op.fields[0]
 
 
 def _slug(text: str) -> str:
@@ -118,6 +125,16 @@ def param_params(ops: list[Op]) -> list:
     return out
 
 
+def reached(op: Op) -> bool:
+    """The masked-row defect reaches a kernel of the op's module (registry.coverage's scan)."""
+    import sys
+
+    from pytest_fl_contract.registry.ops import non_inner_kernels
+
+    module = sys.modules.get(op.module)
+    return module is not None and bool(non_inner_kernels(module))
+
+
 def call_of(params: dict, routed: bool = False) -> Call | None:
     """The Call a case makes: its Case (shape, dim) and, where the case sets them, its dtype,
     layout and special values: what a known FlagGems defect can depend on."""
@@ -137,6 +154,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     version = flag_gems_version()
     emulated = bool(items) and settings_of(items[0].config).emulation is not None
     wrapped_only = bool(items) and settings_of(items[0].config).wrapped_only
+    sweeps_only = bool(items) and settings_of(items[0].config).unreached_sweeps_only
     for item in items:
         module = getattr(item, "module", None)
         if module is None or not module.__name__.rsplit(".", 1)[-1].startswith("test_"):
@@ -148,6 +166,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if wrapped_only and op is not None and not wrapped:
             item.add_marker(pytest.mark.skip(reason=f"{op.name}: the workaround leaves it, so it runs here as on the "
                                              "twin lane without one, which runs it (--fl-wrapped-only)"))
+        if sweeps_only and "any_op" in params and not reached(op):
+            item.add_marker(pytest.mark.skip(reason=f"{op.name}: no injected defect reaches its kernels (FlagGems' source "
+                                             "scan), so its checklist runs here as on the plain CPU lane, which runs it; "
+                                             "its sweeps run here (--fl-unreached-sweeps-only)"))
         call = call_of(params, routed=wrapped)
         if op is not None and call is not None:
             for defect in op.known_defects(call, version, emulated):  # a defect of an op the workaround leaves stands

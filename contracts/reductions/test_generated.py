@@ -20,6 +20,7 @@ from pytest_fl_contract.session import note_seed
 
 SIZES = [1, 2, 3, 5, 7, 8, 13, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 129]
 BUDGET = {"quick": 40, "full": 200}
+FAMILY_BUDGET = 20  # the op families on the interpreter: a few milliseconds a program, smaller draws (FAMILY_LIMIT)
 # Hardware compiles a kernel per new shape: 200 draws of one op in one test were the lane's
 # long pole (114 s for prod on an H200).  Shards, each with its own seed and a share of the
 # budget, let xdist spread them over workers; the interpreter keeps one.
@@ -86,8 +87,10 @@ def test_generated(flag_gems, fl_device, fl_settings, request, any_op, shard):
     note_seed(request.node, lane_seed(lane, shard))
     limit = 2**8 if toy else FAMILY_LIMIT if quick and op.family != "reductions" else LIMIT[fl_settings.sweep]
 
+    budget = FAMILY_BUDGET if quick and op.family != "reductions" else BUDGET[fl_settings.sweep]
+
     @seed(lane_seed(lane, shard))
-    @settings(max_examples=BUDGET[fl_settings.sweep] // SHARDS[fl_settings.sweep] // (8 if toy else 1),
+    @settings(max_examples=budget // SHARDS[fl_settings.sweep] // (8 if toy else 1),
               deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(draw=draws(toy, limit))

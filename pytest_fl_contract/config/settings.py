@@ -37,6 +37,7 @@ class Settings:
     junit_prefix: str | None
     autotune: Plan
     wrapped_only: bool = False  # ops the workaround leaves are skipped (their twin lane runs them)
+    unreached_sweeps_only: bool = False  # ops no injected defect reaches: the sweep contracts only
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Options:
     force_workaround: bool = False
     workaround: str | None = None
     wrapped_only: bool = False
+    unreached_sweeps_only: bool = False
     layout: str = "auto"
     source_root: Path = Path(".")
     sweep: str | None = None
@@ -123,6 +125,9 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
         raise FlContractError(f"--fl-wrapped-only needs a workaround, and this lane has none ({why})")
     if opts.wrapped_only and emulation is None:
         raise FlContractError("--fl-wrapped-only is for emulated lanes (--fl-emulate): on hardware every op runs")
+    if opts.unreached_sweeps_only and (emulation is None or "masked_2d_row_load" not in emulation.defects):
+        raise FlContractError("--fl-unreached-sweeps-only is for emulated lanes with masked_2d_row_load injected "
+                              "(the source scan it relies on reads for that defect)")
     sweep = opts.sweep or ("quick" if emulation else "full")
     if sweep not in SWEEPS:
         raise FlContractError(f"unknown sweep {sweep!r}; known: {', '.join(SWEEPS)}")
@@ -140,6 +145,7 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
         workaround_why=why,
         sweep=sweep,
         wrapped_only=opts.wrapped_only,
+        unreached_sweeps_only=opts.unreached_sweeps_only,
         junit_prefix=opts.junit_prefix,
         autotune=autotune_plan(opts.autotune, emulated=emulation is not None),
     )

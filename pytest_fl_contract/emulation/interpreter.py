@@ -655,34 +655,41 @@ def bf16_arithmetic(interpreter: Any) -> None:
     and a bfloat16 scalar constant had no ``get_bf16`` at all.  Compiled Triton computes
     bfloat16 in fp32 and rounds: so do these (binary, unary, fma, clamp; a comparison keeps
     its mask)."""
+    import numpy as np
+
     builder = interpreter.InterpreterBuilder
-    bf16, fp32 = interpreter.tl.bfloat16, interpreter.tl.float32
+    bf16, fp32, uint16 = interpreter.tl.bfloat16, interpreter.tl.float32, np.dtype(np.uint16)
     binary, unary, ternary, fma = builder.binary_op, builder.unary_op, builder.ternary_op, builder.create_fma
 
+    # a handle's data is bfloat16 bits exactly when its numpy dtype is uint16 and its triton
+    # dtype is bf16: the cheap numpy test first (every binary op of every kernel passes here)
+    def is_bf16(h: Any) -> bool:
+        return h.data.dtype == uint16 and h.dtype.scalar.name == "bf16"
+
     def up(self: Any, h: Any) -> Any:
-        return self.cast_impl(h, fp32) if h.dtype.scalar == bf16 else h
+        return self.cast_impl(h, fp32) if is_bf16(h) else h
 
     def down(self: Any, h: Any) -> Any:
         return self.cast_impl(h, bf16) if h.dtype.scalar == fp32 else h
 
     def binary_op(self: Any, lhs: Any, rhs: Any, op: Any) -> Any:
-        if bf16 not in (lhs.dtype.scalar, rhs.dtype.scalar):
+        if not (is_bf16(lhs) or is_bf16(rhs)):
             return binary(self, lhs, rhs, op)
         out = binary(self, up(self, lhs), up(self, rhs), op)
         return out if out.data.dtype == bool else down(self, out)
 
     def unary_op(self: Any, arg: Any, op: Any) -> Any:
-        if arg.dtype.scalar != bf16:
+        if not is_bf16(arg):
             return unary(self, arg, op)
         return down(self, unary(self, up(self, arg), op))
 
     def ternary_op(self: Any, lhs: Any, rhs: Any, other: Any, op: Any) -> Any:
-        if other.dtype.scalar != bf16 or op is not interpreter.np.clip:
+        if op is not interpreter.np.clip or not is_bf16(other):
             return ternary(self, lhs, rhs, other, op)
         return down(self, ternary(self, up(self, lhs), up(self, rhs), up(self, other), op))
 
     def create_fma(self: Any, x: Any, y: Any, z: Any) -> Any:
-        if z.dtype.scalar != bf16:
+        if not is_bf16(z):
             return fma(self, x, y, z)
         return down(self, fma(self, up(self, x), up(self, y), up(self, z)))
 

@@ -2,8 +2,9 @@
 
 A kernel is reached when it loads a 2-D tile under a mask with a row condition (an index
 expanded to a column, ``n[:, None] < N``, combined with another condition by ``&`` or
-``and``) and folds the tile along its rows (a reduction or scan over axis 0): a dropped row
-condition then reads rows past the end *into the result*.  A kernel that only reduces along
+``and``) and folds the tile along its rows (a reduction or scan over axis 0, or over the
+whole tile: ``tl.sum(x)`` with no axis, as batch and group norm's statistics do): a dropped
+row condition then reads rows past the end *into the result*.  A kernel that only reduces along
 its columns reads the extra rows too but never stores them (amax, 5.0.2's log_softmax), so it
 is not reached.  The source is parsed, never imported: no device is needed, and any
 installed FlagGems line can be read (``root``).
@@ -34,8 +35,11 @@ FOLDS = frozenset({"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum",
 # defective compiler only where the rows read past the end are folded in (the op-family work
 # gives them rows and contracts).  Keys: the module's path under flag_gems.
 _FAMILIES = {
-    "normalization layers: the weight and bias gradients and the running statistics sum over the "
-    "rows of a (rows, channels) tile, with no dim entry point": ("ops.layernorm", "ops.rms_norm", "fused.instance_norm"),
+    "a fused normalization (instance norm's running statistics): no aten entry point of the "
+    "layer rows (registry.layers) reaches it": ("fused.instance_norm",),
+    "an index op (5.4's index_reduce: a compare-and-swap loop over a (rows, index) tile ends when "
+    "tl.sum over the whole tile says every lane stopped; rows past the end never stop and swap past "
+    "the output): the index-op family has no rows yet": ("ops.index_reduce",),
     "a fused loss: the reduction over classes runs inside the loss kernel, with no dim entry point":
         ("fused.cross_entropy_loss",),
     "linear algebra and distances: Gram products, Jacobi sweeps and cdist's backward fold row tiles "
@@ -122,6 +126,11 @@ def _call_name(call: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
+def _whole(call: ast.Call, position: int = 1) -> bool:
+    """A fold given no axis at all: over every element of its tile."""
+    return len(call.args) <= position and not any(kw.arg == "axis" for kw in call.keywords)
+
+
 def _axis(call: ast.Call, position: int = 1) -> object:
     for kw in call.keywords:
         if kw.arg == "axis" and isinstance(kw.value, ast.Constant):
@@ -148,7 +157,7 @@ def reached_kernels(source: str) -> tuple[str, ...]:
         calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call)]
         masked = any(_call_name(c) == "load" and any(_row_mask(m, env) for m in
                      [kw.value for kw in c.keywords if kw.arg == "mask"] + c.args[1:2]) for c in calls)
-        folds = any(_call_name(c) in FOLDS and _axis(c) == 0 for c in calls)
+        folds = any(_call_name(c) in FOLDS and (_axis(c) == 0 or _whole(c)) for c in calls)
         if masked and folds:
             found.append(fn.name)
     return tuple(found)
@@ -184,8 +193,11 @@ def scan(root: Path, under: Iterable[str] = SCANNED) -> tuple[Reach, ...]:
 
 
 def rows(reach: Reach) -> list[str]:
-    """The registry rows whose module is the reached one."""
-    return [op.name for op in ops.OPS if op.module == reach.module]
+    """The registry rows (ops and layers) whose module is the reached one."""
+    from . import layers
+
+    return [op.name for op in ops.OPS if op.module == reach.module] + \
+        [layer.name for layer in layers.LAYERS if layer.module == reach.module]
 
 
 def covered(reach: Reach) -> str | None:

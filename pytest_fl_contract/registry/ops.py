@@ -131,7 +131,7 @@ class OpDefect:
     the writes) runs them as known failures."""
 
     id: str
-    applies: Callable[[Call], bool]
+    applies: Callable[[Any], bool]  # an op row's Call, a layer row's LayerCall -> the call runs into it
     flag_gems: tuple[str, ...] = ()
     emulator_only: bool = False
     corrupts: bool = False
@@ -1128,5 +1128,8 @@ def non_inner_kernels(module: Any) -> tuple[str, ...]:
 
 
 def modules() -> tuple[str, ...]:
-    """Every FlagGems module the registry names, and the namespaces that re-export them."""
-    return ("flag_gems", "flag_gems.ops", *dict.fromkeys(op.module for op in OPS))
+    """Every FlagGems module the registry names (the op rows' and the layer rows'), and the
+    namespaces that re-export them."""
+    from .layers import LAYERS
+
+    return ("flag_gems", "flag_gems.ops", *dict.fromkeys([op.module for op in OPS] + [layer.module for layer in LAYERS]))

@@ -72,6 +72,59 @@ def trace(version: str | None = None) -> list[Seen]:
     return seen
 
 
+def trace_layers(version: str | None = None) -> list[Seen]:
+    """Every path of every installed normalization layer (``registry.layers``), called once
+    through torch dispatch - forward, and backward where the path says - with launches recorded."""
+    import flag_gems
+
+    from ..contracts.layers.checks import make_inputs, run
+    from ..emulation.device import DEVICE
+    from ..registry import layers
+
+    version = version or ops.flag_gems_version()
+    seen = []
+    for layer in layers.layers_for(version):
+        for path in layer.paths:
+            if not path.in_version(version):
+                continue
+            DEVICE.launches = []
+            error = ""
+            try:
+                run(layer, path.case, make_inputs(layer, path.case), device="cpu", dtype="float32", gems=flag_gems,
+                    backward=path.backward)
+            except Exception as exc:  # a path that raises does not reach anything: said
+                error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+            launched = tuple((kernel, None) for kernel, _ in DEVICE.launches)
+            reached = any(k == path.kernel for k, _ in launched)
+            seen.append(Seen(layer.name, path.name, path.kernel, None, launched, reached and not error, error))
+    DEVICE.launches = None
+    return seen
+
+
+def unreached_layers(seen: list[Seen]) -> dict[str, list[str]]:
+    """Per layer, the kernels of its module no path launched and the row does not explain."""
+    from ..registry import layers
+
+    missing: dict[str, list[str]] = {}
+    for layer in layers.LAYERS:
+        mine = [s for s in seen if s.op == layer.name]
+        if not mine:
+            continue
+        names = {k for s in mine for k, _ in s.launched}
+        for kernel in _kernels_in(layer.module):
+            if kernel not in names and kernel not in layer.unreached:
+                missing.setdefault(layer.name, []).append(kernel)
+    return missing
+
+
+def _kernels_in(module_name: str) -> tuple[str, ...]:
+    import triton
+
+    module = sys.modules[module_name]
+    return tuple(sorted(name for name, value in vars(module).items()
+                        if "kernel" in name and isinstance(value, triton.runtime.KernelInterface)))
+
+
 def kernels_of(op: ops.Op) -> tuple[str, ...]:
     """The Triton kernels the op's FlagGems module defines (launchable objects named *kernel*)."""
     import triton
@@ -114,6 +167,15 @@ def markdown(version: str | None = None) -> list[str]:
             line = ", ".join(path.lines) if path.lines else "every line"
             dtype = "" if path.dtype == "float32" else f" {path.dtype}"
             lines.append(f"| {op.name} | {path.name} | {path.shape}{dtype}, {path.dim} | `{path.kernel}`{tiles} | {line} |")
+    from ..registry import layers
+
+    for layer in layers.LAYERS:  # the normalization layers: a case, forward or backward, no dim
+        for lpath in layer.paths:
+            line = ", ".join(lpath.lines) if lpath.lines else "every line"
+            extra = f", groups {lpath.case.groups}" if lpath.case.groups != 1 else ""
+            extra += f", the last {lpath.case.norm} dims" if lpath.case.norm != 1 else ""
+            lines.append(f"| {layer.name} | {lpath.name} | {lpath.case.shape}{extra}, "
+                         f"{'backward' if lpath.backward else 'forward'} | `{lpath.kernel}` | {line} |")
     return lines
 
 
@@ -127,9 +189,9 @@ def main(argv: list[str] | None = None) -> int:
 
     bring_up("nvidia-small")
     import_flag_gems()
-    seen = trace()
-    print(json.dumps({"version": ops.flag_gems_version(), "seen": [asdict(s) for s in seen],
-                      "unreached": unreached(seen)}))
+    seen, layer_seen = trace(), trace_layers()
+    print(json.dumps({"version": ops.flag_gems_version(), "seen": [asdict(s) for s in seen + layer_seen],
+                      "unreached": {**unreached(seen), **unreached_layers(layer_seen)}}))
     return 0
 
 

@@ -33,7 +33,8 @@ def _argv(mutant: Mutant, contracts: Path, report: Path, every: bool) -> list[st
     """pytest's arguments for one mutant's contract run (``-m pytest`` and the program left out)."""
     op = mutant.select.split()[0]
     select, stop = (op if op in ops.OPS_BY_NAME else mutant.select, []) if every else (mutant.select, ["-x"])
-    return [str(contracts), "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",
+    suite = contracts if mutant.suite == "reductions" else contracts.parent / mutant.suite  # contracts: reductions/
+    return [str(suite), "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",
             "--fl-mutant", mutant.name, *mutant.args, "-k", select, *stop, "-q", "-p", "no:cacheprovider",
             "-p", "no:randomly", f"--junitxml={report}", "-o", "addopts="]
 

@@ -23,6 +23,7 @@ class Mutant:
     select: str  # pytest -k expression: the contracts relevant to the mutated op
     apply: Callable[[], None] | None = None  # patches the process under test
     args: tuple[str, ...] = ()  # extra pytest arguments (emulator defects, workaround)
+    suite: str = "reductions"  # the contract suite that must kill it (a sibling of reductions/: layers)
 
 
 def _entry(op: str, attr: str | None = None) -> tuple[Any, Any]:
@@ -634,6 +635,27 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
         ("flag_gems.ops.count_nonzero", "count_nonzero_kernel", "x = tl.load(x_ptr + offset, mask=mask, other=0)",
          "x = tl.load(x_ptr + offset, mask=mask, other=1)", 1),
     ),
+    # normalization layers, from layernorm.py's, rms_norm.py's, groupnorm.py's and batch_norm.py's kernels
+    "layer_norm_variance_over_padding": (
+        ("flag_gems.ops.layernorm", "layer_norm_persistent_kernel_multiline", "s = tl.where(mask, d * d, 0)",
+         "s = d * d", 1),
+    ),
+    "layer_norm_weight_grad_first_row_tile": (
+        ("flag_gems.ops.layernorm", "weight_bias_backward_kernel", "for off in range(0, M, BLOCK_ROW_SIZE):",
+         "for off in range(0, BLOCK_ROW_SIZE, BLOCK_ROW_SIZE):", 1),
+    ),
+    "rms_norm_mean_square_over_the_block": (
+        ("flag_gems.ops.rms_norm", "rms_norm_kernel", "var = tl.sum(x * x, axis=0) / N",
+         "var = tl.sum(x * x, axis=0) / BLOCK_SIZE", 1),
+    ),
+    "group_norm_centred_without_its_mask": (
+        ("flag_gems.ops.groupnorm", "group_norm_kernel", "x = tl.where(xy_mask, X_val - mean, 0.0)",
+         "x = X_val - mean", 1),
+    ),
+    "batch_norm_input_grad_without_the_bias_term": (
+        ("flag_gems.ops.batch_norm", "batch_norm_backward_kernel", "(term1 * curr_pre_lin + term2) / count",
+         "(term1 * curr_pre_lin) / count", 1),
+    ),
     "softmax_inner_tail_other_zero": (
         ("flag_gems.ops.softmax", "softmax_kernel_inner",
          'inp = tl.load(input_ptr + n_offsets, mask=mask, other=-float("inf"))\n            m_new',
@@ -977,6 +999,21 @@ MUTANTS: dict[str, Mutant] = {
                "read", "any and (tile or path)", _kernel_edits("any_first_column_tile_only")),
         Mutant("count_nonzero_counts_masked_lanes", "count_nonzero pads masked lanes with 1: every lane of the last "
                "block counts", "count_nonzero and (accuracy or path)", _kernel_edits("count_nonzero_counts_masked_lanes")),
+        Mutant("layer_norm_variance_over_padding", "layer_norm's multi-row forward sums the squared deviation of its "
+               "padded columns (-mean each) into the variance", "layer_norm and (forward or path)",
+               _kernel_edits("layer_norm_variance_over_padding"), suite="layers"),
+        Mutant("layer_norm_weight_grad_first_row_tile", "layer_norm's weight and bias gradients fold only the first "
+               "tile of rows", "layer_norm and (backward or path)", _kernel_edits("layer_norm_weight_grad_first_row_tile"),
+               suite="layers"),
+        Mutant("rms_norm_mean_square_over_the_block", "rms_norm divides the sum of squares by the power-of-two block, "
+               "not by N", "rms_norm and (forward or path)", _kernel_edits("rms_norm_mean_square_over_the_block"),
+               suite="layers"),
+        Mutant("group_norm_centred_without_its_mask", "group_norm centres its padded lanes too: each adds mean**2 to the "
+               "variance", "group_norm and (forward or path)", _kernel_edits("group_norm_centred_without_its_mask"),
+               suite="layers"),
+        Mutant("batch_norm_input_grad_without_the_bias_term", "batch_norm's input gradient forgets the sum of the output "
+               "gradient (its bias term)", "batch_norm and (backward or path)",
+               _kernel_edits("batch_norm_input_grad_without_the_bias_term"), suite="layers"),
         Mutant("masked_load_no_other_garbage", "a compiler leaves the masked lanes of a load without other= undefined (NaN)",
                "softmax and backward", _masked_load_no_other_garbage),
         Mutant("autotune_picks_last_config", "the autotuner picks the last config: argmin's split-K grid assumes BLOCK_M = 8",

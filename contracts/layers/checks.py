@@ -1,0 +1,166 @@
+"""Inputs, calls and checks shared by the normalization layer contracts.
+
+Every call goes through torch dispatch as a model makes it: ``torch.nn.functional``'s layer
+inside ``flag_gems.use_gems(include=...)`` (the layer's entry points as the lane installed
+them, a workaround's wrappers included), gradients through autograd inside it too.  The
+reference is the same functional call on float64 CPU tensors, autograd included."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_fl_contract.registry.layers import Layer, LayerCase
+
+INF, NAN = float("inf"), float("nan")
+_EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7, "float64": 2.0**-52}
+
+
+@dataclass
+class Inputs:
+    x: Any
+    weight: Any
+    bias: Any
+    grad: Any  # the upstream gradient of the output
+    stats: Any  # batch norm's running (mean, var)
+
+
+def make_inputs(layer: Layer, case: LayerCase, seed: int = 0, affine: bool = True, values: str = "normal") -> Inputs:
+    """Seeded float32 CPU inputs: x normal (a special value planted in the first row where
+    ``values`` says), weight around 1, bias around 0, an upstream gradient."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed + sum(case.shape) * 7 + case.groups)
+    x = torch.randn(case.shape, generator=g)
+    plant(x, values)
+    channels = layer.channels(case)
+    weight = torch.randn(channels, generator=g).mul_(0.5).add_(1.0) if affine else None
+    bias = torch.randn(channels, generator=g).mul_(0.1) if affine and "bias" in layer.affine else None
+    grad = torch.randn(case.shape, generator=g)
+    stats = (torch.zeros(channels), torch.ones(channels)) if layer.functional == "batch_norm" else None
+    return Inputs(x, weight, bias, grad, stats)
+
+
+SPECIAL = {"nan": NAN, "pos_inf": INF, "huge": 1e30}
+
+
+def plant(x: Any, values: str) -> None:
+    """A special value in the first element of the input (one row, one channel)."""
+    if values in SPECIAL and x.numel():
+        x.view(-1)[0] = SPECIAL[values]
+
+
+def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any = None,
+        backward: bool = False, transposed: bool = False) -> dict[str, Any]:
+    """The layer on ``inputs`` in ``dtype`` on ``device`` (``gems``: the flag_gems module,
+    whose entry points serve the call; None: torch itself), with its gradients when
+    ``backward``: {"y", "dx", "dweight", "dbias", "running_mean", "running_var"} on the CPU."""
+    import torch
+
+    dt = getattr(torch, dtype)
+
+    def leaf(t: Any) -> Any:
+        return None if t is None else t.detach().to(device=device, dtype=dt).requires_grad_(backward)
+
+    x = inputs.x.to(dt)
+    if transposed and x.dim() >= 2:  # the same values, another memory order: a transposed copy viewed back
+        x = x.transpose(0, -1).contiguous().transpose(0, -1)
+    x = x.to(device).detach().requires_grad_(backward)
+    weight, bias = leaf(inputs.weight), leaf(inputs.bias)
+    stats = None if inputs.stats is None else tuple(s.to(device=device, dtype=dt).clone() for s in inputs.stats)
+    scope = gems.use_gems(include=list(layer.gems_names)) if gems is not None else contextlib.nullcontext()
+    with scope:
+        y = layer.torch_call(x, weight, bias, case, stats)
+        if backward:
+            y.backward(inputs.grad.to(device=device, dtype=dt))
+    out = {"y": y.detach()}
+    if backward:
+        out.update(dx=x.grad, dweight=None if weight is None else weight.grad, dbias=None if bias is None else bias.grad)
+    if stats is not None:
+        out.update(running_mean=stats[0], running_var=stats[1])
+    return {k: (None if v is None else v.detach().cpu()) for k, v in out.items()}
+
+
+def reference(layer: Layer, case: LayerCase, inputs: Inputs, backward: bool = False) -> dict[str, Any]:
+    """torch in float64 on the CPU, autograd included."""
+    return run(layer, case, inputs, device="cpu", dtype="float64", backward=backward)
+
+
+def terms(layer: Layer, case: LayerCase, what: str) -> int:
+    """How many values an output folds: a normalized group for y and dx, the rows for a
+    weight gradient and a running statistic."""
+    shape = case.shape
+    if layer.functional in ("layer_norm", "rms_norm"):
+        n = math.prod(shape[len(shape) - case.norm:])
+        return max(n if what in ("y", "dx") else case.rows, 1)
+    spatial = math.prod(shape[2:])
+    if layer.functional == "group_norm" and what in ("y", "dx"):
+        return max(shape[1] // max(case.groups, 1) * spatial, 1)
+    return max(shape[0] * spatial, 1)
+
+
+def tolerance(dtype: str, n: int) -> dict[str, float]:
+    """assert_close tolerances against float64 of the same inputs: a normalization computes
+    a mean, a reciprocal square root and (backward) two more sums over ``n`` values in fp32,
+    then rounds once to the result's dtype: a few fp32 ulps a term for the sums, half an ulp
+    of a half type on top.  A kernel that folds a row past the end, or a group's neighbour,
+    is off by far more than that."""
+    rtol = 32 * _EPS["float32"] if dtype in ("float32", "float64") else 2 * _EPS[dtype]
+    atol = 16 * _EPS["float32"] * math.sqrt(n) + (2 * _EPS[dtype] if dtype in ("float16", "bfloat16") else 0.0)
+    return {"rtol": rtol, "atol": atol}
+
+
+def compare(layer: Layer, case: LayerCase, got: dict[str, Any], want: dict[str, Any], dtype: str, what: str = "") -> None:
+    """Each output as torch has it: present where torch has it, the same shape and dtype
+    family, values within ``tolerance`` (NaN and inf exactly where float64 has them)."""
+    import torch
+
+    for key, ref in want.items():
+        if ref is None:
+            continue
+        value = got.get(key)
+        assert value is not None, f"{what}{layer.name}: FlagGems gave no {key} (torch: {tuple(ref.shape)})"
+        assert tuple(value.shape) == tuple(ref.shape), \
+            f"{what}{layer.name}: {key} has shape {tuple(value.shape)}, torch {tuple(ref.shape)}"
+        rounded = ref.to(value.dtype).double()  # what a right answer in the result's dtype can be
+        torch.testing.assert_close(value.double(), rounded, equal_nan=True, **tolerance(dtype, terms(layer, case, key)),
+                                   msg=lambda m, k=key: f"{what}{layer.name}: {k}: {m}")
+
+
+def rounded(inputs: Inputs, dtype: str) -> Inputs:
+    """The inputs as a ``dtype`` call sees them (rounded to it), back in float32: what the
+    float64 reference of a half-precision call starts from."""
+    import torch
+
+    dt = getattr(torch, dtype)
+
+    def r(t: Any) -> Any:
+        return None if t is None else t.to(dt).float()
+
+    stats = None if inputs.stats is None else tuple(r(s) for s in inputs.stats)
+    return Inputs(r(inputs.x), r(inputs.weight), r(inputs.bias), r(inputs.grad), stats)
+
+
+def outcome(call: Any) -> tuple[str, Any]:
+    """("ok", result) or ("raises", exception type name)."""
+    try:
+        return "ok", call()
+    except Exception as exc:  # the outcome is the exception type itself
+        return "raises", type(exc).__name__
+
+
+def check(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any,
+          backward: bool = False, transposed: bool = False, what: str = "") -> None:
+    """FlagGems through dispatch against torch in float64 (the same inputs, rounded to the
+    call's dtype); where torch refuses the call, FlagGems must refuse it too."""
+    inputs = rounded(inputs, dtype)
+    kind, want = outcome(lambda: reference(layer, case, inputs, backward))
+    if kind == "raises":
+        got_kind, got = outcome(lambda: run(layer, case, inputs, device=device, dtype=dtype, gems=gems,
+                                            backward=backward, transposed=transposed))
+        assert got_kind == "raises", f"{what}{layer.name}: torch raises {want}, FlagGems returned a result"
+        return
+    got = run(layer, case, inputs, device=device, dtype=dtype, gems=gems, backward=backward, transposed=transposed)
+    compare(layer, case, got, want, dtype, what)

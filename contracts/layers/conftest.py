@@ -1,0 +1,117 @@
+"""Parametrization from the layer rows and the lane's sweep, and each case's tag and known defects."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from pytest_fl_contract.plugin import session_of, settings_of
+from pytest_fl_contract.registry.layers import LAYERS, Layer, LayerCall, LayerCase, layers_for
+from pytest_fl_contract.registry.ops import flag_gems_version
+from pytest_fl_contract.session import tag_case
+
+DTYPES = ("float32",)
+HALF_DTYPES = ("float16", "bfloat16")
+DTYPE_CAPABILITY = {"bfloat16": "bf16", "float64": "fp64"}
+GRADIENTS = ("backward", "affine", "determinism", "layout", "empty")  # the contracts that check gradients too
+
+
+def chosen_layers() -> list[Layer]:
+    """The rows the installed FlagGems has; when flag_gems cannot even be imported, every row
+    (each case then fails saying why)."""
+    try:
+        import flag_gems  # noqa: F401 - the lane session installs the workaround on import
+    except Exception:
+        return list(LAYERS)
+    return layers_for()
+
+
+def _param(layer: Layer, case: LayerCase, dtype: str):
+    cap = DTYPE_CAPABILITY.get(dtype)
+    marks = [pytest.mark.requires_capability(cap)] if cap else []
+    return pytest.param(layer, case, dtype, id=f"{layer.name}-{case.id}-{dtype}", marks=marks)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    settings = settings_of(metafunc.config)
+    layers = chosen_layers()
+    names = metafunc.fixturenames
+    if "layer" in names and "case" in names and "dtype" in names:
+        params = [_param(layer, case, dtype) for layer in layers for case in layer.cases[settings.sweep]
+                  for dtype in DTYPES]
+        params += [_param(layer, layer.cases[settings.sweep][0], dtype) for layer in layers for dtype in HALF_DTYPES]
+        metafunc.parametrize("layer,case,dtype", params)
+    elif "layer" in names and "case" in names:
+        metafunc.parametrize("layer,case", [pytest.param(layer, case, id=f"{layer.name}-{case.id}") for layer in layers
+                                            for case in layer.cases[settings.sweep]])
+    elif "layer" in names and "empty_case" not in names:
+        metafunc.parametrize("layer", layers, ids=[layer.name for layer in layers])
+    if "empty_case" in names:  # the layer's first case with no rows (a batch of none)
+        cases = [(layer, layer.cases[settings.sweep][0]) for layer in layers]
+        metafunc.parametrize("layer,empty_case", [pytest.param(layer, replace(c, shape=(0, *c.shape[1:])),
+                                                               id=f"{layer.name}-0x{'x'.join(map(str, c.shape[1:]))}")
+                                                  for layer, c in cases])
+    if "path" in names:
+        version = flag_gems_version()
+        metafunc.parametrize("path_layer,path", [pytest.param(layer, path, id=f"{layer.name}-{_slug(path.name)}")
+                                                 for layer in layers for path in layer.paths if path.in_version(version)])
+
+
+def _slug(text: str) -> str:
+    return "-".join("".join(c if c.isalnum() else " " for c in text).split())
+
+
+def call_of(params: dict, contract: str, routed: bool) -> LayerCall | None:
+    """The LayerCall a case makes: its case and, where the case sets them, dtype, layout,
+    special values, the affine parameters and whether it checks the gradients."""
+    case = next((v for v in params.values() if isinstance(v, LayerCase)), None)
+    path = params.get("path")
+    if case is None and path is not None:
+        case = path.case
+    if case is None:
+        return None
+    extra = {k: params[k] for k in ("dtype", "layout", "values") if isinstance(params.get(k), str)}
+    backward = contract in GRADIENTS or bool(path is not None and path.backward)
+    affine = params.get("affine", True) is not False
+    return LayerCall(case, backward=backward, affine=affine, routed=routed, contract=contract, **extra)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tag each case with its layer and contract, and mark the cases that run into a FlagGems
+    defect with it (a strict xfail on lanes whose registry lists it and whose workaround
+    does not reach it); on hardware, calls whose defect writes past its tensor are skipped."""
+    version = flag_gems_version()
+    emulated = bool(items) and settings_of(items[0].config).emulation is not None
+    wrapped_only = bool(items) and settings_of(items[0].config).wrapped_only
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is None or not module.__name__.rsplit(".", 1)[-1].startswith("test_"):
+            continue
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        layer = next((v for v in params.values() if isinstance(v, Layer)), None)
+        contract = module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+        tag_case(item, layer.name if layer else None, contract)
+        if layer is None:
+            continue
+        wrapped = wraps(session_of(item.config), layer)
+        if wrapped_only and not wrapped:
+            item.add_marker(pytest.mark.skip(reason=f"{layer.name}: the workaround leaves it, so it runs here as on "
+                                             "the twin lane without one, which runs it (--fl-wrapped-only)"))
+        call = call_of(params, contract, wrapped)
+        if call is None:
+            continue
+        for defect in layer.known_defects(call, version, emulated):
+            item.add_marker(pytest.mark.known_defect(defect, **({} if wrapped else {"uncovered": True})))
+        corrupting = () if emulated else layer.corrupting(replace(call, contract=""), version)  # every contract
+        if corrupting:
+            item.add_marker(pytest.mark.skip(reason=f"known defect {corrupting[0]} writes past its tensor on hardware: "
+                                             "its outcome is chance and it corrupts later cases (the emulated lanes "
+                                             "run it)"))
+
+
+def wraps(session, layer: Layer) -> bool:
+    """The lane's workaround wraps one of the layer's entry points."""
+    info = session.workaround
+    names = {f"{layer.module}.{layer.forward}", f"{layer.module}.{layer.backward}"}
+    return info is not None and bool(names & set(info.entries))

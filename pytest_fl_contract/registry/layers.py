@@ -1,0 +1,277 @@
+"""The normalization layers FlagGems registers (issue 29), as data: one row per layer.
+
+A row says where the layer lives in FlagGems (its module, the forward and backward entry
+points and the names ``use_gems(include=...)`` takes), how a contract builds a call (which
+extents a case normalizes, which affine parameters the layer has), torch's functional call
+(the float64 reference, autograd for the gradients), the kernel paths its launches take,
+and FlagGems' own defects with the calls that run into them.  The contracts
+(``contracts/layers``), the workaround's routes, the mutants and the project's tests read
+this table.  Nothing here imports torch.
+
+Unlike a reduction a layer has no dim to route: its weight and bias gradients (and batch and
+group norm's statistics) fold the rows of a (rows, channels) tile - the masked-row defect's
+shape - inside one entry point.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .ops import OpDefect, flag_gems_version
+
+FAMILY = "normalization"
+EPS = 1e-5
+
+
+@dataclass(frozen=True)
+class LayerCase:
+    """A layer's input shape and what it normalizes: the last ``norm`` extents (layer and
+    RMS norm), ``groups`` groups of channels (group norm), channel 1 (batch norm)."""
+
+    shape: tuple[int, ...]
+    norm: int = 1
+    groups: int = 1
+
+    @property
+    def id(self) -> str:
+        extra = f"-n{self.norm}" if self.norm != 1 else ""
+        extra += f"-g{self.groups}" if self.groups != 1 else ""
+        return "x".join(map(str, self.shape)) + extra
+
+    @property
+    def rows(self) -> int:
+        """The rows a layer norm's weight gradient folds: everything before the normalized extents."""
+        return math.prod(self.shape[: len(self.shape) - self.norm])
+
+
+@dataclass(frozen=True)
+class LayerCall:
+    """What a contract case asks of a layer, as far as a known defect can depend on it."""
+
+    case: LayerCase
+    dtype: str = "float32"
+    layout: str = "contiguous"  # contiguous | transposed
+    values: str = "normal"  # normal, or a special-value kind (nan, pos_inf, huge)
+    affine: bool = True  # the layer has its weight (and bias)
+    backward: bool = False  # the case checks the gradients too
+    routed: bool = False  # a workaround wraps the layer's entry points
+    contract: str = ""  # the contract asking (a defect may spare one: a race the emulator's order hides)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.case.shape
+
+
+@dataclass(frozen=True)
+class LayerPath:
+    """A kernel a layer's call launches, with the smallest case that reaches it on the CPU
+    lane's profiles (``backward``: reached by the gradients)."""
+
+    name: str
+    case: LayerCase
+    kernel: str
+    backward: bool = False
+    lines: tuple[str, ...] = ()
+
+    def in_version(self, version: str | None) -> bool:
+        return not self.lines or any((version or "").startswith(v) for v in self.lines)
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    module: str  # flag_gems module holding the entry points and their kernels
+    forward: str  # the forward entry point
+    backward: str  # the backward entry point (rms_norm: its autograd Function's)
+    gems_names: tuple[str, ...]  # function names for flag_gems.use_gems(include=...)
+    functional: str  # torch.nn.functional's name for it
+    affine: tuple[str, ...]  # the affine parameters it takes: ("weight", "bias") or ("weight",)
+    cases: dict[str, tuple[LayerCase, ...]]  # sweep -> cases (partial row and column tiles)
+    paths: tuple[LayerPath, ...] = ()
+    unreached: dict[str, str] = field(default_factory=dict)  # a kernel no path reaches -> why
+    row_folds: tuple[str, ...] = ()  # kernels that fold the rows of a 2-D tile (the masked-row defect's reach)
+    features: tuple[str, ...] = ()  # compiler features its kernels rely on (catalogue ids)
+    defects: tuple[OpDefect, ...] = ()  # FlagGems' own defects: predicates over a LayerCall
+    lines: tuple[str, ...] = ()  # FlagGems lines that have it (none: every line)
+    family: str = FAMILY
+    optional_affine: bool = True  # torch takes the layer without its weight and bias
+
+    def in_version(self, version: str | None) -> bool:
+        return not self.lines or any((version or "").startswith(v) for v in self.lines)
+
+    def channels(self, case: LayerCase) -> tuple[int, ...]:
+        """The shape of its weight and bias."""
+        if self.functional in ("group_norm", "batch_norm"):
+            return (case.shape[1],)
+        return case.shape[len(case.shape) - case.norm:]
+
+    def torch_call(self, x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None) -> Any:
+        """torch's functional layer on ``x`` (``stats``: batch norm's running mean and variance,
+        updated in place as torch does in training)."""
+        import torch.nn.functional as F
+
+        if self.functional == "layer_norm":
+            return F.layer_norm(x, self.channels(case), weight, bias, EPS)
+        if self.functional == "rms_norm":
+            return F.rms_norm(x, self.channels(case), weight, EPS)
+        if self.functional == "group_norm":
+            return F.group_norm(x, case.groups, weight, bias, EPS)
+        running_mean, running_var = stats if stats is not None else (None, None)
+        return F.batch_norm(x, running_mean, running_var, weight, bias, True, 0.1, EPS)
+
+    def fn(self, attr: str | None = None) -> Callable[..., Any]:
+        return getattr(sys.modules[self.module], attr or self.forward)
+
+    def known_defects(self, call: LayerCall, version: str | None = None, emulated: bool = False) -> tuple[str, ...]:
+        version = version if version is not None else flag_gems_version()
+        found = [d.id for d in self.defects if d.in_version(version) and (emulated or not (d.emulator_only or d.corrupts))
+                 and d.applies(call)]
+        return tuple(dict.fromkeys(found))
+
+    def corrupting(self, call: LayerCall, version: str | None = None) -> tuple[str, ...]:
+        version = version if version is not None else flag_gems_version()
+        return tuple(dict.fromkeys(d.id for d in self.defects if d.corrupts and d.in_version(version) and d.applies(call)))
+
+
+def installed(layer: Layer) -> bool:
+    """The running FlagGems has the layer's module and entry points."""
+    module = sys.modules.get(layer.module)
+    if module is None:
+        try:
+            __import__(layer.module)
+        except ImportError:
+            return False
+        module = sys.modules.get(layer.module)
+    return callable(getattr(module, layer.forward, None)) and callable(getattr(module, layer.backward, None))
+
+
+# -- FlagGems' own defects of the family (seen on the interpreter; catalogue: config/platforms.yaml) --
+
+def _rank_above_two(call: LayerCall) -> bool:
+    """layer_norm_backward takes M = input.shape[0] rows of input.numel() / M columns, not the
+    normalized extents: for an input of rank three or more its dx uses the wrong rows' mean
+    and rstd, and its weight gradient kernel writes N = numel / shape[0] values into a
+    weight of the normalized size (past it)."""
+    return call.backward and len(call.shape) - call.case.norm >= 2
+
+
+def _group_size_not_pow2(call: LayerCall) -> bool:
+    """group_norm_kernel masks its (BLOCK_GROUP_SIZE, HW) tile's rows with channel < C, not
+    < the group's end: for a group size that is not a power of two a group's tile holds
+    the next group's first channels (its mean, variance and stores), and the gradients'
+    kernels do alike."""
+    size = call.shape[1] // max(call.case.groups, 1) if len(call.shape) > 1 else 1
+    return size & (size - 1) != 0
+
+
+def _affine_off(call: LayerCall) -> bool:
+    return not call.affine
+
+
+def _empty(call: LayerCall) -> bool:
+    return 0 in call.shape
+
+
+def _fp64(call: LayerCall) -> bool:
+    return call.dtype == "float64"
+
+
+# layer_norm / rms_norm: rows (everything before the normalized extents) x the normalized
+# columns; the forward tiles output rows (stores keep the row mask), the weight gradient folds
+# rows: weight_bias_backward_kernel a loop over BLOCK_ROW_SIZE rows per column tile,
+# rms_norm_grad_dw_kernel 16 rows a program into a partial buffer torch.sum then folds.
+_ROWS = {
+    "quick": (LayerCase((13, 24)), LayerCase((3, 5, 16)), LayerCase((37, 8)), LayerCase((2, 3, 4, 6), norm=2)),
+    "full": (LayerCase((13, 24)), LayerCase((3, 5, 16)), LayerCase((37, 8)), LayerCase((2, 3, 4, 6), norm=2),
+             LayerCase((4099, 96)), LayerCase((8, 557, 768)), LayerCase((300, 1025))),
+}
+# group_norm: (N, C, HW) with group sizes a power of two and not; batch_norm: (N, C, HW)
+# with N and HW partial tiles of its (BLOCK_M batch, BLOCK_N spatial) walk
+_GROUPS = {
+    "quick": (LayerCase((3, 8, 5), groups=4), LayerCase((2, 6, 7), groups=2), LayerCase((5, 12, 3), groups=3),
+              LayerCase((2, 4, 3, 5), groups=2)),
+    "full": (LayerCase((3, 8, 5), groups=4), LayerCase((2, 6, 7), groups=2), LayerCase((5, 12, 3), groups=3),
+             LayerCase((2, 4, 3, 5), groups=2), LayerCase((8, 64, 33, 33), groups=32), LayerCase((16, 96, 49), groups=8)),
+}
+_BATCH = {
+    "quick": (LayerCase((5, 3, 7)), LayerCase((13, 4)), LayerCase((3, 2, 5, 5)), LayerCase((33, 3, 2))),
+    "full": (LayerCase((5, 3, 7)), LayerCase((13, 4)), LayerCase((3, 2, 5, 5)), LayerCase((33, 3, 2)),
+             LayerCase((65, 64, 49)), LayerCase((7, 128, 1025))),
+}
+_ROW_FEATURES = ("masked_2d_row_load", "masked_2d_col_load", "mask_2d_logic", "python_and_or_masks", "masked_2d_store",
+                 "partial_2d_tiles", "runtime_loop", "masked_loop_tail", "reduce_partial_tile", "half_accumulation",
+                 "masked_load_other", "grid_axes", "scalar_bound_at_first_launch", "cold_first_launch")
+L = LayerPath
+
+LAYERS: tuple[Layer, ...] = (
+    Layer(name="layer_norm", module="flag_gems.ops.layernorm", forward="layer_norm", backward="layer_norm_backward",
+          gems_names=("layer_norm", "layer_norm_backward"), functional="layer_norm", affine=("weight", "bias"),
+          cases=_ROWS,
+          paths=(L("forward, several rows a program (N <= 128)", LayerCase((13, 24)),
+                   "layer_norm_persistent_kernel_multiline"),
+                 L("forward, one row a program", LayerCase((3, 300)), "layer_norm_persistent_kernel"),
+                 L("forward, a loop over columns (N past 8192)", LayerCase((2, 8193)), "layer_norm_loop_kernel"),
+                 L("backward: dx", LayerCase((13, 24)), "layer_norm_backward_kernel", backward=True),
+                 L("backward: weight and bias gradients over the rows", LayerCase((13, 24)),
+                   "weight_bias_backward_kernel", backward=True),
+                 L("backward: weight and bias gradients, a loop over 128-row tiles", LayerCase((300, 8)),
+                   "weight_bias_backward_kernel", backward=True)),
+          row_folds=("weight_bias_backward_kernel",), features=_ROW_FEATURES,
+          defects=(OpDefect("layer_norm_backward_rank", _rank_above_two, corrupts=True),
+                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64))),
+    Layer(name="rms_norm", module="flag_gems.ops.rms_norm", forward="rms_norm", backward="rms_norm_backward",
+          gems_names=("rms_norm",), functional="rms_norm", affine=("weight",), cases=_ROWS,
+          paths=(L("forward, one row a program (N <= 4096)", LayerCase((13, 24)), "rms_norm_kernel"),
+                 L("forward, a loop over columns", LayerCase((2, 4097)), "rms_norm_loop_kernel"),
+                 L("backward: dx", LayerCase((13, 24)), "rms_norm_grad_dx_kernel", backward=True),
+                 L("backward: weight gradient, 16 rows a program", LayerCase((37, 8)), "rms_norm_grad_dw_kernel",
+                   backward=True)),
+          row_folds=("rms_norm_grad_dw_kernel",), features=_ROW_FEATURES,
+          defects=(OpDefect("rms_norm_needs_weight", _affine_off),
+                   OpDefect("rms_norm_weight_grad_flat", lambda c: c.backward and c.affine and c.case.norm > 1),
+                   OpDefect("fp64_computed_in_fp32", _fp64))),
+    Layer(name="group_norm", module="flag_gems.ops.groupnorm", forward="group_norm", backward="group_norm_backward",
+          gems_names=("group_norm", "group_norm_backward"), functional="group_norm", affine=("weight", "bias"),
+          cases=_GROUPS,
+          paths=(L("forward, a group's (channels, HW) tile a program", LayerCase((3, 8, 5), groups=4),
+                   "group_norm_kernel"),
+                 L("backward: dx", LayerCase((3, 8, 5), groups=4), "group_norm_backward_kernel", backward=True),
+                 L("backward: weight and bias gradients over the batch", LayerCase((3, 8, 5), groups=4),
+                   "weight_bias_backward_kernel", backward=True)),
+          row_folds=("group_norm_kernel", "group_norm_backward_kernel", "weight_bias_backward_kernel"),
+          features=_ROW_FEATURES,
+          # two programs store the next group's first channels: on hardware a race (its outcome
+          # chance, hardware lanes skip those calls); the emulator's program order hides it from
+          # the determinism contract and shows it to every other
+          defects=(OpDefect("group_norm_group_size_not_pow2",
+                            lambda c: _group_size_not_pow2(c) and c.contract not in ("determinism", "inputs"),
+                            corrupts=True),
+                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64))),
+    Layer(name="batch_norm", module="flag_gems.ops.batch_norm", forward="batch_norm", backward="batch_norm_backward",
+          gems_names=("batch_norm", "batch_norm_backward"), functional="batch_norm", affine=("weight", "bias"),
+          cases=_BATCH,
+          paths=(L("forward, training: a channel a program over (batch, spatial) tiles", LayerCase((5, 3, 7)),
+                   "batch_norm_forward_kernel"),
+                 L("backward", LayerCase((5, 3, 7)), "batch_norm_backward_kernel", backward=True)),
+          row_folds=("batch_norm_forward_kernel", "batch_norm_backward_kernel"), features=_ROW_FEATURES,
+          defects=(OpDefect("batch_norm_stats_into_input", lambda c: c.values == "no_running_stats"),
+                   OpDefect("fp64_computed_in_fp32", _fp64))),
+)
+
+LAYERS_BY_NAME: dict[str, Layer] = {layer.name: layer for layer in LAYERS}
+
+
+def get(name: str) -> Layer:
+    found = LAYERS_BY_NAME.get(name)
+    if found is None:
+        raise KeyError(f"unknown layer {name!r}; known: {', '.join(LAYERS_BY_NAME)}")
+    return found
+
+
+def layers_for(version: str | None = None) -> list[Layer]:
+    """The rows of the installed FlagGems line whose module and entry points it has."""
+    version = version if version is not None else flag_gems_version()
+    return [layer for layer in LAYERS if layer.in_version(version) and installed(layer)]
