@@ -130,9 +130,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fl-unreached-sweeps-only",
         dest="fl_unreached_sweeps_only",
         action="store_true",
-        help="on an emulated lane with an injected defect, ops whose FlagGems kernels no injected defect reaches "
-        "(the source scan) run the sweep contracts only (accuracy, determinism, tiles, paths: where a kernel the "
-        "scan missed shows); their checklist calls the same kernels as the plain CPU lane, which runs it",
+        help="on an emulated lane with masked_2d_row_load injected, ops whose FlagGems kernels it does not reach "
+        "(the source scan) run only the contracts where a kernel the scan missed would show (accuracy, "
+        "determinism, tiles, paths); the rest call the same kernels as on the plain CPU lane, which runs them",
     )
     group.addoption(
         "--fl-layout",

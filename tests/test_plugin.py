@@ -200,13 +200,15 @@ def test_header_says_what_the_tile_model_read_or_assumed(pytester, run_subproces
 
 
 def test_unreached_sweeps_only_skips_the_checklist_of_ops_the_defect_does_not_reach(pytester, run_subprocess):
-    """--fl-unreached-sweeps-only on the no-workaround lane: amax's checklist (test_layout) is
-    skipped saying why, its sweep (test_keepdim) runs; sum, which the defect reaches, runs both."""
+    """--fl-unreached-sweeps-only on the no-workaround lane: amax's layout contract is skipped
+    saying why and its determinism sweep runs (and holds); sum, which the defect reaches,
+    runs both and fails."""
     result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate", "--fl-no-workaround",
                             "--fl-unreached-sweeps-only", "--pyargs", "pytest_fl_contract.contracts.reductions",
-                            "-k", "(test_layout and transposed) or test_keepdim and (sum or amax) and not cumsum",
-                            "-p", "no:cacheprovider", "-rs")
-    result.stdout.fnmatch_lines(["*amax: no injected defect reaches its kernels*"])
+                            "-k", "((test_layout and transposed) or test_determinism) and (sum or amax) and not cumsum",
+                            "-p", "no:cacheprovider", "-rs", "-v")
+    result.stdout.fnmatch_lines(["*test_determinism?amax-3x5x8-d1? PASSED*",
+                                 "*amax: no injected defect reaches its kernels*"])
     assert not re.search(r"(?<![a-z_])sum: no injected defect", result.stdout.str())
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1 and outcomes.get("skipped", 0) >= 1, outcomes  # sum's defect shows

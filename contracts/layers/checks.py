@@ -52,11 +52,54 @@ def plant(x: Any, values: str) -> None:
         x.view(-1)[0] = SPECIAL[values]
 
 
+@contextlib.contextmanager
+def counted(gems: Any, names: set[str]) -> Any:
+    """FlagGems' registration entries for the functions ``names``, each wrapped to record that
+    torch dispatch called it (``use_gems`` reads the entries when it registers): a contract
+    that never reached FlagGems - torch took cuDNN, or a registration moved - must not pass."""
+    import functools
+
+    seen: set[str] = set()
+
+    def spy(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def called(*args: Any, **kwargs: Any) -> Any:
+            seen.add(fn.__name__)
+            return fn(*args, **kwargs)
+
+        return called
+
+    spies: dict[int, Any] = {}
+
+    def rewired(item: Any) -> Any:
+        if isinstance(item, tuple) and len(item) >= 2 and getattr(item[1], "__name__", None) in names:
+            wrapper = spies.setdefault(id(item[1]), spy(item[1]))
+            return (item[0], wrapper, *item[2:])
+        return item
+
+    full, by_func = gems._FULL_CONFIG, getattr(gems, "FULL_CONFIG_BY_FUNC", None)
+    gems._FULL_CONFIG = tuple(rewired(i) for i in full)
+    if isinstance(by_func, dict):
+        gems.FULL_CONFIG_BY_FUNC = {k: [rewired(i) for i in v] for k, v in by_func.items()}
+    try:
+        yield seen
+    finally:
+        gems._FULL_CONFIG = full
+        if isinstance(by_func, dict):
+            gems.FULL_CONFIG_BY_FUNC = by_func
+
+
+def _dispatched(gems: Any, name: str) -> bool:
+    return any(getattr(item[1], "__name__", None) == name for item in gems._FULL_CONFIG if len(item) >= 2)
+
+
 def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any = None,
         backward: bool = False, transposed: bool = False) -> dict[str, Any]:
     """The layer on ``inputs`` in ``dtype`` on ``device`` (``gems``: the flag_gems module,
     whose entry points serve the call; None: torch itself), with its gradients when
-    ``backward``: {"y", "dx", "dweight", "dbias", "running_mean", "running_var"} on the CPU."""
+    ``backward``: {"y", "dx", "dweight", "dbias", "running_mean", "running_var"} on the CPU.
+    cuDNN is off for the call (torch's CUDA batch norm would take it, never FlagGems), and a
+    call whose forward (or dispatched backward) never reached FlagGems fails."""
     import torch
 
     dt = getattr(torch, dtype)
@@ -70,11 +113,18 @@ def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: st
     x = x.to(device).detach().requires_grad_(backward)
     weight, bias = leaf(inputs.weight), leaf(inputs.bias)
     stats = None if inputs.stats is None else tuple(s.to(device=device, dtype=dt).clone() for s in inputs.stats)
+    wanted = {layer.forward} | ({layer.backward} if backward and gems is not None and _dispatched(gems, layer.backward)
+                                  else set())
+    count = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
     scope = gems.use_gems(include=list(layer.gems_names)) if gems is not None else contextlib.nullcontext()
-    with scope:
+    with count as seen, torch.backends.cudnn.flags(enabled=False), scope:
         y = layer.torch_call(x, weight, bias, case, stats)
         if backward:
             y.backward(inputs.grad.to(device=device, dtype=dt))
+    if gems is not None and x.numel():
+        missing = sorted(wanted - seen)
+        assert not missing, (f"{layer.name}: torch dispatch never reached FlagGems' {', '.join(missing)} "
+                             f"(use_gems(include={list(layer.gems_names)})): the contract tested torch's own kernels")
     out = {"y": y.detach()}
     if backward:
         out.update(dx=x.grad, dweight=None if weight is None else weight.grad, dbias=None if bias is None else bias.grad)

@@ -3,7 +3,8 @@
 corrupts the caller's tensor), and its output is its own storage."""
 
 import pytest
-from pytest_fl_contract.contracts.layers.checks import make_inputs
+import torch
+from pytest_fl_contract.contracts.layers.checks import counted, make_inputs
 
 
 def _span(t):
@@ -18,8 +19,10 @@ def test_inputs_are_left_alone(flag_gems, fl_device, layer, case, values):
     weight = None if inputs.weight is None else inputs.weight.to(fl_device)
     bias = None if inputs.bias is None else inputs.bias.to(fl_device)
     before = [t.detach().cpu().clone() for t in (x, weight, bias) if t is not None]
-    with flag_gems.use_gems(include=list(layer.gems_names)):
+    with counted(flag_gems, {layer.forward}) as seen, torch.backends.cudnn.flags(enabled=False), \
+            flag_gems.use_gems(include=list(layer.gems_names)):
         y = layer.torch_call(x, weight, bias, case)  # batch norm: no running buffers (torch.nn.BatchNorm1d(track_running_stats=False))
+    assert layer.forward in seen, f"{layer.name}: torch dispatch never reached FlagGems' {layer.forward}"
     after = [t.detach().cpu() for t in (x, weight, bias) if t is not None]
     for name, was, now in zip(("input", "weight", "bias"), before, after):
         changed = ~((was == now) | (was.isnan() & now.isnan()))
