@@ -312,10 +312,18 @@ def _lang_visible(interpreter: Any) -> None:
 
     patch_lang = interpreter._patch_lang
     launch: dict[str, Any] = {"langs": None}
+    seen: dict[int, tuple[int, frozenset[int]]] = {}  # id(globals) -> (its size, the language modules in it)
+
+    def languages(namespace: dict[str, Any]) -> frozenset[int]:
+        size, langs = seen.get(id(namespace), (-1, frozenset()))
+        if size != len(namespace):  # a module's globals: the same dict for good, grown on import
+            langs = frozenset(id(v) for v in namespace.values() if inspect.ismodule(v) and v in (tl, tl.core))
+            seen[id(namespace)] = (len(namespace), langs)
+        return langs
 
     def patched(fn: Any) -> Any:
         fn.__globals__.setdefault("__fl_triton_language__", tl)
-        langs = frozenset(id(v) for v in fn.__globals__.values() if inspect.ismodule(v) and v in (tl, tl.core))
+        langs = languages(fn.__globals__)
         active = launch["langs"]
         if isinstance(active, frozenset) and langs <= active:
             return _Unpatched()
@@ -700,6 +708,19 @@ def bf16_arithmetic(interpreter: Any) -> None:
     builder.create_fma, builder.get_bf16 = create_fma, get_bf16
 
 
+def no_discarded_overflow_checks(interpreter: Any) -> None:
+    """Every integer add, sub and mul goes through ``binary_op_sanitize_overflow_impl`` while
+    ``options.sanitize_overflow`` is on (the interpreter's default, as compiled Triton's):
+    int64 casts, two comparisons and a ``device_assert`` - which returns at once unless
+    ``options.debug`` is on, so compiled code drops it all.  The interpreter computed it and
+    threw it away: a third of a fast-path softmax's time.  Off, unless debug asks for asserts."""
+    builder = interpreter.interpreter_builder
+    if not builder.options.debug:
+        from dataclasses import replace
+
+        builder.options = replace(builder.options, sanitize_overflow=False)
+
+
 def _first_three(grid: Any) -> Any:
     if callable(grid):
         return lambda meta: tuple(grid(meta))[:3]
@@ -849,6 +870,7 @@ def activate(profile: DeviceProfile) -> None:
     strided_buffers(interpreter)
     compiled_grid_axes(interpreter)
     bf16_arithmetic(interpreter)
+    no_discarded_overflow_checks(interpreter)
     device.install()  # the memory guard at once; injected defects pass through it too
 
     _stub_missing_modules(found["flag_gems"])
