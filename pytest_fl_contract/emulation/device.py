@@ -155,13 +155,16 @@ def garbage(addresses: Any, np_dtype: Any, bfloat16: bool = False) -> Any:
 
 
 def _inside(addresses: Any, itemsize: int) -> Any:
-    """Lanes whose ``itemsize`` bytes lie in one storage of the launch."""
+    """Lanes whose ``itemsize`` bytes lie in one storage of the launch.  Signed: an offset
+    below a tensor's start (mm's K tail for K = 0 starts at -BLOCK_K) is a negative address,
+    which unsigned arithmetic wrapped onto an empty tensor's null pointer."""
     import numpy as np
 
-    addr = addresses.astype(np.uint64)
+    addr = addresses.astype(np.int64)
     inside = np.zeros(addresses.shape, dtype=bool)
     for start, nbytes in DEVICE.storages:
-        inside |= (addr >= start) & (addr + itemsize <= start + nbytes)
+        if nbytes:
+            inside |= (addr >= start) & (addr <= start + nbytes - itemsize)
     return inside
 
 
@@ -172,9 +175,9 @@ def outside(addresses: Any, active: Any, itemsize: int) -> Any:
 
     if not DEVICE.bounded or not active.any():
         return np.zeros(addresses.shape, dtype=bool)
-    live = addresses[active].astype(np.uint64)
+    live = addresses[active].astype(np.int64)
     lo, hi = int(live.min()), int(live.max()) + itemsize
-    if any(start <= lo and hi <= start + nbytes for start, nbytes in DEVICE.storages):
+    if any(nbytes and start <= lo and hi <= start + nbytes for start, nbytes in DEVICE.storages):
         return np.zeros(addresses.shape, dtype=bool)  # the common case: one storage holds every lane
     return active & ~_inside(addresses, itemsize)
 

@@ -662,12 +662,14 @@ def bf16_arithmetic(interpreter: Any) -> None:
     ``(1 - momentum) * running_mean`` on bfloat16 buffers) got integer arithmetic on bits,
     and a bfloat16 scalar constant had no ``get_bf16`` at all.  Compiled Triton computes
     bfloat16 in fp32 and rounds: so do these (binary, unary, fma, clamp; a comparison keeps
-    its mask)."""
+    its mask); ``tl.dot`` of bfloat16 tiles multiplies their values, not their bits (every
+    bfloat16 matmul was off by 1e10)."""
     import numpy as np
 
     builder = interpreter.InterpreterBuilder
     bf16, fp32, uint16 = interpreter.tl.bfloat16, interpreter.tl.float32, np.dtype(np.uint16)
     binary, unary, ternary, fma = builder.binary_op, builder.unary_op, builder.ternary_op, builder.create_fma
+    dot = builder.create_dot
 
     # a handle's data is bfloat16 bits exactly when its numpy dtype is uint16 and its triton
     # dtype is bf16: the cheap numpy test first (every binary op of every kernel passes here)
@@ -704,8 +706,13 @@ def bf16_arithmetic(interpreter: Any) -> None:
     def get_bf16(self: Any, value: float) -> Any:
         return self.cast_impl(self.get_fp32(value), bf16)
 
+    def create_dot(self: Any, a: Any, b: Any, d: Any, *args: Any) -> Any:
+        if not (is_bf16(a) or is_bf16(b)):
+            return dot(self, a, b, d, *args)
+        return dot(self, up(self, a), up(self, b), d if not is_bf16(d) else up(self, d), *args)
+
     builder.binary_op, builder.unary_op, builder.ternary_op = binary_op, unary_op, ternary_op
-    builder.create_fma, builder.get_bf16 = create_fma, get_bf16
+    builder.create_fma, builder.get_bf16, builder.create_dot = create_fma, get_bf16, create_dot
 
 
 def no_discarded_overflow_checks(interpreter: Any) -> None:

@@ -1,0 +1,163 @@
+"""Operands, calls and checks shared by the matmul and index-op contracts.
+
+Every call goes through torch dispatch as a model makes it: torch's op inside
+``flag_gems.use_gems(include=...)`` (the op's entry points as the lane installed them, a
+workaround's routes included).  The reference is the same call on float64 CPU tensors of the
+same values (rounded to the call's dtype first).  A layout changes memory, not values - except
+an expanded index, which repeats one slice, on both sides alike."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any
+
+from pytest_fl_contract.contracts.layers.checks import counted, outcome
+
+from pytest_fl_contract.registry.tensorops import INDEX, MATMUL, TensorCase, TensorOp
+
+_EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7, "float64": 2.0**-52}
+FLOATS = ("a", "b", "bias", "x", "src")
+
+
+def _transposed(t: Any) -> Any:
+    """The same values in the reverse memory order."""
+    return t.permute(*reversed(range(t.dim()))).contiguous().permute(*reversed(range(t.dim()))) if t.dim() > 1 else t
+
+
+def _strided(torch: Any, t: Any) -> Any:
+    """The same values as every other element of a tensor twice as wide (a gap in memory)."""
+    if t.dim() == 0 or t.numel() == 0:
+        return t
+    wide = torch.zeros((*t.shape[:-1], 2 * t.shape[-1]), dtype=t.dtype, device=t.device)
+    wide[..., ::2] = t
+    return wide[..., ::2]
+
+
+def _expanded(t: Any, dim: int) -> Any:
+    """One slice of the index repeated by a stride-0 view: along an axis other than ``dim``
+    (the index's first slice there), or, for a 1-D index, its first element everywhere."""
+    if t.numel() == 0:
+        return t
+    if t.dim() == 1:
+        return t[:1].expand(t.shape[0])
+    axis = next(a for a in range(t.dim()) if a != dim)
+    return t.narrow(axis, 0, 1).expand(t.shape)
+
+
+def lay_out(op: TensorOp, ops: dict[str, Any], layout: str) -> dict[str, Any]:
+    """``ops`` (on their device) in ``layout``."""
+    import torch
+
+    ops = dict(ops)
+    if layout == "contiguous":
+        return ops
+    if op.family == MATMUL:
+        if layout == "transposed":
+            ops["a"], ops["b"] = (t.transpose(-1, -2).contiguous().transpose(-1, -2) for t in (ops["a"], ops["b"]))
+        elif layout == "sliced":  # A a column slice of a wider matrix: a row stride past K
+            a = ops["a"]
+            wide = torch.zeros((*a.shape[:-1], a.shape[-1] + 5), dtype=a.dtype, device=a.device)
+            wide[..., : a.shape[-1]] = a
+            ops["a"] = wide[..., : a.shape[-1]]
+        elif layout == "syrk":  # b is a's transpose: mm's symmetric path
+            ops["b"] = ops["a"].transpose(-1, -2)
+        return ops
+    if layout == "transposed":
+        for key in ("x", "src", "index"):
+            if key in ops:
+                ops[key] = _transposed(ops[key])
+    elif layout == "transposed_src":  # the source (gather, index_select: the index) against the input
+        key = "src" if "src" in ops else "index"
+        ops[key] = _transposed(ops[key])
+    elif layout == "strided_index":
+        ops["index"] = _strided(torch, ops["index"])
+    elif layout == "expanded_index":
+        ops["index"] = _expanded(ops["index"], ops["dim"])
+    return ops
+
+
+def prepared(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layout: str) -> dict[str, Any]:
+    """The operands as the call gets them: values rounded to ``dtype`` (float64: the
+    reference), moved to ``device``, laid out there (a move makes a view dense again)."""
+    import torch
+
+    dt = getattr(torch, dtype)
+    moved = {k: (v.to(dt).to(device) if k in FLOATS else v.to(device) if hasattr(v, "to") else v)
+             for k, v in ops.items()}
+    return lay_out(op, moved, layout)
+
+
+def run(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layout: str = "contiguous", gems: Any = None,
+        out: bool = False) -> Any:
+    """The op on ``ops`` through torch dispatch (``gems``: FlagGems' entry points serve it; None:
+    torch itself), the result on the CPU; ``out``: through its out= form, which must return
+    the buffer it was given.  A call that never reached FlagGems fails."""
+    import torch
+
+    given = prepared(op, ops, device=device, dtype=dtype, layout=layout)
+    buffer = None
+    if out:
+        shape = op.call(torch, prepared(op, ops, device="cpu", dtype="float64", layout=layout)).shape
+        buffer = torch.full(shape, float("nan"), dtype=getattr(torch, dtype), device=device)
+    wanted = {op.entry + ("_out" if out else "")} if gems is not None else set()
+    count = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
+    scope = gems.use_gems(include=list(op.gems_names)) if gems is not None else contextlib.nullcontext()
+    with count as seen, scope:
+        result = op.call(torch, given, buffer)
+    if gems is not None and result.numel():
+        missing = sorted(wanted - seen)
+        assert not missing, (f"{op.name}: torch dispatch never reached FlagGems' {', '.join(missing)} "
+                             f"(use_gems(include={list(op.gems_names)})): the contract tested torch's own kernels")
+    if buffer is not None:
+        assert result.data_ptr() == buffer.data_ptr(), f"{op.name}(out=): returned a tensor that is not out"
+    return result.detach().cpu()
+
+
+def reference(op: TensorOp, ops: dict[str, Any], layout: str = "contiguous") -> Any:
+    return run(op, ops, device="cpu", dtype="float64", layout=layout)
+
+
+def rounded(ops: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """The operands as a ``dtype`` call sees them, back in float32."""
+    import torch
+
+    dt = getattr(torch, dtype)
+    return {k: (v.to(dt).float() if k in FLOATS else v) for k, v in ops.items()}
+
+
+def tolerance(op: TensorOp, case: TensorCase, dtype: str) -> dict[str, float]:
+    """A matmul sums K products in fp32 (``allow_tf32=False``) and rounds once to its dtype;
+    the operands are normal, so a result is of order sqrt(K): a few fp32 ulps a term, half an
+    ulp of a half type of the result.  An index op copies (exact) or sums a few values.  A
+    row read past K, or a value landed on the wrong element, is off by far more."""
+    n = op.terms(case)
+    half = _EPS[dtype] if dtype in ("float16", "bfloat16") else 0.0
+    scale = math.sqrt(n)
+    return {"rtol": 16 * _EPS["float32"] + 2 * half, "atol": (16 * _EPS["float32"] * n + 2 * half) * scale}
+
+
+def compare(op: TensorOp, case: TensorCase, got: Any, want: Any, dtype: str, what: str = "") -> None:
+    import torch
+
+    assert tuple(got.shape) == tuple(want.shape), f"{what}{op.name}: shape {tuple(got.shape)}, torch {tuple(want.shape)}"
+    assert got.dtype == getattr(torch, dtype), f"{what}{op.name}: dtype {got.dtype}, torch {dtype}"
+    torch.testing.assert_close(got.double(), want.to(got.dtype).double(), equal_nan=True,
+                               **tolerance(op, case, dtype), msg=lambda m: f"{what}{op.name} {case.id}: {m}")
+
+
+def check(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, device: str, dtype: str, gems: Any,
+          layout: str = "contiguous", out: bool = False, what: str = "") -> None:
+    """FlagGems through dispatch against torch in float64; where torch refuses the call,
+    FlagGems must refuse it too."""
+    ops = rounded(ops, dtype)
+    kind, want = outcome(lambda: reference(op, ops, layout))
+    if kind == "raises":
+        got_kind, _ = outcome(lambda: run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out))
+        assert got_kind == "raises", f"{what}{op.name}: torch raises {want}, FlagGems returned a result"
+        return
+    got = run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out)
+    compare(op, case, got, want, dtype, what)
+
+
+__all__ = ["INDEX", "MATMUL", "check", "compare", "lay_out", "reference", "run", "tolerance"]

@@ -1,0 +1,342 @@
+"""Matmul tails and index ops (issue 29), as data: one row per op.
+
+A row says where the op lives in FlagGems (its module, entry points and the names
+``use_gems(include=...)`` takes), how a contract builds a call (operands from a case: the
+matmul's M, K, N and batch; an index op's input shape, dim and index extent, with the index
+tensor contiguous, strided or expanded), torch's call (the float64 reference), the kernel
+paths, and FlagGems' own defects with the calls that run into them.  Nothing here imports
+torch at import time.
+
+The masked-row defect reaches a matmul through ``tl.dot``: the K tail of the second operand
+is loaded under a row condition (``k[:, None] < K``), a defective compiler drops it, and the
+rows past K meet the first operand's zeros - so only NaN or inf past the operand shows, and
+the determinism contract's poisoned memory is what catches it.  The index ops' kernels mask a
+flattened 1-D offset: the defect does not reach them (their contracts hold FlagGems' own
+defects: layouts of the index and of the source, duplicates, stride-0 indices).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .ops import OpDefect, flag_gems_version
+
+MATMUL, INDEX = "matmul", "index"
+MATMUL_LAYOUTS = ("contiguous", "transposed", "sliced")  # column-major operands; A a column slice of a wider tensor
+# every operand transposed; only the source (gather: the index) transposed; the index strided or stride-0
+INDEX_LAYOUTS = ("contiguous", "transposed", "transposed_src", "strided_index", "expanded_index")
+
+
+@dataclass(frozen=True)
+class TensorCase:
+    """matmul: ``shape`` is (M, K, N) or (batch, M, K, N); an index op: the input's shape,
+    ``dim`` the indexed dim and ``index`` the index's extent along it."""
+
+    shape: tuple[int, ...]
+    dim: int = 0
+    index: int = 0
+
+    @property
+    def id(self) -> str:
+        extra = f"-d{self.dim}-i{self.index}" if self.index else ""
+        return "x".join(map(str, self.shape)) + extra
+
+    @property
+    def k(self) -> int:
+        """A matmul's K (the extent ``tl.dot`` folds)."""
+        return self.shape[-2]
+
+
+@dataclass(frozen=True)
+class TensorCall:
+    """What a contract case asks of an op, as far as a known defect can depend on it."""
+
+    case: TensorCase
+    dtype: str = "float32"
+    layout: str = "contiguous"
+    values: str = "normal"
+    routed: bool = False
+    contract: str = ""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.case.shape
+
+
+@dataclass(frozen=True)
+class TensorPath:
+    """A kernel a call launches, with the smallest case that reaches it."""
+
+    name: str
+    case: TensorCase
+    kernel: str
+    layout: str = "contiguous"
+    lines: tuple[str, ...] = ()
+
+    def in_version(self, version: str | None) -> bool:
+        return not self.lines or any((version or "").startswith(v) for v in self.lines)
+
+
+@dataclass(frozen=True)
+class TensorOp:
+    name: str
+    family: str  # MATMUL | INDEX
+    module: str  # flag_gems module holding the entry point and its kernels
+    entry: str
+    gems_names: tuple[str, ...]  # function names for flag_gems.use_gems(include=...)
+    cases: dict[str, tuple[TensorCase, ...]]  # sweep -> cases
+    paths: tuple[TensorPath, ...] = ()
+    out: bool = False  # torch's call takes out=
+    accumulates: bool = False  # sums values into the result (atomics: order-dependent unless the values are integers)
+    kernels: tuple[str, ...] = ()  # kernels whose K tail a dropped row condition reads (registry.coverage finds them)
+    features: tuple[str, ...] = ()
+    defects: tuple[OpDefect, ...] = ()
+    lines: tuple[str, ...] = ()
+
+    @property
+    def layouts(self) -> tuple[str, ...]:
+        return MATMUL_LAYOUTS if self.family == MATMUL else INDEX_LAYOUTS
+
+    def in_version(self, version: str | None) -> bool:
+        return not self.lines or any((version or "").startswith(v) for v in self.lines)
+
+    def known_defects(self, call: TensorCall, version: str | None = None, emulated: bool = False) -> tuple[str, ...]:
+        version = version if version is not None else flag_gems_version()
+        return tuple(dict.fromkeys(d.id for d in self.defects if d.in_version(version)
+                                   and (emulated or not (d.emulator_only or d.corrupts))
+                                   and not (emulated and d.hardware_only) and d.applies(call)))
+
+    def corrupting(self, call: TensorCall, version: str | None = None) -> tuple[str, ...]:
+        version = version if version is not None else flag_gems_version()
+        return tuple(dict.fromkeys(d.id for d in self.defects if d.corrupts and d.in_version(version)
+                                   and d.applies(call)))
+
+    def fn(self) -> Callable[..., Any]:
+        return getattr(sys.modules[self.module], self.entry)
+
+    def operands(self, case: TensorCase, seed: int = 0, values: str = "normal") -> dict[str, Any]:
+        """Seeded float32 CPU operands (integer-valued where ``values`` is "integers": sums
+        in any order are exact), with a special value planted where ``values`` names one."""
+        return _BUILD[self.family](self, case, seed, values)
+
+    def call(self, torch: Any, ops: dict[str, Any], out: Any = None) -> Any:
+        """torch's call of the op on ``ops`` (torch dispatch sends it to FlagGems under use_gems)."""
+        return _CALL[self.name](torch, ops, out)
+
+    def terms(self, case: TensorCase) -> int:
+        """The values one output element sums: K for a matmul, the index's duplicates for an
+        accumulating index op (at most its extent), one otherwise."""
+        if self.family == MATMUL:
+            return max(case.k, 1)
+        return max(case.index, 1) if self.accumulates else 1
+
+
+def installed(op: TensorOp) -> bool:
+    module = sys.modules.get(op.module)
+    if module is None:
+        try:
+            __import__(op.module)
+        except ImportError:
+            return False
+        module = sys.modules.get(op.module)
+    return callable(getattr(module, op.entry, None))
+
+
+SPECIAL = {"nan": float("nan"), "pos_inf": float("inf"), "neg_inf": float("-inf"), "huge": 1e30}
+
+
+def _values(torch: Any, shape: tuple[int, ...], g: Any, values: str) -> Any:
+    if values == "integers":
+        return torch.randint(-8, 9, shape, generator=g).float()
+    return torch.randn(shape, generator=g)
+
+
+def _plant(t: Any, values: str) -> None:
+    if values in SPECIAL and t.numel():
+        t.view(-1)[t.numel() // 2] = SPECIAL[values]
+
+
+def _matmul_operands(op: TensorOp, case: TensorCase, seed: int, values: str) -> dict[str, Any]:
+    import torch
+
+    g = torch.Generator().manual_seed(seed + sum(case.shape) * 31)
+    *batch, m, k, n = case.shape
+    a = _values(torch, (*batch, m, k), g, values)
+    b = _values(torch, (*batch, k, n), g, values)
+    _plant(a, values)
+    found = {"a": a, "b": b}
+    if op.name == "addmm":
+        found["bias"] = _values(torch, (n,), g, values)
+    return found
+
+
+def _index_tensor(torch: Any, g: Any, size: int, shape: tuple[int, ...], unique: bool) -> Any:
+    """Indices below ``size`` of ``shape``; ``unique``: no two equal along dim 0 of each
+    column (scatter's winner among duplicates is unspecified)."""
+    if not unique:
+        return torch.randint(0, max(size, 1), shape, generator=g) if size else torch.zeros(shape, dtype=torch.long)
+    flat = shape[0], math.prod(shape[1:])
+    cols = [torch.randperm(size, generator=g)[: flat[0]] for _ in range(flat[1])]
+    return (torch.stack(cols, 1) if cols else torch.zeros(flat, dtype=torch.long)).reshape(shape)
+
+
+def _index_operands(op: TensorOp, case: TensorCase, seed: int, values: str) -> dict[str, Any]:
+    import torch
+
+    g = torch.Generator().manual_seed(seed + sum(case.shape) * 31 + case.dim)
+    shape, dim = case.shape, case.dim
+    x = _values(torch, shape, g, values)
+    _plant(x, values)
+    if op.name in ("index_select", "index_add"):
+        index = _index_tensor(torch, g, shape[dim], (case.index,), unique=False)
+        found = {"x": x, "index": index, "dim": dim}
+        if op.name == "index_add":
+            found["src"] = _values(torch, (*shape[:dim], case.index, *shape[dim + 1:]), g, values)
+        return found
+    ishape = (*shape[:dim], case.index, *shape[dim + 1:])
+    moved = (case.index, *shape[:dim], *shape[dim + 1:])  # unique along dim: draw with dim first, move it back
+    index = _index_tensor(torch, g, shape[dim], moved, unique=op.name == "scatter").movedim(0, dim).contiguous()
+    found = {"x": x, "index": index, "dim": dim}
+    if op.name in ("scatter", "scatter_add_"):
+        found["src"] = _values(torch, ishape, g, values)
+    return found
+
+
+_BUILD: dict[str, Callable[[TensorOp, TensorCase, int, str], dict[str, Any]]] = {
+    MATMUL: _matmul_operands, INDEX: _index_operands}
+
+_ALPHA, _BETA = 1.5, 0.5  # addmm's and index_add's scalars: a kernel that drops one is off
+
+
+def _out(kwargs: dict[str, Any], out: Any) -> dict[str, Any]:
+    return {**kwargs, "out": out} if out is not None else kwargs
+
+
+_CALL: dict[str, Callable[[Any, dict[str, Any], Any], Any]] = {
+    "mm": lambda torch, o, out: torch.mm(o["a"], o["b"], **_out({}, out)),
+    "addmm": lambda torch, o, out: torch.addmm(o["bias"], o["a"], o["b"], beta=_BETA, alpha=_ALPHA, **_out({}, out)),
+    "bmm": lambda torch, o, out: torch.bmm(o["a"], o["b"], **_out({}, out)),
+    "gather": lambda torch, o, out: torch.gather(o["x"], o["dim"], o["index"], **_out({}, out)),
+    "scatter": lambda torch, o, out: o["x"].scatter(o["dim"], o["index"], o["src"]),
+    "scatter_add_": lambda torch, o, out: o["x"].clone().scatter_add_(o["dim"], o["index"], o["src"]),
+    "index_select": lambda torch, o, out: torch.index_select(o["x"], o["dim"], o["index"], **_out({}, out)),
+    "index_add": lambda torch, o, out: o["x"].index_add(o["dim"], o["index"], o["src"], alpha=_ALPHA),
+}
+
+
+# -- FlagGems' own defects of the families (catalogue: config/platforms.yaml) -------------
+
+def _empty_k(call: TensorCall) -> bool:
+    """mm peels its K tail at prev_multiple_of(K, BLOCK_K) = cdiv(K, BLOCK_K) * BLOCK_K - BLOCK_K:
+    for K = 0 that is -BLOCK_K, and rk < K holds on every lane of -BLOCK_K..-1."""
+    return len(call.shape) == 3 and call.case.k == 0 and call.shape[0] > 0 and call.shape[2] > 0
+
+
+def _index_strided(call: TensorCall) -> bool:
+    """The kernel loads ``index + offset``: the index tensor's own stride is never read."""
+    return call.layout in ("strided_index", "expanded_index")
+
+
+def _src_not_like_input(call: TensorCall) -> bool:
+    """index_add's kernel walks the source's memory offsets and turns each into the
+    destination's offset as if the source were laid out like the input: a source transposed
+    against its input lands its values on the wrong elements (both transposed alike: right)."""
+    return call.layout == "transposed_src"
+
+
+M = TensorCase
+_MATMUL_FEATURES = ("masked_2d_row_load", "masked_2d_col_load", "mask_2d_logic", "masked_loop_tail", "partial_2d_tiles",
+                    "masked_2d_store", "masked_load_other", "int64_offset_arith", "scalar_bound_at_first_launch",
+                    "cold_first_launch")
+_INDEX_FEATURES = ("masked_1d_load", "int64_offset_arith", "scalar_bound_at_first_launch", "cold_first_launch",
+                   "masked_load_other")
+# M, K and N: K tails below, at and past one BLOCK_K (the tuned configs' 32 to 256), M and N
+# partial tiles; the full sweep adds a K over several tiles with a tail and wide N
+_MM = {
+    "quick": (M((13, 19, 17)), M((5, 70, 9)), M((33, 7, 3)), M((3, 129, 40))),
+    "full": (M((13, 19, 17)), M((5, 70, 9)), M((33, 7, 3)), M((3, 129, 40)), M((70, 300, 65)), M((130, 257, 33))),
+}
+_BMM = {
+    "quick": (M((2, 13, 19, 17)), M((3, 5, 70, 9)), M((1, 33, 7, 3))),
+    "full": (M((2, 13, 19, 17)), M((3, 5, 70, 9)), M((1, 33, 7, 3)), M((4, 70, 129, 65))),
+}
+# index ops: the indexed dim inner and outer, index extents below and past the dim's size
+_GATHER = {
+    "quick": (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=17),
+              M((3, 4, 5), dim=2, index=3)),
+    "full": (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=17),
+             M((3, 4, 5), dim=2, index=3), M((64, 130), dim=0, index=200), M((8, 1025), dim=1, index=700)),
+}
+_SCATTER = {  # scatter's index is unique along dim: index <= the dim's size
+    "quick": (M((5, 7, 9), dim=1, index=4), M((11, 6), dim=0, index=9), M((4, 33), dim=1, index=17),
+              M((3, 4, 5), dim=2, index=3)),
+    "full": (M((5, 7, 9), dim=1, index=4), M((11, 6), dim=0, index=9), M((4, 33), dim=1, index=17),
+             M((3, 4, 5), dim=2, index=3), M((200, 64), dim=0, index=130), M((8, 1025), dim=1, index=700)),
+}
+_SELECT = {
+    "quick": (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=40),
+              M((3, 4, 5), dim=2, index=3)),
+    "full": (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=40),
+             M((3, 4, 5), dim=2, index=3), M((130, 64), dim=0, index=257), M((8, 1025), dim=1, index=700)),
+}
+P = TensorPath
+
+OPS: tuple[TensorOp, ...] = (
+    TensorOp("mm", MATMUL, "flag_gems.ops.mm", "mm", ("mm", "mm_out"), _MM, out=True,
+             paths=(P("general: M x N tiles, K tiles then a masked K tail", M((13, 19, 17)), "mm_kernel_general"),
+                    P("a @ a.T: the symmetric (syrk) kernel", M((13, 19, 13)), "mm_kernel_syrk", layout="syrk")),
+             kernels=("mm_kernel_general", "mm_kernel_syrk"), features=_MATMUL_FEATURES,
+             defects=(OpDefect("matmul_empty_k_reads_before", _empty_k),)),
+    TensorOp("addmm", MATMUL, "flag_gems.ops.addmm", "addmm", ("addmm", "addmm_out"), _MM, out=True,
+             paths=(P("bias + a @ b: K tiles under (m, k) and (k, n) masks", M((13, 19, 17)), "addmm_kernel"),),
+             kernels=("addmm_kernel",), features=_MATMUL_FEATURES),
+    TensorOp("bmm", MATMUL, "flag_gems.ops.bmm", "bmm", ("bmm", "bmm_out"), _BMM, out=True,
+             paths=(P("a batch a grid axis: K tail masked (DIVISIBLE_K off)", M((2, 13, 19, 17)), "bmm_kernel"),
+                    P("K a multiple of TILE_K: no K mask", M((2, 13, 64, 17)), "bmm_kernel")),
+             kernels=("bmm_kernel",), features=_MATMUL_FEATURES),
+    TensorOp("gather", INDEX, "flag_gems.ops.gather", "gather", ("gather",), _GATHER,
+             paths=(P("generated strided kernel over the index's elements", M((5, 7, 9), dim=1, index=4),
+                      "_gather_flaggems_jit_function"),),
+             features=_INDEX_FEATURES),
+    TensorOp("scatter", INDEX, "flag_gems.ops.scatter", "scatter", ("scatter", "scatter_"), _SCATTER,
+             paths=(P("generated strided kernel over the source's elements", M((5, 7, 9), dim=1, index=4),
+                      "_scatter_flaggems_jit_function"),),
+             features=_INDEX_FEATURES),
+    TensorOp("scatter_add_", INDEX, "flag_gems.ops.scatter_add_", "scatter_add_", ("scatter_add_",), _GATHER,
+             accumulates=True,
+             paths=(P("generated strided kernel, atomic adds", M((5, 7, 9), dim=1, index=4),
+                      "_scatter_add_flaggems_jit_function"),),
+             features=_INDEX_FEATURES),
+    TensorOp("index_select", INDEX, "flag_gems.ops.index_select", "index_select", ("index_select",), _SELECT, out=False,
+             paths=(P("(rows, index) tiles", M((5, 7, 9), dim=1, index=4), "index_select_kernel"),),
+             features=(*_INDEX_FEATURES, "masked_2d_row_load", "mask_2d_logic", "python_and_or_masks"),
+             defects=(OpDefect("index_select_index_strides", _index_strided),)),
+    TensorOp("index_add", INDEX, "flag_gems.ops.index_add", "index_add", ("index_add", "index_add_"), _SELECT,
+             accumulates=True,
+             paths=(P("generated strided kernel over the source, atomic adds", M((5, 7, 9), dim=1, index=4),
+                      "_index_add_flaggems_jit_function"),),
+             features=_INDEX_FEATURES,
+             defects=(OpDefect("index_add_src_layout", _src_not_like_input),
+                      OpDefect("index_add_index_strides", _index_strided))),
+)
+
+OPS_BY_NAME: dict[str, TensorOp] = {op.name: op for op in OPS}
+FAMILIES: dict[str, tuple[TensorOp, ...]] = {
+    family: tuple(op for op in OPS if op.family == family) for family in (MATMUL, INDEX)}
+
+
+def get(name: str) -> TensorOp:
+    found = OPS_BY_NAME.get(name)
+    if found is None:
+        raise KeyError(f"unknown tensor op {name!r}; known: {', '.join(OPS_BY_NAME)}")
+    return found
+
+
+def ops_for(version: str | None = None) -> list[TensorOp]:
+    """The rows of the installed FlagGems line whose module and entry point it has."""
+    version = version if version is not None else flag_gems_version()
+    return [op for op in OPS if op.in_version(version) and installed(op)]
+
