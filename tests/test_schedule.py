@@ -77,8 +77,9 @@ import sys, types
 from pytest_fl_contract import cli
 from pytest_fl_contract.config import suites
 child = '''
-import sys, time
+import pathlib, sys, time
 try:
+    pathlib.Path(sys.argv[1] + ".ready").write_text("")  # handlers in place: the test may signal
     time.sleep(30)
 except KeyboardInterrupt:
     time.sleep(0.5)  # writing its report
@@ -97,22 +98,32 @@ def test_an_interrupted_lane_waits_for_pytests_report(tmp_path):
     import signal
     import subprocess
     import sys
-    import time
 
     report = tmp_path / "lane.xml"
     env = {**os.environ, "PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parent.parent)}
     proc = subprocess.Popen([sys.executable, "-c", WRAPPED, str(report)], start_new_session=True, env=env)
-    time.sleep(1.5)
+    _wait_for(tmp_path / "lane.xml.ready", proc)
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=20) == 3
     assert report.read_text() == "report"
 
 
-STUCK = WRAPPED.replace('''    time.sleep(0.5)  # writing its report''', '''    while True:
+STUCK = WRAPPED.replace('''    time.sleep(0.5)  # writing its report''', '''    pathlib.Path(sys.argv[1] + ".interrupted").write_text("")
+    while True:
         try:
             time.sleep(30)  # a pytest that hangs in its teardown
         except KeyboardInterrupt:
             pass''')
+
+
+def _wait_for(path, proc):
+    """Under a loaded CI machine a fixed sleep is a race: wait for the child to say it is there."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the wrapped pytest never started"
+        time.sleep(0.05)
 
 
 def test_a_second_interrupt_ends_a_pytest_that_hangs(tmp_path):
@@ -124,8 +135,9 @@ def test_a_second_interrupt_ends_a_pytest_that_hangs(tmp_path):
 
     env = {**os.environ, "PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parent.parent)}
     proc = subprocess.Popen([sys.executable, "-c", STUCK, str(tmp_path / "x")], start_new_session=True, env=env)
-    time.sleep(1.5)
+    _wait_for(tmp_path / "x.ready", proc)
     os.killpg(proc.pid, signal.SIGINT)
+    _wait_for(tmp_path / "x.interrupted", proc)
     time.sleep(0.5)
     assert proc.poll() is None  # the first one only waits
     os.killpg(proc.pid, signal.SIGINT)
