@@ -55,6 +55,48 @@ def test_a_whole_tile_fold_is_reached_too():
     assert coverage.reached_kernels(kernel(mask="mask = k[None, :] < K").replace("tl.sum(acc, axis=0)", "tl.sum(acc)")) == ()
 
 
+DOT = '''
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(c, a, b, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for start in range(0, K, BK):
+        rk = start + tl.arange(0, BK)
+        x = tl.load(a + rm[:, None] * K + rk[None, :], mask={a_mask}, other=0.0)
+        {b_mask}
+        y = tl.load(b + rk[:, None] * N + rn[None, :], mask=mask_b, other=0.0)
+        acc += tl.dot({operands})
+    tl.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+'''
+
+
+def dot(a_mask: str = "rk[None, :] < K", b_mask: str = "mask_b = rk[:, None] < K", operands: str = "x, y") -> str:
+    return DOT.format(a_mask=a_mask, b_mask=b_mask, operands=operands)
+
+
+@pytest.mark.parametrize("source", [
+    dot(),  # mm's peeled tail: the row condition alone, broadcast over the columns
+    dot(b_mask="mask_b = (rk[:, None] < K) & (rn[None, :] < N)"),  # addmm's, bmm's
+    dot(operands="x, y.to(tl.float16)"),  # cast on the way in
+], ids=["bare-row", "combined", "cast"])
+def test_a_dot_whose_second_operand_is_row_masked_is_reached(source):
+    """The K tail: rows read past K enter every output of the product."""
+    assert coverage.reached_kernels(source) == ("kernel",)
+
+
+@pytest.mark.parametrize("source", [
+    dot(b_mask="mask_b = rn[None, :] < N"),  # only a column condition on the second operand
+    dot(a_mask="(rm[:, None] < M) & (rk[None, :] < K)", b_mask="mask_b = rn[None, :] < N"),  # rows of the first: M
+    dot(operands="y, x"),  # the row-masked tile is the first operand: its rows are M, masked at the store
+], ids=["column-only", "first-operand-rows", "swapped"])
+def test_a_dot_the_defect_does_not_reach(source):
+    assert coverage.reached_kernels(source) == ()
+
+
 @pytest.mark.parametrize("source", [
     kernel(axis=1),  # reduced along its columns: the extra rows are never stored
     kernel(mask="mask = k[None, :] < K"),  # no row condition to drop
@@ -76,14 +118,18 @@ def test_the_installed_line_has_no_uncovered_module():
     # flag_gems 5.0.2: the four ops with *_non_inner kernels (log_softmax, prod and std
     # fold along columns there; argmin's split-K tile is 3-D), and the four normalization
     # layers (weight gradients over rows; batch and group norm's whole-tile statistics)
-    assert _rows(found) == {"sum", "mean", "softmax", "argmax", "layer_norm", "rms_norm", "group_norm", "batch_norm"}
+    # layers (weight gradients over rows; batch and group norm's whole-tile statistics); the
+    # matmuls (a K tail loaded under a row condition into tl.dot)
+    assert _rows(found) == {"sum", "mean", "softmax", "argmax", "layer_norm", "rms_norm", "group_norm", "batch_norm",
+                            "mm", "addmm", "bmm"}
 
 
 def test_the_54_line_has_no_uncovered_module_and_special_logsumexp_has_a_row(fg54_site):
     found = coverage.scan(fg54_site / "flag_gems")
     assert coverage.uncovered(found) == ()
     assert _rows(found) == {"sum", "mean", "softmax", "log_softmax", "argmax", "prod", "std", "logsumexp",
-                            "special_logsumexp", "layer_norm", "rms_norm", "group_norm", "batch_norm"}
+                            "special_logsumexp", "layer_norm", "rms_norm", "group_norm", "batch_norm",
+                            "mm", "addmm", "bmm"}
 
 
 def test_every_stated_reason_names_a_module_some_line_reaches(fg54_site):

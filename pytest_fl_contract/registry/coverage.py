@@ -3,8 +3,9 @@
 A kernel is reached when it loads a 2-D tile under a mask with a row condition (an index
 expanded to a column, ``n[:, None] < N``, combined with another condition by ``&`` or
 ``and``) and folds the tile along its rows (a reduction or scan over axis 0, or over the
-whole tile: ``tl.sum(x)`` with no axis, as batch and group norm's statistics do): a dropped
-row condition then reads rows past the end *into the result*.  A kernel that only reduces along
+whole tile: ``tl.sum(x)`` with no axis, as batch and group norm's statistics do), or feeds
+a row-masked tile to ``tl.dot`` as its second operand (a K tail): a dropped row condition
+then reads rows past the end *into the result*.  A kernel that only reduces along
 its columns reads the extra rows too but never stores them (amax, 5.0.2's log_softmax), so it
 is not reached.  The source is parsed, never imported: no device is needed, and any
 installed FlagGems line can be read (``root``).
@@ -45,6 +46,18 @@ _FAMILIES = {
     "linear algebra and distances: Gram products, Jacobi sweeps and cdist's backward fold row tiles "
     "weighted by a masked (other=0) operand: wrong where the rows past the end hold NaN or inf":
         ("ops.svd", "ops.cdist_backward"),
+    "matmul variants and fused GEMMs: a tl.dot over a K tail loaded under a row condition, as mm's; "
+    "the matmul rows (mm, addmm, bmm) stand for the kernel shape, and their route (the second operand a view "
+    "of zero-padded memory) is the one each would take": (
+        "ops.baddbmm", "ops.linear", "ops.scaled_mm", "ops.scaled_grouped_mm", "ops.w8a8_block_fp8_matmul",
+        "fused.cutlass_scaled_mm", "fused.fused_moe", "fused.fused_marlin_moe", "fused.matmul_bias_activation",
+        "fused.matmuladd"),
+    "mm's stream-K kernels: mm's own entry points launch them, with the operands mm's route pads": ("ops.mm_streamk",),
+    "convolutions: an implicit GEMM whose K (channels by window) tail is loaded under a row condition": (
+        "ops.conv2d", "ops.conv3d", "ops.conv_transpose1d", "ops.conv_transpose2d"),
+    "attention (flash, MLA, sparse): P @ V loads V's sequence tail under a row condition inside one fused "
+    "kernel": ("ops.attention", "ops.flash_kernel", "ops.flash_attention_backward", "fused.flash_mla",
+               "fused.flash_mla_with_kvcache", "fused.flashmla_sparse", "fused.sparse_attention"),
     "fused attention, MoE routing, recurrent and sequence-packing kernels (serving engines' paths, "
     "no aten reduction)": ("fused.DSA.bin_topk", "fused.DSA.indexer_k_tiled", "fused.DSA.sparse_mla",
                            "fused.FLA.fused_recurrent", "fused.FLA.chunk_gated_delta_direct",
@@ -158,9 +171,29 @@ def reached_kernels(source: str) -> tuple[str, ...]:
         masked = any(_call_name(c) == "load" and any(_row_mask(m, env) for m in
                      [kw.value for kw in c.keywords if kw.arg == "mask"] + c.args[1:2]) for c in calls)
         folds = any(_call_name(c) in FOLDS and (_axis(c) == 0 or _whole(c)) for c in calls)
-        if masked and folds:
+        if (masked and folds) or _dot_tail(calls, env):
             found.append(fn.name)
     return tuple(found)
+
+
+def _row_masked_load(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
+    """The expression is (or names) a load under a row condition - alone (``k[:, None] < K``,
+    broadcast over the columns) or combined."""
+    if isinstance(node, ast.Name) and node.id in env and node.id not in seen:
+        return any(_row_masked_load(v, env, seen | {node.id}) for v in env[node.id])
+    if isinstance(node, ast.Call) and _call_name(node) in ("to", "trans") and isinstance(node.func, ast.Attribute):
+        return _row_masked_load(node.func.value, env, seen)
+    if not (isinstance(node, ast.Call) and _call_name(node) == "load"):
+        return False
+    masks = [kw.value for kw in node.keywords if kw.arg == "mask"] + node.args[1:2]
+    return any(not _wider(m, env) and (_column(m, env) or _row_mask(m, env)) for m in masks)
+
+
+def _dot_tail(calls: list[ast.Call], env: dict[str, list[ast.expr]]) -> bool:
+    """``tl.dot(a, b)`` whose second operand was loaded under a row condition: ``b``'s rows are
+    the K that the product folds, so rows read past K enter every output (times the first
+    operand's masked zeros: NaN or inf there shows)."""
+    return any(_call_name(c) == "dot" and len(c.args) > 1 and _row_masked_load(c.args[1], env) for c in calls)
 
 
 @functools.cache
@@ -194,10 +227,11 @@ def scan(root: Path, under: Iterable[str] = SCANNED) -> tuple[Reach, ...]:
 
 def rows(reach: Reach) -> list[str]:
     """The registry rows (ops and layers) whose module is the reached one."""
-    from . import layers
+    from . import layers, tensorops
 
     return [op.name for op in ops.OPS if op.module == reach.module] + \
-        [layer.name for layer in layers.LAYERS if layer.module == reach.module]
+        [layer.name for layer in layers.LAYERS if layer.module == reach.module] + \
+        [op.name for op in tensorops.OPS if op.module == reach.module and op.kernels]
 
 
 def covered(reach: Reach) -> str | None:

@@ -42,7 +42,19 @@ def _wrap(op: str, attr: str | None, make: Callable[[Callable[..., Any]], Callab
     attr = attr or ops.get(op).entry
     mutant = functools.wraps(original)(make(original))
     setattr(mod, attr, mutant)
-    flag_gems._FULL_CONFIG = tuple((n, mutant if f is original else f, *r) for n, f, *r in flag_gems._FULL_CONFIG)
+    _rewire(flag_gems, original, mutant)
+
+
+def _rewire(flag_gems: Any, original: Any, mutant: Any) -> None:
+    """The registrations of ``original`` now register ``mutant``: ``_FULL_CONFIG`` (enable,
+    use_gems()) and, where the line has it, ``FULL_CONFIG_BY_FUNC`` (use_gems(include=...))."""
+    def swap(item: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (item[0], mutant, *item[2:]) if len(item) > 1 and item[1] is original else item
+
+    flag_gems._FULL_CONFIG = tuple(swap(item) for item in flag_gems._FULL_CONFIG)
+    by_func = getattr(flag_gems, "FULL_CONFIG_BY_FUNC", None)
+    if isinstance(by_func, dict):
+        flag_gems.FULL_CONFIG_BY_FUNC = {k: [swap(i) for i in v] for k, v in by_func.items()}
 
 
 def _dims(x: Any, dim: Any) -> tuple[int, int, int] | None:
@@ -656,6 +668,22 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
         ("flag_gems.ops.batch_norm", "batch_norm_backward_kernel", "(term1 * curr_pre_lin + term2) / count",
          "(term1 * curr_pre_lin) / count", 1),
     ),
+    # matmul tails and index ops (issue 29), from mm.py's, addmm.py's, bmm.py's and index_select.py's kernels
+    "mm_tail_drops_last_k": (
+        ("flag_gems.ops.mm", "mm_kernel_general", "mask_k = rk < K", "mask_k = rk < K - 1", 1),
+    ),
+    "addmm_beta_ignored": (
+        ("flag_gems.ops.addmm", "addmm_kernel", "accumulator = accumulator * alpha + bias * beta",
+         "accumulator = accumulator * alpha + bias", 1),
+    ),
+    "bmm_k_offsets_not_advanced": (
+        ("flag_gems.ops.bmm", "bmm_kernel", "offs_k += TILE_K", "offs_k += 0", 1),
+    ),
+    "index_select_last_index_dropped": (
+        ("flag_gems.ops.index_select", "index_select_kernel",
+         "indices = tl.load(index + cols_offsets, mask=(cols_offsets < index_len), other=0)",
+         "indices = tl.load(index + cols_offsets, mask=(cols_offsets < index_len - 1), other=0)", 1),
+    ),
     "softmax_inner_tail_other_zero": (
         ("flag_gems.ops.softmax", "softmax_kernel_inner",
          'inp = tl.load(input_ptr + n_offsets, mask=mask, other=-float("inf"))\n            m_new',
@@ -677,6 +705,64 @@ def _kernel_edits(name: str) -> Callable[[], None]:
 def _gems_kernel(fn: Any) -> bool:
     """A FlagGems kernel (the hooks below leave the project's own probe kernels alone)."""
     return str(getattr(fn, "__module__", "")).startswith("flag_gems")
+
+
+def _wrap_tensor_op(name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """``_wrap`` for a matmul or index-op row (registry.tensorops)."""
+    import functools
+
+    import flag_gems
+
+    from ..registry import tensorops
+
+    row = tensorops.get(name)
+    mod = sys.modules[row.module]
+    original = getattr(mod, row.entry)
+    mutant = functools.wraps(original)(make(original))
+    setattr(mod, row.entry, mutant)
+    _rewire(flag_gems, original, mutant)
+
+
+def _gather_index_read_as_contiguous() -> None:
+    """gather's generated kernel walks the index with the strides of a contiguous index (the
+    non-contiguous-index class of FlagGems #5746): a transposed index is read in the wrong order."""
+    import torch
+
+    def make(orig):
+        def gather(inp, dim, index, out=None, sparse_grad=False):
+            if index.numel() and not index.is_contiguous() and 0 not in index.stride():
+                index = torch.as_strided(index, index.shape, torch.empty(index.shape).stride(), index.storage_offset())
+            return orig(inp, dim, index, out=out, sparse_grad=sparse_grad)
+
+        return gather
+
+    _wrap_tensor_op("gather", make)
+
+
+def _scatter_add_stride0_index_first_slice() -> None:
+    """scatter_add_ with an expanded (stride-0) index applies only its first slice (the stride-0
+    class of FlagGems #6448): the rest of the source never lands."""
+
+    def make(orig):
+        def scatter_add_(x, dim, index, src):
+            zero = [axis for axis in range(index.dim()) if index.stride(axis) == 0 and index.shape[axis] > 1]
+            if zero:
+                index, src = index.narrow(zero[0], 0, 1), src.narrow(zero[0], 0, 1)
+            return orig(x, dim, index, src)
+
+        return scatter_add_
+
+    _wrap_tensor_op("scatter_add_", make)
+
+
+def _index_add_alpha_dropped() -> None:
+    def make(orig):
+        def index_add(inp, dim, index, src, alpha=1):
+            return orig(inp, dim, index, src)
+
+        return index_add
+
+    _wrap_tensor_op("index_add", make)
 
 
 def _std_correction_zero_is_none() -> None:
@@ -1014,6 +1100,24 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("batch_norm_input_grad_without_the_bias_term", "batch_norm's input gradient forgets the sum of the output "
                "gradient (its bias term)", "batch_norm and (backward or path)",
                _kernel_edits("batch_norm_input_grad_without_the_bias_term"), suite="layers"),
+        # matmul tails and index ops (issue 29): written from the kernels and FlagGems' vendor issues
+        Mutant("mm_tail_drops_last_k", "mm's peeled K tail masks rk < K - 1: the last k is never summed",
+               "mm and (accuracy or path)", _kernel_edits("mm_tail_drops_last_k"), suite="tensorops"),
+        Mutant("addmm_beta_ignored", "addmm adds the bias unscaled (beta taken for 1)", "addmm and accuracy",
+               _kernel_edits("addmm_beta_ignored"), suite="tensorops"),
+        Mutant("bmm_k_offsets_not_advanced", "bmm advances its pointers but not its K offsets: the last K tile's "
+               "mask holds for every lane", "bmm and (accuracy or path)", _kernel_edits("bmm_k_offsets_not_advanced"),
+               suite="tensorops"),
+        Mutant("index_select_last_index_dropped", "index_select loads its indices under cols < index_len - 1: the last "
+               "column selects element 0", "index_select and accuracy", _kernel_edits("index_select_last_index_dropped"),
+               suite="tensorops"),
+        Mutant("gather_index_read_as_contiguous", "gather reads a non-contiguous index as if it were contiguous "
+               "(FlagGems #5746's class)", "gather and layout", _gather_index_read_as_contiguous, suite="tensorops"),
+        Mutant("scatter_add_stride0_index_first_slice", "scatter_add_ applies only the first slice of a stride-0 "
+               "index (FlagGems #6448's class)", "scatter_add_ and layout", _scatter_add_stride0_index_first_slice,
+               suite="tensorops"),
+        Mutant("index_add_alpha_dropped", "index_add ignores alpha", "index_add and accuracy", _index_add_alpha_dropped,
+               suite="tensorops"),
         Mutant("masked_load_no_other_garbage", "a compiler leaves the masked lanes of a load without other= undefined (NaN)",
                "softmax and backward", _masked_load_no_other_garbage),
         Mutant("autotune_picks_last_config", "the autotuner picks the last config: argmin's split-K grid assumes BLOCK_M = 8",

@@ -32,6 +32,7 @@ class Route:
     layer: registry.Layer
     attr: str
     make: Callable[[Callable[..., Any]], Callable[..., Any]]
+    kind: str = "layer"
 
     @property
     def module(self) -> str:

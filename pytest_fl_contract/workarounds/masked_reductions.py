@@ -291,19 +291,19 @@ def install() -> dict[str, str]:
             if getattr(namespace, target.attr, None) is original:
                 _PATCHES.set(namespace, target.attr, wrapper)
         wrappers.setdefault(id(original), {})[target.out is not None] = wrapper
-    from . import layers  # the normalization layers: routes of whole entry points (workarounds/layers.py)
+    from . import layers, matmul  # routes of whole entry points: the normalization layers, the matmuls' K tails
 
-    for route in layers.routes():
+    for route in (*layers.routes(), *matmul.routes()):
         module = sys.modules[route.module]
         original = getattr(module, route.attr)
         wrapper = route.make(original)
         wrapper.__fl_original__ = original  # type: ignore[attr-defined]
         _PATCHES.set(module, route.attr, wrapper)
-        _PATCHES.entries[route.qualname] = "layer"
+        _PATCHES.entries[route.qualname] = route.kind
         for namespace in namespaces:
             if getattr(namespace, route.attr, None) is original:
                 _PATCHES.set(namespace, route.attr, wrapper)
-        wrappers.setdefault(id(original), {})[False] = wrapper
+        wrappers.setdefault(id(original), {})[_is_out_binding(route.attr)] = wrapper
 
     def rewired(item: tuple[Any, ...]) -> tuple[Any, ...]:
         if not item or len(item) < 2:
