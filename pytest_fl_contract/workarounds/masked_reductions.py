@@ -293,7 +293,8 @@ def install() -> dict[str, str]:
         wrappers.setdefault(id(original), {})[target.out is not None] = wrapper
     from . import layers, matmul  # routes of whole entry points: the normalization layers, the matmuls' K tails
 
-    for route in (*layers.routes(), *matmul.routes()):
+    routes: list[layers.Route | matmul.Route] = [*layers.routes(), *matmul.routes()]
+    for route in routes:
         module = sys.modules[route.module]
         original = getattr(module, route.attr)
         wrapper = route.make(original)
