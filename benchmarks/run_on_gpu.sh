@@ -69,7 +69,7 @@ print(fastpath.device_info('cuda').source)" ;;
       start=$(date +%s.%N)
       # lane_timeline.py: when each worker started, was ready and ran each case (what sets the wall time)
       (cd /tmp && FL_TIMELINE="$OUT/timeline-$run$LANE_TAG$FL_LINE" PYTHONPATH="$PYTHONPATH:$ROOT/benchmarks" \
-        timeout -s INT -k 30 "${LANE_TIMEOUT:-540}" python3 -m pytest_fl_contract.cli contracts ${LANE_SUITES:-reductions layers} -- --platform nvidia --fl-sweep full -n auto -q \
+        timeout -s INT -k 30 "${LANE_TIMEOUT:-540}" python3 -m pytest_fl_contract.cli contracts ${LANE_SUITES:-reductions layers tensorops} -- --platform nvidia --fl-sweep full -n auto -q \
         -p lane_timeline ${LANE_K:+-k "$LANE_K"} ${LANE_ARGS} -rfE --junitxml="$OUT/lane-$run$LANE_TAG$FL_LINE.xml" --durations=15 > "$OUT/lane-$run$LANE_TAG$FL_LINE.txt" 2>&1)
       echo "lane $run$LANE_TAG$FL_LINE: exit $?, $(python3 -c "import time; print(round(time.time() - $start, 1))") s wall"
       grep -E "^(FAILED|ERROR)" "$OUT/lane-$run$LANE_TAG$FL_LINE.txt" | cut -c1-400 | head -40
@@ -79,12 +79,13 @@ print(fastpath.device_info('cuda').source)" ;;
       # one file per process is more than the device tool brings back: one archive instead
       tar -C "$OUT" -czf "$OUT/timeline-$run$LANE_TAG$FL_LINE.tgz" "timeline-$run$LANE_TAG$FL_LINE" && rm -rf "$OUT/timeline-$run$LANE_TAG$FL_LINE"
     done ;;
-  layersforced)
-    # the normalization layers with the workaround forced on (its routes on a correct device)
-    (cd /tmp && timeout 300 python3 -m pytest_fl_contract.cli contracts layers -- --platform nvidia --fl-sweep full -n 8 -q \
-      --fl-force-workaround -rfE --junitxml="$OUT/layers-forced$FL_LINE.xml" > "$OUT/layers-forced$FL_LINE.txt" 2>&1)
-    echo "layers forced$FL_LINE: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/layers-forced$FL_LINE.txt" | cut -c1-300 | head -20
-    grep -E "passed|failed" "$OUT/layers-forced$FL_LINE.txt" | tail -1 ;;
+  forced|layersforced)
+    # the suites whose routes replace whole entry points (layers, the matmuls' K tails) with the
+    # workaround forced on: its routes on a correct device
+    (cd /tmp && timeout 300 python3 -m pytest_fl_contract.cli contracts ${FORCED_SUITES:-layers tensorops} -- --platform nvidia --fl-sweep full -n 8 -q \
+      --fl-force-workaround -rfE --junitxml="$OUT/forced$FL_LINE.xml" > "$OUT/forced$FL_LINE.txt" 2>&1)
+    echo "forced$FL_LINE: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/forced$FL_LINE.txt" | cut -c1-300 | head -20
+    grep -E "passed|failed" "$OUT/forced$FL_LINE.txt" | tail -1 ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" ${ROUNDS:+--rounds "$ROUNDS"} \
       ${GRAPH:+--graph} --json "$OUT/sweep.json" > "$OUT/sweep.txt" 2>&1
@@ -111,6 +112,6 @@ print(fastpath.device_info('cuda').source)" ;;
       softmax:2x1266x34:1:bfloat16 mean:1x15x2229:1:float16 sum:81x2x141:1:float32 softmax:2x5x6240:1:bfloat16 \
       sum:4054x255x54:1:bfloat16 sum:220x14x83424:1:bfloat16 sum:20884x1773x6:1:float16 sum:5027x53x1277:1:bfloat16 \
       mean:224421x24x16:1:float32 sum:5x71786x2:1:bfloat16} 2>&1 | tee "$OUT/profile.txt" ;;
-  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, lane, layersforced, sweep, startup, workerprofile, profile)"; exit 2 ;;
+  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, lane, forced, sweep, startup, workerprofile, profile)"; exit 2 ;;
   esac
 done

@@ -136,13 +136,18 @@ def test_every_probe_names_a_catalogued_compiler_defect_and_every_compiler_defec
 
 
 def test_a_defects_reach_is_the_op_registrys_vocabulary():
-    """Rows' features name compiler defects of the catalogue; a FlagGems defect's reach is
-    the rows whose predicates name it."""
+    """Rows' features (reductions, layers, matmul and index ops) name compiler defects of the
+    catalogue; a FlagGems defect's reach is the rows whose predicates name it."""
+    from pytest_fl_contract.registry import layers, tensorops
+
     for op in ops.OPS:
-        assert set(op.features) <= {d.id for d in REGISTRY.defects.values() if not d.flag_gems}, op.name
         assert {d.id for d in op.defects} <= REGISTRY.flag_gems_defects, op.name
+    rows = (*ops.OPS, *layers.LAYERS, *tensorops.OPS)
+    for row in rows:
+        assert set(row.features) <= {d.id for d in REGISTRY.defects.values() if not d.flag_gems}, row.name
     for defect in REGISTRY.defects.values():
-        assert set(ops.reach(defect)) <= set(ops.OPS_BY_NAME), defect.id
+        assert set(ops.reach(defect)) <= {row.name for row in rows}, defect.id
+    assert {"mm", "addmm", "bmm", "layer_norm"} <= set(ops.feature_reach("masked_2d_row_load"))
 
 
 def test_row_load_ops_come_from_the_registry():

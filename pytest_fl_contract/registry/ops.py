@@ -1101,8 +1101,12 @@ def reach(defect: Any) -> tuple[str, ...]:
 
 
 def feature_reach(defect_id: str) -> tuple[str, ...]:
-    """The ops whose kernels rely on the compiler feature a compiler defect breaks."""
-    return tuple(op.name for op in OPS if defect_id in op.features)
+    """The ops whose kernels rely on the compiler feature a compiler defect breaks: the
+    reductions' rows, then the layers' and the matmul and index ops'."""
+    from . import layers, tensorops  # they import this module
+
+    rows = (*OPS, *layers.LAYERS, *tensorops.OPS)
+    return tuple(dict.fromkeys(row.name for row in rows if defect_id in row.features))
 
 
 def defect_reach(defect_id: str) -> dict[str, tuple[str, ...]]:

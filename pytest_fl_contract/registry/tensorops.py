@@ -312,7 +312,7 @@ OPS: tuple[TensorOp, ...] = (
              features=_INDEX_FEATURES),
     TensorOp("index_select", INDEX, "flag_gems.ops.index_select", "index_select", ("index_select",), _SELECT, out=False,
              paths=(P("(rows, index) tiles", M((5, 7, 9), dim=1, index=4), "index_select_kernel"),),
-             features=(*_INDEX_FEATURES, "masked_2d_row_load", "mask_2d_logic", "python_and_or_masks"),
+             features=(*_INDEX_FEATURES, "mask_2d_logic", "python_and_or_masks"),  # its row-masked load is stored under the same mask
              defects=(OpDefect("index_select_index_strides", _index_strided),)),
     TensorOp("index_add", INDEX, "flag_gems.ops.index_add", "index_add", ("index_add", "index_add_"), _SELECT,
              accumulates=True,
