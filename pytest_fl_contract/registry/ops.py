@@ -1105,7 +1105,7 @@ def feature_reach(defect_id: str) -> tuple[str, ...]:
     reductions' rows, then the layers' and the matmul and index ops'."""
     from . import layers, tensorops  # they import this module
 
-    rows = (*OPS, *layers.LAYERS, *tensorops.OPS)
+    rows: list[Op | layers.Layer | tensorops.TensorOp] = [*OPS, *layers.LAYERS, *tensorops.OPS]
     return tuple(dict.fromkeys(row.name for row in rows if defect_id in row.features))
 
 
