@@ -65,6 +65,24 @@ def test_known_defect_is_strict_xfail_only_where_listed_and_uncovered():
     assert evaluate_xfail(validate([mark], REGISTRY), ctx("nvidia")) is None
 
 
+def test_a_call_that_runs_into_two_defects_takes_either_failure():
+    """mm with K = 0 on an H200: its K-tail defect fails the assertion, its shared-memory one
+    raises first; both are the registry's, so either holds the strict xfail."""
+    from pytest_fl_contract.markers import xfail_mismatch
+
+    marks = [M.known_defect("matmul_empty_k_reads_before").mark, M.known_defect("mm_fp32_small_k_shared_memory").mark]
+    decision = evaluate_xfail(validate(marks, REGISTRY), ctx("nvidia"))
+    assert decision is not None and decision.defect == "matmul_empty_k_reads_before"
+    assert "OutOfResources" in decision.fails_with
+
+    class OutOfResources(Exception):
+        pass
+
+    assert xfail_mismatch(decision, "call", OutOfResources("shared memory")) is None
+    assert xfail_mismatch(decision, "call", AssertionError("x")) is None
+    assert xfail_mismatch(decision, "call", KeyError("x")) is not None
+
+
 @pytest.mark.parametrize(
     "mark, message",
     [

@@ -247,6 +247,25 @@ def _src_not_like_input(call: TensorCall) -> bool:
     return call.layout == "transposed_src"
 
 
+def _fp32_small_k(call: TensorCall) -> bool:
+    """Seen on an H200 (flag_gems 5.0.2): mm's general kernel in fp32 with K of at most 32
+    (K = 0, 7, 19; 70, 129, 257 and 300 ran, as did fp16 and bf16) fails to launch: "out of
+    resource: shared memory, Required 327696 to 426008, Hardware limit 232448" - its tuner keys
+    such a K as at most 32 and launches a config no Hopper holds.  The symmetric kernel and an
+    empty M or N (answered before the launch) are not affected."""
+    if len(call.shape) != 3 or call.layout == "syrk":
+        return False
+    m, k, n = call.shape
+    return call.dtype == "float32" and m > 0 and n > 0 and k <= 32
+
+
+def _bmm_empty(call: TensorCall) -> bool:
+    """bmm's tuner keys M, N and K by their log2 (libtuner's "log" strategy): an empty M, N or
+    K raises "math domain error" before the launch (5.0.2 on an H200; 5.4's bmm keys alike).
+    The interpreter lanes run plain triton.autotune, which keys on the values: no error."""
+    return len(call.shape) == 4 and call.shape[0] > 0 and 0 in call.shape[1:]
+
+
 M = TensorCase
 _MATMUL_FEATURES = ("masked_2d_row_load", "masked_2d_col_load", "mask_2d_logic", "masked_loop_tail", "partial_2d_tiles",
                     "masked_2d_store", "masked_load_other", "int64_offset_arith", "scalar_bound_at_first_launch",
@@ -289,14 +308,16 @@ OPS: tuple[TensorOp, ...] = (
              paths=(P("general: M x N tiles, K tiles then a masked K tail", M((13, 19, 17)), "mm_kernel_general"),
                     P("a @ a.T: the symmetric (syrk) kernel", M((13, 19, 13)), "mm_kernel_syrk", layout="syrk")),
              kernels=("mm_kernel_general", "mm_kernel_syrk"), features=_MATMUL_FEATURES,
-             defects=(OpDefect("matmul_empty_k_reads_before", _empty_k),)),
+             defects=(OpDefect("matmul_empty_k_reads_before", _empty_k),
+                      OpDefect("mm_fp32_small_k_shared_memory", _fp32_small_k, ("5.0",), hardware_only=True))),
     TensorOp("addmm", MATMUL, "flag_gems.ops.addmm", "addmm", ("addmm", "addmm_out"), _MM, out=True,
              paths=(P("bias + a @ b: K tiles under (m, k) and (k, n) masks", M((13, 19, 17)), "addmm_kernel"),),
              kernels=("addmm_kernel",), features=_MATMUL_FEATURES),
     TensorOp("bmm", MATMUL, "flag_gems.ops.bmm", "bmm", ("bmm", "bmm_out"), _BMM, out=True,
              paths=(P("a batch a grid axis: K tail masked (DIVISIBLE_K off)", M((2, 13, 19, 17)), "bmm_kernel"),
                     P("K a multiple of TILE_K: no K mask", M((2, 13, 64, 17)), "bmm_kernel")),
-             kernels=("bmm_kernel",), features=_MATMUL_FEATURES),
+             kernels=("bmm_kernel",), features=_MATMUL_FEATURES,
+             defects=(OpDefect("bmm_empty_log2_key", _bmm_empty, hardware_only=True),)),
     TensorOp("gather", INDEX, "flag_gems.ops.gather", "gather", ("gather",), _GATHER,
              paths=(P("generated strided kernel over the index's elements", M((5, 7, 9), dim=1, index=4),
                       "_gather_flaggems_jit_function"),),
