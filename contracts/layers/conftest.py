@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from pytest_fl_contract.contracts.marking import mark_row_cases
 
-from pytest_fl_contract.plugin import session_of, settings_of
+from pytest_fl_contract.plugin import settings_of
 from pytest_fl_contract.registry.layers import LAYERS, Layer, LayerCall, LayerCase, layers_for
 from pytest_fl_contract.registry.ops import flag_gems_version
-from pytest_fl_contract.session import tag_case
 
 DTYPES = ("float32",)
 HALF_DTYPES = ("float16", "bfloat16")
@@ -78,36 +78,7 @@ def call_of(params: dict, contract: str, routed: bool) -> LayerCall | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tag each case with its layer and contract, and mark the cases that run into a FlagGems
-    defect with it (a strict xfail on lanes whose registry lists it and whose workaround
-    does not reach it); on hardware, calls whose defect writes past its tensor are skipped."""
-    version = flag_gems_version()
-    emulated = bool(items) and settings_of(items[0].config).emulation is not None
-    wrapped_only = bool(items) and settings_of(items[0].config).wrapped_only
-    for item in items:
-        module = getattr(item, "module", None)
-        if module is None or not module.__name__.rsplit(".", 1)[-1].startswith("test_"):
-            continue
-        params = item.callspec.params if hasattr(item, "callspec") else {}
-        layer = next((v for v in params.values() if isinstance(v, Layer)), None)
-        contract = module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
-        tag_case(item, layer.name if layer else None, contract)
-        if layer is None:
-            continue
-        wrapped = wraps(session_of(item.config), layer)
-        if wrapped_only and not wrapped:
-            item.add_marker(pytest.mark.skip(reason=f"{layer.name}: the workaround leaves it, so it runs here as on "
-                                             "the twin lane without one, which runs it (--fl-wrapped-only)"))
-        call = call_of(params, contract, wrapped)
-        if call is None:
-            continue
-        for defect in layer.known_defects(call, version, emulated):
-            item.add_marker(pytest.mark.known_defect(defect, **({} if wrapped else {"uncovered": True})))
-        corrupting = () if emulated else layer.corrupting(replace(call, contract=""), version)  # every contract
-        if corrupting:
-            item.add_marker(pytest.mark.skip(reason=f"known defect {corrupting[0]} writes past its tensor on hardware: "
-                                             "its outcome is chance and it corrupts later cases (the emulated lanes "
-                                             "run it)"))
+    mark_row_cases(items, Layer, call_of, wraps)
 
 
 def wraps(session, layer: Layer) -> bool:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from pytest_fl_contract.contracts.marking import mark_row_cases
 
-from pytest_fl_contract.plugin import session_of, settings_of
+from pytest_fl_contract.plugin import settings_of
 from pytest_fl_contract.registry.ops import flag_gems_version
 from pytest_fl_contract.registry.tensorops import MATMUL, OPS, TensorCall, TensorCase, TensorOp, ops_for
-from pytest_fl_contract.session import tag_case
 
 DTYPES = ("float32",)
 HALF_DTYPES = ("float16", "bfloat16")
@@ -100,33 +100,4 @@ def wraps(session, op: TensorOp) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tag each case with its op and contract, and mark the cases that run into a FlagGems
-    defect with it (a strict xfail on lanes whose registry lists it and whose workaround does
-    not reach it); on hardware, calls whose defect writes past its tensor are skipped."""
-    version = flag_gems_version()
-    emulated = bool(items) and settings_of(items[0].config).emulation is not None
-    settings = settings_of(items[0].config) if items else None
-    for item in items:
-        module = getattr(item, "module", None)
-        if module is None or not module.__name__.rsplit(".", 1)[-1].startswith("test_"):
-            continue
-        params = item.callspec.params if hasattr(item, "callspec") else {}
-        op = next((v for v in params.values() if isinstance(v, TensorOp)), None)
-        contract = module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
-        tag_case(item, op.name if op else None, contract)
-        if op is None:
-            continue
-        wrapped = wraps(session_of(item.config), op)
-        if settings is not None and settings.wrapped_only and not wrapped:
-            item.add_marker(pytest.mark.skip(reason=f"{op.name}: the workaround leaves it, so it runs here as on "
-                                             "the twin lane without one, which runs it (--fl-wrapped-only)"))
-        call = call_of(params, contract, wrapped)
-        if call is None:
-            continue
-        for defect in op.known_defects(call, version, emulated):
-            item.add_marker(pytest.mark.known_defect(defect, **({} if wrapped else {"uncovered": True})))
-        corrupting = () if emulated else op.corrupting(replace(call, contract=""), version)
-        if corrupting:
-            item.add_marker(pytest.mark.skip(reason=f"known defect {corrupting[0]} writes past its tensor on hardware: "
-                                             "its outcome is chance and it corrupts later cases (the emulated lanes "
-                                             "run it)"))
+    mark_row_cases(items, TensorOp, call_of, wraps)

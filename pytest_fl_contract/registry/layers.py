@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .ops import OpDefect, flag_gems_version
+from .ops import OpDefect, flag_gems_version, has_entries
 
 FAMILY = "normalization"
 EPS = 1e-5
@@ -138,14 +138,7 @@ class Layer:
 
 def installed(layer: Layer) -> bool:
     """The running FlagGems has the layer's module and entry points."""
-    module = sys.modules.get(layer.module)
-    if module is None:
-        try:
-            __import__(layer.module)
-        except ImportError:
-            return False
-        module = sys.modules.get(layer.module)
-    return callable(getattr(module, layer.forward, None)) and callable(getattr(module, layer.backward, None))
+    return has_entries(layer.module, layer.forward, layer.backward)
 
 
 # -- FlagGems' own defects of the family (seen on the interpreter; catalogue: config/platforms.yaml) --

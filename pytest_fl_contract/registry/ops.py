@@ -1137,16 +1137,22 @@ def get(name: str) -> Op:
     return found
 
 
-def installed(op: Op) -> bool:
-    """The running FlagGems has this op's module and entry point (5.0.2 has no logsumexp op)."""
-    module = sys.modules.get(op.module)
+def has_entries(module_name: str, *names: str) -> bool:
+    """The running FlagGems has the module, imported now if it was not, and each named
+    callable in it: one home for every registry's ``installed``."""
+    module = sys.modules.get(module_name)
     if module is None:
         try:
-            __import__(op.module)
+            __import__(module_name)
         except ImportError:
             return False
-        module = sys.modules.get(op.module)
-    return callable(getattr(module, op.entry, None))
+        module = sys.modules.get(module_name)
+    return all(callable(getattr(module, name, None)) for name in names)
+
+
+def installed(op: Op) -> bool:
+    """The running FlagGems has this op's module and entry point (5.0.2 has no logsumexp op)."""
+    return has_entries(op.module, op.entry)
 
 
 def non_inner_kernels(module: Any) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .ops import OpDefect, flag_gems_version
+from .ops import OpDefect, flag_gems_version, has_entries
 
 MATMUL, INDEX = "matmul", "index"
 MATMUL_LAYOUTS = ("contiguous", "transposed", "sliced")  # column-major operands; A a column slice of a wider tensor
@@ -135,14 +135,7 @@ class TensorOp:
 
 
 def installed(op: TensorOp) -> bool:
-    module = sys.modules.get(op.module)
-    if module is None:
-        try:
-            __import__(op.module)
-        except ImportError:
-            return False
-        module = sys.modules.get(op.module)
-    return callable(getattr(module, op.entry, None))
+    return has_entries(op.module, op.entry)
 
 
 SPECIAL = {"nan": float("nan"), "pos_inf": float("inf"), "neg_inf": float("-inf"), "huge": 1e30}

@@ -1,0 +1,48 @@
+"""How a family of registry rows (layers, matmul and index ops) marks its collected cases: one
+home for the loop each family's conftest runs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable
+
+import pytest
+
+from pytest_fl_contract.plugin import session_of, settings_of
+from pytest_fl_contract.registry.ops import flag_gems_version
+from pytest_fl_contract.session import tag_case
+
+
+def mark_row_cases(items: list[pytest.Item], row_type: type, call_of: Callable[[dict, str, bool], Any],
+                   wraps: Callable[[Any, Any], bool]) -> None:
+    """Tag each case with its row and contract, and mark the cases that run into a FlagGems
+    defect with it (a strict xfail on lanes whose registry lists it and whose workaround does
+    not reach it); with --fl-wrapped-only skip the rows the workaround leaves; on hardware,
+    skip calls whose defect writes past its tensor."""
+    version = flag_gems_version()
+    settings = settings_of(items[0].config) if items else None
+    emulated = settings is not None and settings.emulation is not None
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is None or not module.__name__.rsplit(".", 1)[-1].startswith("test_"):
+            continue
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        row = next((v for v in params.values() if isinstance(v, row_type)), None)
+        contract = module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+        tag_case(item, row.name if row else None, contract)
+        if row is None:
+            continue
+        wrapped = wraps(session_of(item.config), row)
+        if settings is not None and settings.wrapped_only and not wrapped:
+            item.add_marker(pytest.mark.skip(reason=f"{row.name}: the workaround leaves it, so it runs here as on "
+                                             "the twin lane without one, which runs it (--fl-wrapped-only)"))
+        call = call_of(params, contract, wrapped)
+        if call is None:
+            continue
+        for defect in row.known_defects(call, version, emulated):
+            item.add_marker(pytest.mark.known_defect(defect, **({} if wrapped else {"uncovered": True})))
+        corrupting = () if emulated else row.corrupting(replace(call, contract=""), version)  # every contract
+        if corrupting:
+            item.add_marker(pytest.mark.skip(reason=f"known defect {corrupting[0]} writes past its tensor on hardware: "
+                                             "its outcome is chance and it corrupts later cases (the emulated lanes "
+                                             "run it)"))
