@@ -241,7 +241,7 @@ def _src_not_like_input(call: TensorCall) -> bool:
 
 
 def _fp32_small_k(call: TensorCall) -> bool:
-    """Seen on an H200 (flag_gems 5.0.2): mm's general kernel in fp32 with K of at most 32
+    """Seen on an H200 (flag_gems 5.0.2 and 5.4.0.dev0): mm's general kernel in fp32 with K of at most 32
     (K = 0, 7, 19; 70, 129, 257 and 300 ran, as did fp16 and bf16) fails to launch: "out of
     resource: shared memory, Required 327696 to 426008, Hardware limit 232448" - its tuner keys
     such a K as at most 32 and launches a config no Hopper holds.  The symmetric kernel and an
@@ -254,7 +254,7 @@ def _fp32_small_k(call: TensorCall) -> bool:
 
 def _bmm_empty(call: TensorCall) -> bool:
     """bmm's tuner keys M, N and K by their log2 (libtuner's "log" strategy): an empty M, N or
-    K raises "math domain error" before the launch (5.0.2 on an H200; 5.4's bmm keys alike).
+    K raises "math domain error" before the launch (5.0.2 and 5.4.0.dev0 on an H200).
     The interpreter lanes run plain triton.autotune, which keys on the values: no error."""
     return len(call.shape) == 4 and call.shape[0] > 0 and 0 in call.shape[1:]
 
@@ -302,7 +302,7 @@ OPS: tuple[TensorOp, ...] = (
                     P("a @ a.T: the symmetric (syrk) kernel", M((13, 19, 13)), "mm_kernel_syrk", layout="syrk")),
              kernels=("mm_kernel_general", "mm_kernel_syrk"), features=_MATMUL_FEATURES,
              defects=(OpDefect("matmul_empty_k_reads_before", _empty_k),
-                      OpDefect("mm_fp32_small_k_shared_memory", _fp32_small_k, ("5.0",), hardware_only=True))),
+                      OpDefect("mm_fp32_small_k_shared_memory", _fp32_small_k, hardware_only=True))),
     TensorOp("addmm", MATMUL, "flag_gems.ops.addmm", "addmm", ("addmm", "addmm_out"), _MM, out=True,
              paths=(P("bias + a @ b: K tiles under (m, k) and (k, n) masks", M((13, 19, 17)), "addmm_kernel"),),
              kernels=("addmm_kernel",), features=_MATMUL_FEATURES),
