@@ -12,13 +12,16 @@ from pytest_fl_contract.plugin import session_of, settings_of
 from pytest_fl_contract.registry.ops import flag_gems_version
 from pytest_fl_contract.session import tag_case
 
+SWEEPS = ("accuracy", "determinism", "paths", "generated")  # what --fl-unreached-sweeps-only keeps
+
 
 def mark_row_cases(items: list[pytest.Item], row_type: type, call_of: Callable[[dict, str, bool], Any],
-                   wraps: Callable[[Any, Any], bool]) -> None:
+                   wraps: Callable[[Any, Any], bool], reached: Callable[[Any], bool] = lambda row: True) -> None:
     """Tag each case with its row and contract, and mark the cases that run into a FlagGems
     defect with it (a strict xfail on lanes whose registry lists it and whose workaround does
-    not reach it); with --fl-wrapped-only skip the rows the workaround leaves; on hardware,
-    skip calls whose defect writes past its tensor."""
+    not reach it); with --fl-wrapped-only skip the rows the workaround leaves, with
+    --fl-unreached-sweeps-only the checklist of rows the defect does not reach (``reached``);
+    on hardware, skip calls whose defect writes past its tensor."""
     version = flag_gems_version()
     settings = settings_of(items[0].config) if items else None
     emulated = settings is not None and settings.emulation is not None
@@ -36,6 +39,10 @@ def mark_row_cases(items: list[pytest.Item], row_type: type, call_of: Callable[[
         if settings is not None and settings.wrapped_only and not wrapped:
             item.add_marker(pytest.mark.skip(reason=f"{row.name}: the workaround leaves it, so it runs here as on "
                                              "the twin lane without one, which runs it (--fl-wrapped-only)"))
+        if settings is not None and settings.unreached_sweeps_only and contract not in SWEEPS and not reached(row):
+            item.add_marker(pytest.mark.skip(reason=f"{row.name}: no injected defect reaches its kernels (FlagGems' "
+                                             "source scan), so this contract runs here as on the plain CPU lane, which "
+                                             "runs it; its sweeps run here (--fl-unreached-sweeps-only)"))
         call = call_of(params, contract, wrapped)
         if call is None:
             continue
