@@ -34,12 +34,19 @@ def _entry(op: str, attr: str | None = None) -> tuple[Any, Any]:
 
 def _wrap(op: str, attr: str | None, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """Replace an op's entry point (module attribute and its registration) with a mutant."""
+
+
+    row = ops.get(op)
+    _replace(sys.modules[row.module], attr or row.entry, make)
+
+
+def _replace(mod: Any, attr: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """``mod.attr`` and its registrations become ``make``'s mutant of it."""
     import functools
 
     import flag_gems
 
-    mod, original = _entry(op, attr)
-    attr = attr or ops.get(op).entry
+    original = getattr(mod, attr)
     mutant = functools.wraps(original)(make(original))
     setattr(mod, attr, mutant)
     _rewire(flag_gems, original, mutant)
@@ -709,18 +716,10 @@ def _gems_kernel(fn: Any) -> bool:
 
 def _wrap_tensor_op(name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """``_wrap`` for a matmul or index-op row (registry.tensorops)."""
-    import functools
-
-    import flag_gems
-
     from ..registry import tensorops
 
     row = tensorops.get(name)
-    mod = sys.modules[row.module]
-    original = getattr(mod, row.entry)
-    mutant = functools.wraps(original)(make(original))
-    setattr(mod, row.entry, mutant)
-    _rewire(flag_gems, original, mutant)
+    _replace(sys.modules[row.module], row.entry, make)
 
 
 def _gather_index_read_as_contiguous() -> None:

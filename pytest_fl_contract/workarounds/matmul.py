@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..registry import tensorops as registry
+from .layers import _of_the_package
 
 _FALLBACK_TILE = 256  # the largest BLOCK_K of FlagGems' tuned configs on every line read
 _TILE_NAMES = ("BLOCK_K", "TILE_K", "BLOCK_SIZE_K")
@@ -113,12 +114,6 @@ def _k_tail(original: Callable[..., Any], attr: str, module: str) -> Callable[..
 
     k_tail.__fl_original__ = original  # type: ignore[attr-defined]
     return k_tail
-
-
-def _of_the_package(module: Any) -> bool:
-    from .layers import _of_the_package as check
-
-    return check(module)
 
 
 def routes() -> tuple[Route, ...]:
