@@ -14,7 +14,7 @@ from pytest_fl_contract.registry.ops import flag_gems_version
 DTYPES = ("float32",)
 HALF_DTYPES = ("float16", "bfloat16")
 DTYPE_CAPABILITY = {"bfloat16": "bf16", "float64": "fp64"}
-GRADIENTS = ("backward", "affine", "determinism", "layout", "empty")  # the contracts that check gradients too
+GRADIENTS = ("backward", "affine", "determinism", "layout", "empty", "large_index")  # the contracts that check gradients too
 
 
 def chosen_layers() -> list[Layer]:
@@ -52,10 +52,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("layer,empty_case", [pytest.param(layer, replace(c, shape=(0, *c.shape[1:])),
                                                                id=f"{layer.name}-0x{'x'.join(map(str, c.shape[1:]))}")
                                                   for layer, c in cases])
+    if "large_case" in names:  # hardware: the device holds what the ledger counts (registry: Layer.large)
+        metafunc.parametrize("large_layer,large_case,dtype", [
+            pytest.param(layer, case, LARGE_DTYPE, id=f"{layer.name}-{case.id}",
+                         marks=pytest.mark.requires_device_memory(large_gib(case)))
+            for layer in layers for case in layer.large])
     if "path" in names:
         version = flag_gems_version()
         metafunc.parametrize("path_layer,path", [pytest.param(layer, path, id=f"{layer.name}-{_slug(path.name)}")
                                                  for layer in layers for path in layer.paths if path.in_version(version)])
+
+
+LARGE_DTYPE = "float16"
+
+
+def large_gib(case: LayerCase) -> float:
+    """What a large case holds on the device: the input, the upstream gradient, and FlagGems'
+    and torch's output and input gradient (six tensors of the input's size), with torch's
+    float32 intermediates as slack."""
+    import math
+
+    return 10 * 2 * math.prod(case.shape) / 2**30
 
 
 def _slug(text: str) -> str:

@@ -65,6 +65,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("tensor_op", ops, ids=[op.name for op in ops])
     if "out_op" in names:
         metafunc.parametrize("out_op", [op for op in ops if op.out], ids=[op.name for op in ops if op.out])
+    if "grid_case" in names:
+        metafunc.parametrize("grid_op,grid_case", [pytest.param(op, case, id=f"{op.name}-{case.id}")
+                                                   for op in ops for case in op.grid])
+    if "large_case" in names:  # hardware: the device holds what the ledger counts (registry: TensorOp.large)
+        metafunc.parametrize("large_op,large_case", [
+            pytest.param(op, case, id=f"{op.name}-{case.id}", marks=pytest.mark.requires_device_memory(op.gib(case) + 4))
+            for op in ops for case in op.large])
     if "path" in names:
         version = flag_gems_version()
         metafunc.parametrize("path_op,path", [pytest.param(op, path, id=f"{op.name}-{_slug(path.name)}")

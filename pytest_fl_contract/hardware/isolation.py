@@ -7,6 +7,9 @@ Here the call runs in a child process with the lane's workaround (when it has on
 parent gets a verdict line, or the child's death (its signal or the device error from its
 output) as one failed case.  Hardware lanes only.
 
+``run_row``: the same for a layer or tensor-op row (``registry.layers``, ``registry.tensorops``):
+FlagGems through torch dispatch against torch's own kernels on the device, gradients too.
+
 ``run_batch``: many calls in one fresh process - its kernels compiled cold (an empty Triton
 cache directory) or warm (a cache another process filled) - whose results come back for
 the parent to compare: with float64 and, bit for bit, with its own.  Every lane: an
@@ -44,7 +47,10 @@ class Verdict:
 
 
 def run(spec: Spec, timeout: float = 600) -> Verdict:
-    argv = [sys.executable, "-m", "pytest_fl_contract.hardware.isolation", json.dumps(asdict(spec))]
+    return _verdict([sys.executable, "-m", "pytest_fl_contract.hardware.isolation", json.dumps(asdict(spec))], timeout)
+
+
+def _verdict(argv: list[str], timeout: float) -> Verdict:
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -58,6 +64,140 @@ def run(spec: Spec, timeout: float = 600) -> Verdict:
         (ln for ln in reversed(tail) if "error" in ln.lower()), tail[-1] if tail else "")
     how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
     return Verdict(False, f"the call killed its process ({how}): {error.strip()[:300]}")
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """One call of a layer or tensor-op row: ``family`` "layers" (``norm``, ``groups``,
+    ``backward``) or "tensorops" (``dim``, ``index``)."""
+
+    family: str
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    device: str
+    dim: int = 0
+    index: int = 0
+    norm: int = 1
+    groups: int = 1
+    backward: bool = False
+    workaround: str | None = None
+    seed: int = 0
+    autotune: str | None = None
+
+
+def run_row(spec: RowSpec, timeout: float = 900) -> Verdict:
+    return _verdict([sys.executable, "-m", "pytest_fl_contract.hardware.isolation", "--row",
+                     json.dumps(asdict(spec))], timeout)
+
+
+# the gap a call may leave to torch's kernels on the device, relative to torch's largest |value|:
+# a few roundings of the result's dtype (both accumulate in float32); an offset that wrapped reads
+# or writes other elements, off by the values' own size
+ROW_BOUND = {"float32": 1e-4, "float16": 8 * 2.0**-10, "bfloat16": 8 * 2.0**-7}
+
+
+def gap(got: Any, want: Any, elements: int = 1 << 26) -> tuple[float, float]:
+    """(largest |got - want|, largest |want|) over slabs of ``elements`` (an 8 GiB pair's
+    difference is never held whole); NaN counts as an infinite gap."""
+    g, w = got.reshape(-1), want.reshape(-1)
+    worst, scale = 0.0, 0.0
+    for start in range(0, w.numel(), elements):
+        a, b = g[start:start + elements].float(), w[start:start + elements].float()
+        scale = max(scale, float(b.abs().nan_to_num_(nan=0.0, posinf=0.0).max()) if b.numel() else 0.0)
+        worst = max(worst, float(a.sub(b).abs_().nan_to_num_(nan=math.inf).max()) if b.numel() else 0.0)
+    return worst, scale
+
+
+def _row_inputs(spec: RowSpec) -> tuple[Any, dict[str, Any]]:
+    """The row and its seeded inputs, drawn on the device once for both calls."""
+    import torch
+
+    dt = getattr(torch, spec.dtype)
+    g = torch.Generator(device=spec.device).manual_seed(spec.seed)
+    if spec.family == "layers":
+        from ..registry import layers
+
+        layer = layers.get(spec.op)
+        case = layers.LayerCase(tuple(spec.shape), spec.norm, spec.groups)
+        channels = layer.channels(case)
+        drawn = {"x": torch.randn(case.shape, generator=g, device=spec.device, dtype=dt),
+                 "weight": torch.rand(channels, generator=g, device=spec.device, dtype=dt) + 0.5,
+                 "bias": torch.randn(channels, generator=g, device=spec.device, dtype=dt) * 0.1
+                 if "bias" in layer.affine else None,
+                 "grad": torch.randn(case.shape, generator=g, device=spec.device, dtype=dt) if spec.backward else None,
+                 "case": case}
+        return layer, drawn
+    from ..contracts.tensorops.checks import FLOATS
+    from ..registry import tensorops
+
+    op = tensorops.get(spec.op)
+    operands = op.operands(tensorops.TensorCase(tuple(spec.shape), spec.dim, spec.index), spec.seed, device=spec.device)
+    return op, {k: (v.to(dt) if k in FLOATS else v) for k, v in operands.items()}
+
+
+def _row_results(spec: RowSpec, row: Any, drawn: dict[str, Any], gems: Any) -> dict[str, Any]:
+    """The call on the device, through FlagGems' entry points (``gems``) or torch's own (None)."""
+    import contextlib
+
+    import torch
+
+    from ..contracts.layers.checks import counted
+
+    wanted = {row.forward if spec.family == "layers" else row.entry} if gems is not None else set()
+    count = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
+    scope = gems.use_gems(include=list(row.gems_names)) if gems is not None else contextlib.nullcontext()
+    if spec.family == "layers":
+        def leaf(t: Any) -> Any:
+            return None if t is None else t.detach().requires_grad_(spec.backward)
+
+        x, weight, bias = leaf(drawn["x"]), leaf(drawn["weight"]), leaf(drawn["bias"])
+        stats = (torch.zeros_like(drawn["weight"]), torch.ones_like(drawn["weight"])) \
+            if row.functional == "batch_norm" else None
+        with count as seen, torch.backends.cudnn.flags(enabled=False), scope:
+            y = row.torch_call(x, weight, bias, drawn["case"], stats)
+            if spec.backward:
+                y.backward(drawn["grad"])
+        found = {"y": y.detach()}
+        if spec.backward:
+            found.update(dx=x.grad, dweight=weight.grad, **({"dbias": bias.grad} if bias is not None else {}))
+    else:
+        with count as seen, scope:
+            found = {"result": row.call(torch, drawn)}
+    getattr(torch, spec.device.split(":")[0]).synchronize()
+    missing = sorted(wanted - seen)
+    if missing:
+        raise RuntimeError(f"torch dispatch never reached FlagGems' {', '.join(missing)}: torch's own kernels ran")
+    return found
+
+
+def _row_child(spec: RowSpec) -> dict[str, Any]:
+    import importlib
+
+    from . import autotune
+
+    if spec.autotune in autotune.MODES:
+        autotune.install(autotune.plan(spec.autotune, emulated=False))  # before FlagGems' tuners exist
+    import flag_gems
+
+    if spec.workaround:
+        importlib.import_module(spec.workaround).install()
+    row, drawn = _row_inputs(spec)
+    ours = _row_results(spec, row, drawn, flag_gems)
+    theirs = _row_results(spec, row, drawn, None)
+    bound = ROW_BOUND.get(spec.dtype, 1e-4)
+    errors = {}
+    for key, want in theirs.items():
+        got = ours.get(key)
+        if got is None or tuple(got.shape) != tuple(want.shape):
+            return {"ok": False, "detail": f"{key}: shape {None if got is None else tuple(got.shape)}, "
+                                           f"torch {tuple(want.shape)}"}
+        diff, scale = gap(got, want)
+        errors[key] = diff / max(scale, 1e-30)
+    key = max(errors, key=lambda k: errors[k])
+    error = errors[key]
+    return {"ok": error <= bound, "detail": f"{key}: relative error {error:.3g} against torch on the device "
+                                            f"(bound {bound:g})"}
 
 
 def _child(spec: Spec) -> dict[str, Any]:
@@ -163,7 +303,10 @@ def _batch_child(batch: Batch) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--batch":
+    if sys.argv[1] == "--row":
+        data = json.loads(sys.argv[2])
+        print(json.dumps(_row_child(RowSpec(**{**data, "shape": tuple(data["shape"])}))), flush=True)
+    elif sys.argv[1] == "--batch":
         data = json.loads(sys.argv[2])
         _batch_child(Batch(**{**data, "calls": tuple((c[0], tuple(c[1]), c[2], c[3]) for c in data["calls"]),
                               "emulation": (data["emulation"][0], tuple(data["emulation"][1]))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .ops import OpDefect, flag_gems_version, has_entries
@@ -98,6 +98,7 @@ class Layer:
     lines: tuple[str, ...] = ()  # FlagGems lines that have it (none: every line)
     family: str = FAMILY
     optional_affine: bool = True  # torch takes the layer without its weight and bias
+    large: tuple[LayerCase, ...] = ()  # past 2**31 elements (hardware lanes; half precision, gradients too)
 
     def in_version(self, version: str | None) -> bool:
         return not self.lines or any((version or "").startswith(v) for v in self.lines)
@@ -198,6 +199,14 @@ _ROW_FEATURES = ("masked_2d_row_load", "masked_2d_col_load", "mask_2d_logic", "p
                  "partial_2d_tiles", "runtime_loop", "masked_loop_tail", "reduce_partial_tile", "half_accumulation",
                  "masked_load_other", "grid_axes", "scalar_bound_at_first_launch", "cold_first_launch")
 L = LayerPath
+# Past 2**31 elements, where an int32 offset wraps: a kernel that multiplies tl.program_id (int32)
+# by a row stride (rms_norm's one-row kernel and its dx kernel; layer norm widens its ids) or
+# walks a channel's (batch, spatial) extent.  One case per forward kernel a width reaches (rows
+# of at most 8192 and 4096 columns one row a program, wider ones a loop); float16 halves the
+# 4 GiB tensors a call holds, gradients included (dx is the input's size)
+_LARGE_ROWS = (LayerCase((262145, 8192)), LayerCase((65537, 32768)))
+_LARGE_RMS = (LayerCase((524289, 4096)), LayerCase((65537, 32768)))
+_LARGE_CHANNELS = LayerCase((2, 64, 2**24 + 1))
 
 LAYERS: tuple[Layer, ...] = (
     Layer(name="layer_norm", module="flag_gems.ops.layernorm", forward="layer_norm", backward="layer_norm_backward",
@@ -214,7 +223,8 @@ LAYERS: tuple[Layer, ...] = (
                    "weight_bias_backward_kernel", backward=True)),
           row_folds=("weight_bias_backward_kernel",), features=_ROW_FEATURES,
           defects=(OpDefect("layer_norm_backward_rank", _rank_above_two, corrupts=True),
-                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64))),
+                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64)),
+          large=_LARGE_ROWS),
     Layer(name="rms_norm", module="flag_gems.ops.rms_norm", forward="rms_norm", backward="rms_norm_backward",
           gems_names=("rms_norm",), functional="rms_norm", affine=("weight",), cases=_ROWS,
           paths=(L("forward, one row a program (N <= 4096)", LayerCase((13, 24)), "rms_norm_kernel"),
@@ -225,7 +235,8 @@ LAYERS: tuple[Layer, ...] = (
           row_folds=("rms_norm_grad_dw_kernel",), features=_ROW_FEATURES,
           defects=(OpDefect("rms_norm_needs_weight", _affine_off),
                    OpDefect("rms_norm_weight_grad_flat", lambda c: c.backward and c.affine and c.case.norm > 1),
-                   OpDefect("fp64_computed_in_fp32", _fp64))),
+                   OpDefect("fp64_computed_in_fp32", _fp64)),
+          large=_LARGE_RMS),
     Layer(name="group_norm", module="flag_gems.ops.groupnorm", forward="group_norm", backward="group_norm_backward",
           gems_names=("group_norm", "group_norm_backward"), functional="group_norm", affine=("weight", "bias"),
           cases=_GROUPS,
@@ -242,7 +253,8 @@ LAYERS: tuple[Layer, ...] = (
           defects=(OpDefect("group_norm_group_size_not_pow2",
                             lambda c: _group_size_not_pow2(c) and c.contract not in ("determinism", "inputs"),
                             corrupts=True),
-                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64))),
+                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64)),
+          large=(replace(_LARGE_CHANNELS, groups=32),)),
     Layer(name="batch_norm", module="flag_gems.ops.batch_norm", forward="batch_norm", backward="batch_norm_backward",
           gems_names=("batch_norm", "batch_norm_backward"), functional="batch_norm", affine=("weight", "bias"),
           cases=_BATCH,
@@ -251,7 +263,8 @@ LAYERS: tuple[Layer, ...] = (
                  L("backward", LayerCase((5, 3, 7)), "batch_norm_backward_kernel", backward=True)),
           row_folds=("batch_norm_forward_kernel", "batch_norm_backward_kernel"), features=_ROW_FEATURES,
           defects=(OpDefect("batch_norm_stats_into_input", lambda c: c.values == "no_running_stats"),
-                   OpDefect("fp64_computed_in_fp32", _fp64))),
+                   OpDefect("fp64_computed_in_fp32", _fp64)),
+          large=(_LARGE_CHANNELS,)),
 )
 
 LAYERS_BY_NAME: dict[str, Layer] = {layer.name: layer for layer in LAYERS}

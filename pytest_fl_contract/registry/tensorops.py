@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .ops import OpDefect, flag_gems_version, has_entries
+from .ops import GRID_LIMITS, OpDefect, flag_gems_version, has_entries
 
 MATMUL, INDEX = "matmul", "index"
 MATMUL_LAYOUTS = ("contiguous", "transposed", "sliced")  # column-major operands; A a column slice of a wider tensor
@@ -95,6 +95,8 @@ class TensorOp:
     features: tuple[str, ...] = ()
     defects: tuple[OpDefect, ...] = ()
     lines: tuple[str, ...] = ()
+    grid: tuple[TensorCase, ...] = ()  # extents its launch puts on grid axis y or z past 65535
+    large: tuple[TensorCase, ...] = ()  # past 2**31 elements in one operand (hardware lanes)
 
     @property
     def layouts(self) -> tuple[str, ...]:
@@ -117,10 +119,28 @@ class TensorOp:
     def fn(self) -> Callable[..., Any]:
         return getattr(sys.modules[self.module], self.entry)
 
-    def operands(self, case: TensorCase, seed: int = 0, values: str = "normal") -> dict[str, Any]:
-        """Seeded float32 CPU operands (integer-valued where ``values`` is "integers": sums
-        in any order are exact), with a special value planted where ``values`` names one."""
-        return _BUILD[self.family](self, case, seed, values)
+    def operands(self, case: TensorCase, seed: int = 0, values: str = "normal", device: str = "cpu") -> dict[str, Any]:
+        """Seeded float32 operands (integer-valued where ``values`` is "integers": sums in any
+        order are exact), with a special value planted where ``values`` names one; drawn on
+        ``device`` (a large case's 8 GiB is drawn where it is used)."""
+        return _BUILD[self.family](self, case, seed, values, device)
+
+    def gib(self, case: TensorCase) -> float:
+        """Device memory one float32 call of ``case`` holds with torch's result beside ours:
+        its operands (int64 indices) and two results."""
+        if self.family == MATMUL:
+            *batch, m, k, n = case.shape
+            b = math.prod(batch)
+            return 4 * (b * m * k + b * k * n + n + 2 * b * m * n) / 2**30
+        x = math.prod(case.shape)
+        sliced = x // max(case.shape[case.dim], 1) * case.index  # the index's (and a source's) elements
+        if self.name in ("index_select", "index_add"):
+            index = case.index
+        else:
+            index = sliced
+        result = x if self.name in ("scatter", "scatter_add_", "index_add") else sliced
+        source = sliced if self.name in ("scatter", "scatter_add_", "index_add") else 0
+        return (4 * (x + source + 2 * result) + 8 * index) / 2**30
 
     def call(self, torch: Any, ops: dict[str, Any], out: Any = None) -> Any:
         """torch's call of the op on ``ops`` (torch dispatch sends it to FlagGems under use_gems)."""
@@ -143,8 +163,8 @@ SPECIAL = {"nan": float("nan"), "pos_inf": float("inf"), "neg_inf": float("-inf"
 
 def _values(torch: Any, shape: tuple[int, ...], g: Any, values: str) -> Any:
     if values == "integers":
-        return torch.randint(-8, 9, shape, generator=g).float()
-    return torch.randn(shape, generator=g)
+        return torch.randint(-8, 9, shape, generator=g, device=g.device).float()
+    return torch.randn(shape, generator=g, device=g.device)
 
 
 def _plant(t: Any, values: str) -> None:
@@ -152,10 +172,10 @@ def _plant(t: Any, values: str) -> None:
         t.view(-1)[t.numel() // 2] = SPECIAL[values]
 
 
-def _matmul_operands(op: TensorOp, case: TensorCase, seed: int, values: str) -> dict[str, Any]:
+def _matmul_operands(op: TensorOp, case: TensorCase, seed: int, values: str, device: str) -> dict[str, Any]:
     import torch
 
-    g = torch.Generator().manual_seed(seed + sum(case.shape) * 31)
+    g = torch.Generator(device=device).manual_seed(seed + sum(case.shape) * 31)
     *batch, m, k, n = case.shape
     a = _values(torch, (*batch, m, k), g, values)
     b = _values(torch, (*batch, k, n), g, values)
@@ -168,18 +188,26 @@ def _matmul_operands(op: TensorOp, case: TensorCase, seed: int, values: str) -> 
 
 def _index_tensor(torch: Any, g: Any, size: int, shape: tuple[int, ...], unique: bool) -> Any:
     """Indices below ``size`` of ``shape``; ``unique``: no two equal along dim 0 of each
-    column (scatter's winner among duplicates is unspecified)."""
-    if not unique:
-        return torch.randint(0, max(size, 1), shape, generator=g) if size else torch.zeros(shape, dtype=torch.long)
-    flat = shape[0], math.prod(shape[1:])
-    cols = [torch.randperm(size, generator=g)[: flat[0]] for _ in range(flat[1])]
-    return (torch.stack(cols, 1) if cols else torch.zeros(flat, dtype=torch.long)).reshape(shape)
+    column (scatter's winner among duplicates is unspecified).  The last index is the dim's
+    last element where that repeats none: the farthest offset a call reaches."""
+    device = g.device
+    if not size:
+        return torch.zeros(shape, dtype=torch.long, device=device)
+    if not unique or shape[0] == 1:
+        index = torch.randint(0, size, shape, generator=g, device=device)
+    else:
+        flat = shape[0], math.prod(shape[1:])
+        cols = [torch.randperm(size, generator=g, device=device)[: flat[0]] for _ in range(flat[1])]
+        index = (torch.stack(cols, 1) if cols else torch.zeros(flat, dtype=torch.long, device=device)).reshape(shape)
+    if index.numel() and (not unique or shape[0] == 1):
+        index.view(-1)[-1] = size - 1
+    return index
 
 
-def _index_operands(op: TensorOp, case: TensorCase, seed: int, values: str) -> dict[str, Any]:
+def _index_operands(op: TensorOp, case: TensorCase, seed: int, values: str, device: str) -> dict[str, Any]:
     import torch
 
-    g = torch.Generator().manual_seed(seed + sum(case.shape) * 31 + case.dim)
+    g = torch.Generator(device=device).manual_seed(seed + sum(case.shape) * 31 + case.dim)
     shape, dim = case.shape, case.dim
     x = _values(torch, shape, g, values)
     _plant(x, values)
@@ -198,7 +226,7 @@ def _index_operands(op: TensorOp, case: TensorCase, seed: int, values: str) -> d
     return found
 
 
-_BUILD: dict[str, Callable[[TensorOp, TensorCase, int, str], dict[str, Any]]] = {
+_BUILD: dict[str, Callable[[TensorOp, TensorCase, int, str, str], dict[str, Any]]] = {
     MATMUL: _matmul_operands, INDEX: _index_operands}
 
 _ALPHA, _BETA = 1.5, 0.5  # addmm's and index_add's scalars: a kernel that drops one is off
@@ -259,6 +287,33 @@ def _bmm_empty(call: TensorCall) -> bool:
     return len(call.shape) == 4 and call.shape[0] > 0 and 0 in call.shape[1:]
 
 
+def _addmm_n_on_grid_y(call: TensorCall) -> bool:
+    """addmm launches (cdiv(M, BLOCK_SIZE_M), cdiv(N, BLOCK_SIZE_N)), its tuned BLOCK_SIZE_N 32
+    to 256: past 65535 tiles of even the widest, grid axis y refuses every config."""
+    return len(call.shape) == 3 and -(-call.shape[2] // 256) > GRID_LIMITS[1]
+
+
+def _bmm_batch_on_grid_z(call: TensorCall) -> bool:
+    """bmm launches (cdiv(M, TILE_M), cdiv(N, TILE_N), batch): past 65535 batches grid z refuses it."""
+    return len(call.shape) == 4 and call.shape[0] > GRID_LIMITS[2] and 0 not in call.shape[1:]
+
+
+def _bmm_n_on_grid_y(call: TensorCall) -> bool:
+    """bmm's N tiles (TILE_N 32 to 128) on grid y: past 65535 tiles of the widest."""
+    return len(call.shape) == 4 and -(-call.shape[3] // 128) > GRID_LIMITS[1] and 0 not in call.shape[:3]
+
+
+def _index_select_on_grid_y(call: TensorCall) -> bool:
+    """index_select launches (cdiv(M, BLOCK_M), cdiv(index, BLOCK_N)) with BLOCK_N =
+    next_pow2(cdiv(N, 16)) held to 16..512 for a dim of N (index_select_heur_block_n)."""
+    case = call.case
+    if not case.shape or 0 in case.shape:
+        return False
+    n = case.shape[case.dim]
+    block_n = max(min(1 << max(-(-n // 16) - 1, 0).bit_length(), 512), 16)
+    return -(-case.index // block_n) > GRID_LIMITS[1]
+
+
 M = TensorCase
 _MATMUL_FEATURES = ("masked_2d_row_load", "masked_2d_col_load", "mask_2d_logic", "masked_loop_tail", "partial_2d_tiles",
                     "masked_2d_store", "masked_load_other", "int64_offset_arith", "scalar_bound_at_first_launch",
@@ -294,6 +349,31 @@ _SELECT = {
     "full": (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=40),
              M((3, 4, 5), dim=2, index=3), M((130, 64), dim=0, index=257), M((8, 1025), dim=1, index=700)),
 }
+# Launch limits, read from each kernel's launch: addmm's grid is (cdiv(M, BLOCK_SIZE_M),
+# cdiv(N, BLOCK_SIZE_N)), bmm's (cdiv(M, TILE_M), cdiv(N, TILE_N), batch), index_select's
+# (cdiv(M, BLOCK_M), cdiv(index, BLOCK_N)) with BLOCK_N 16 for a dim of 16: grid axes y and z
+# take 65535 programs on CUDA-like devices.  A batch of 65537 (attention's batch x heads) and an
+# index of a million are what models pass; N past 65535 tiles of 256 (or 128) columns is
+# hardware only (the matmul route's K padding makes a 1-row B a 256-row copy: 17 GiB).
+_GRID = {
+    "addmm": (M((1, 1, 65535 * 256 + 1)),),
+    "bmm": (M((65537, 1, 1, 1)), M((1, 1, 1, 65535 * 128 + 1))),
+    "index_select": (M((2, 16), dim=1, index=65535 * 16 + 1),),
+}
+# Past 2**31 elements in one operand, where an int32 offset wraps (program ids are int32 unless
+# a kernel widens them; scatter's generated kernel asks for int32 offsets outright), reaching
+# the last row: hardware lanes, each call in a process of its own
+_WIDE = (65537, 32768)  # 2**31 + 32768 elements
+_LARGE = {
+    "mm": (M((65537, 32768, 16)),),
+    "addmm": (M((65537, 32768, 16)),),
+    "bmm": (M((2, 32769, 32768, 16)),),
+    "gather": (M(_WIDE, dim=1, index=1),),
+    "scatter": (M(_WIDE, dim=1, index=1),),
+    "scatter_add_": (M(_WIDE, dim=1, index=1),),
+    "index_select": (M(_WIDE, dim=1, index=4),),
+    "index_add": (M(_WIDE, dim=0, index=4),),
+}
 P = TensorPath
 
 OPS: tuple[TensorOp, ...] = (
@@ -302,39 +382,51 @@ OPS: tuple[TensorOp, ...] = (
                     P("a @ a.T: the symmetric (syrk) kernel", M((13, 19, 13)), "mm_kernel_syrk", layout="syrk")),
              kernels=("mm_kernel_general", "mm_kernel_syrk"), features=_MATMUL_FEATURES,
              defects=(OpDefect("matmul_empty_k_reads_before", _empty_k),
-                      OpDefect("mm_fp32_small_k_shared_memory", _fp32_small_k, hardware_only=True))),
+                      OpDefect("mm_fp32_small_k_shared_memory", _fp32_small_k, hardware_only=True)),
+             large=_LARGE["mm"]),
     TensorOp("addmm", MATMUL, "flag_gems.ops.addmm", "addmm", ("addmm", "addmm_out"), _MM, out=True,
              paths=(P("bias + a @ b: K tiles under (m, k) and (k, n) masks", M((13, 19, 17)), "addmm_kernel"),),
-             kernels=("addmm_kernel",), features=_MATMUL_FEATURES),
+             kernels=("addmm_kernel",), features=_MATMUL_FEATURES,
+             defects=(OpDefect("grid_y_over_limit", _addmm_n_on_grid_y),),
+             grid=_GRID["addmm"], large=_LARGE["addmm"]),
     TensorOp("bmm", MATMUL, "flag_gems.ops.bmm", "bmm", ("bmm", "bmm_out"), _BMM, out=True,
              paths=(P("a batch a grid axis: K tail masked (DIVISIBLE_K off)", M((2, 13, 19, 17)), "bmm_kernel"),
                     P("K a multiple of TILE_K: no K mask", M((2, 13, 64, 17)), "bmm_kernel")),
              kernels=("bmm_kernel",), features=_MATMUL_FEATURES,
-             defects=(OpDefect("bmm_empty_log2_key", _bmm_empty, hardware_only=True),)),
+             defects=(OpDefect("bmm_empty_log2_key", _bmm_empty, hardware_only=True),
+                      OpDefect("grid_z_over_limit", _bmm_batch_on_grid_z),
+                      OpDefect("grid_y_over_limit", _bmm_n_on_grid_y)),
+             grid=_GRID["bmm"], large=_LARGE["bmm"]),
     TensorOp("gather", INDEX, "flag_gems.ops.gather", "gather", ("gather",), _GATHER,
              paths=(P("generated strided kernel over the index's elements", M((5, 7, 9), dim=1, index=4),
                       "_gather_flaggems_jit_function"),),
-             features=_INDEX_FEATURES),
+             features=_INDEX_FEATURES,
+             large=_LARGE["gather"]),
     TensorOp("scatter", INDEX, "flag_gems.ops.scatter", "scatter", ("scatter", "scatter_"), _SCATTER,
              paths=(P("generated strided kernel over the source's elements", M((5, 7, 9), dim=1, index=4),
                       "_scatter_flaggems_jit_function"),),
-             features=_INDEX_FEATURES),
+             features=_INDEX_FEATURES,
+             large=_LARGE["scatter"]),
     TensorOp("scatter_add_", INDEX, "flag_gems.ops.scatter_add_", "scatter_add_", ("scatter_add_",), _GATHER,
              accumulates=True,
              paths=(P("generated strided kernel, atomic adds", M((5, 7, 9), dim=1, index=4),
                       "_scatter_add_flaggems_jit_function"),),
-             features=_INDEX_FEATURES),
+             features=_INDEX_FEATURES,
+             large=_LARGE["scatter_add_"]),
     TensorOp("index_select", INDEX, "flag_gems.ops.index_select", "index_select", ("index_select",), _SELECT, out=False,
              paths=(P("(rows, index) tiles", M((5, 7, 9), dim=1, index=4), "index_select_kernel"),),
              features=(*_INDEX_FEATURES, "mask_2d_logic", "python_and_or_masks"),  # its row-masked load is stored under the same mask
-             defects=(OpDefect("index_select_index_strides", _index_strided),)),
+             defects=(OpDefect("index_select_index_strides", _index_strided),
+                      OpDefect("grid_y_over_limit", _index_select_on_grid_y)),
+             grid=_GRID["index_select"], large=_LARGE["index_select"]),
     TensorOp("index_add", INDEX, "flag_gems.ops.index_add", "index_add", ("index_add", "index_add_"), _SELECT,
              accumulates=True,
              paths=(P("generated strided kernel over the source, atomic adds", M((5, 7, 9), dim=1, index=4),
                       "_index_add_flaggems_jit_function"),),
              features=_INDEX_FEATURES,
              defects=(OpDefect("index_add_src_layout", _src_not_like_input),
-                      OpDefect("index_add_index_strides", _index_strided))),
+                      OpDefect("index_add_index_strides", _index_strided)),
+             large=_LARGE["index_add"]),
 )
 
 OPS_BY_NAME: dict[str, TensorOp] = {op.name: op for op in OPS}

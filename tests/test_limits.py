@@ -1,0 +1,114 @@
+"""The launch-limit and large-index rows of the layer and tensor-op families: the grid
+predicates against the kernels' launches, the operands drawn on a device, and the child
+process that checks a large call against torch's kernels (hardware.isolation.run_row),
+here on the emulator at a small size, where a kernel-edit mutant must fail it."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from pytest_fl_contract.registry import layers, tensorops
+from pytest_fl_contract.registry.ops import GRID_LIMITS
+from pytest_fl_contract.registry.tensorops import TensorCall, TensorCase
+
+torch = pytest.importorskip("torch")
+
+
+def _select(n: int, index: int) -> bool:
+    return "grid_y_over_limit" in tensorops.get("index_select").known_defects(
+        TensorCall(TensorCase((2, n), dim=1, index=index)), "5.0.2")
+
+
+@pytest.mark.parametrize(("n", "block_n"), [(16, 16), (1, 16), (17, 16), (257, 32), (8193, 512), (100000, 512)])
+def test_index_select_grid_predicate_follows_its_block_heuristic(n, block_n):
+    assert not _select(n, GRID_LIMITS[1] * block_n)
+    assert _select(n, GRID_LIMITS[1] * block_n + 1)
+
+
+@pytest.mark.parametrize(("op", "shape", "defect"), [
+    ("bmm", (65535, 1, 1, 1), None), ("bmm", (65536, 1, 1, 1), "grid_z_over_limit"),
+    ("bmm", (65536, 0, 1, 1), None), ("bmm", (1, 1, 1, 65535 * 128), None),
+    ("bmm", (1, 1, 1, 65535 * 128 + 1), "grid_y_over_limit"),
+    ("addmm", (1, 1, 65535 * 256), None), ("addmm", (1, 1, 65535 * 256 + 1), "grid_y_over_limit"),
+])
+def test_matmul_grid_predicates(op, shape, defect):
+    found = tensorops.get(op).known_defects(TensorCall(TensorCase(shape)), "5.4.0.dev0")
+    assert (defect in found) if defect else not {"grid_y_over_limit", "grid_z_over_limit"} & set(found)
+
+
+def test_every_grid_case_passes_a_limit_and_every_large_case_passes_2_31():
+    for op in tensorops.OPS:
+        for case in op.grid:
+            assert {"grid_y_over_limit", "grid_z_over_limit"} & set(op.known_defects(TensorCall(case), "5.0.2")), \
+                (op.name, case.id)
+        assert op.large, f"{op.name} has no large case"
+        for case in op.large:
+            operands = {"a": case.shape[:-1], "b": (*case.shape[:-3], *case.shape[-2:])} \
+                if op.family == tensorops.MATMUL else {"x": case.shape}
+            assert max(math.prod(s) for s in operands.values()) > 2**31, (op.name, case.id)
+    for layer in layers.LAYERS:
+        assert layer.large and all(math.prod(c.shape) > 2**31 for c in layer.large), layer.name
+
+
+def test_operands_drawn_on_a_device_are_the_cpu_draw():
+    for op in tensorops.OPS:
+        case = op.cases["quick"][0]
+        here, there = op.operands(case), op.operands(case, device="cpu")
+        assert here.keys() == there.keys()
+        assert all(torch.equal(v, there[k]) if hasattr(v, "shape") else v == there[k] for k, v in here.items())
+
+
+def test_an_index_reaches_the_last_element_of_its_dim():
+    for name in ("gather", "scatter_add_", "index_select", "index_add"):
+        op = tensorops.get(name)
+        case = op.cases["quick"][1]
+        index = op.operands(case)["index"]
+        assert int(index.max()) == case.shape[case.dim] - 1, name
+
+
+def test_gap_counts_nan_as_infinite_and_reads_every_slab():
+    from pytest_fl_contract.hardware.isolation import gap
+
+    want = torch.ones(1000)
+    got = want.clone()
+    got[999] = 3.0
+    assert gap(got, want, elements=100) == (2.0, 1.0)
+    got[5] = float("nan")
+    assert gap(got, want, elements=7)[0] == math.inf
+
+
+_CHILD = """
+import json, sys
+from pytest_fl_contract.emulation.interpreter import bring_up
+bring_up("nvidia-small")
+import flag_gems
+from pytest_fl_contract.testing import zoo
+from pytest_fl_contract.hardware.isolation import RowSpec, _row_child
+spec, mutant = json.loads(sys.argv[1]), sys.argv[2]
+if mutant:
+    zoo.get(mutant).apply()
+print(json.dumps(_row_child(RowSpec(**{**spec, "shape": tuple(spec["shape"])}))))
+"""
+
+
+@pytest.mark.parametrize(("spec", "mutant"), [
+    ({"family": "layers", "op": "rms_norm", "shape": [13, 24], "dtype": "float16", "backward": True},
+     "rms_norm_mean_square_over_the_block"),
+    ({"family": "tensorops", "op": "mm", "shape": [13, 19, 17], "dtype": "float32"}, "mm_tail_drops_last_k"),
+], ids=["rms_norm-fp16", "mm"])
+def test_the_row_child_holds_flag_gems_to_torch_and_a_mutant_fails_it(spec, mutant):
+    """On the emulator (the child's device is the CPU): FlagGems' call against torch's, the
+    gradients included; the same child with a kernel-edit mutant applied is not ok."""
+    spec = {**spec, "device": "cpu"}
+    for applied in ("", mutant):
+        done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec), applied], capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        verdict = json.loads(done.stdout.strip().splitlines()[-1])
+        assert verdict["ok"] is (not applied), (applied, verdict)
+        assert "relative error" in verdict["detail"]
