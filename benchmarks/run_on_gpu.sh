@@ -57,6 +57,16 @@ print(fastpath.device_info('cuda').source)" ;;
       (cd /tmp && timeout 300 python3 -m pytest_fl_contract.cli contracts reductions -- --platform nvidia -k large_index -q -rA $extra \
         | grep -E "PASSED|FAILED|XFAIL|XPASS|passed|failed|error" | cut -c1-400 | tee -a "$OUT/large.txt")
     done ;;
+  limits)
+    # the layer and tensor-op rows' launch limits and large indices (each large call in a child
+    # process), without the workaround and with it forced on (LIMITS_FORCED=0: without only)
+    for extra in "" $([ "${LIMITS_FORCED:-1}" = 1 ] && echo --fl-force-workaround); do
+      tag="limits$FL_LINE${extra:+-forced}"
+      (cd /tmp && timeout "${LIMITS_TIMEOUT:-280}" python3 -m pytest_fl_contract.cli contracts tensorops layers -- --platform nvidia -n 4 \
+        -k "grid_limits or large_index" -q -rA $extra --junitxml="$OUT/$tag.xml" > "$OUT/$tag.txt" 2>&1)
+      echo "== $tag: exit $?"
+      grep -E "^(PASSED|FAILED|ERROR|XFAIL|XPASS)|passed|failed" "$OUT/$tag.txt" | cut -c1-400 | head -40
+    done ;;
   lane)
     # the GPU lane, cold Triton cache then warm (TRITON_CACHE_DIR is shared by the xdist workers);
     # past LANE_TIMEOUT pytest gets SIGINT, so its JUnit report and summary of what ran are still written
@@ -112,6 +122,6 @@ print(fastpath.device_info('cuda').source)" ;;
       softmax:2x1266x34:1:bfloat16 mean:1x15x2229:1:float16 sum:81x2x141:1:float32 softmax:2x5x6240:1:bfloat16 \
       sum:4054x255x54:1:bfloat16 sum:220x14x83424:1:bfloat16 sum:20884x1773x6:1:float16 sum:5027x53x1277:1:bfloat16 \
       mean:224421x24x16:1:float32 sum:5x71786x2:1:bfloat16} 2>&1 | tee "$OUT/profile.txt" ;;
-  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, lane, forced, sweep, startup, workerprofile, profile)"; exit 2 ;;
+  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, limits, lane, forced, sweep, startup, workerprofile, profile)"; exit 2 ;;
   esac
 done
