@@ -71,15 +71,16 @@ def test_an_index_reaches_the_last_element_of_its_dim():
         assert int(index.max()) == case.shape[case.dim] - 1, name
 
 
-def test_gap_counts_nan_as_infinite_and_reads_every_slab():
-    from pytest_fl_contract.hardware.isolation import gap
+def test_excess_is_per_element_counts_nan_as_infinite_and_reads_every_slab():
+    from pytest_fl_contract.hardware.isolation import excess
 
-    want = torch.ones(1000)
+    want = torch.full((1000,), 100.0)
     got = want.clone()
-    got[999] = 3.0
-    assert gap(got, want, elements=100) == (2.0, 1.0)
+    got[999] = 100.5  # half a unit off a value of 100: within a rtol of 1e-2, past one of 1e-3
+    assert excess(got, want, 1e-2, 0.0, elements=100) == pytest.approx(0.5)
+    assert excess(got, want, 1e-3, 0.0, elements=100) == pytest.approx(5.0)
     got[5] = float("nan")
-    assert gap(got, want, elements=7)[0] == math.inf
+    assert excess(got, want, 1e-2, 0.0, elements=7) == math.inf
 
 
 _CHILD = """
@@ -111,4 +112,32 @@ def test_the_row_child_holds_flag_gems_to_torch_and_a_mutant_fails_it(spec, muta
         assert done.returncode == 0, done.stderr[-2000:]
         verdict = json.loads(done.stdout.strip().splitlines()[-1])
         assert verdict["ok"] is (not applied), (applied, verdict)
-        assert "relative error" in verdict["detail"]
+        assert "of the tolerance" in verdict["detail"]
+
+
+def _layer(name: str, shape: tuple, backward: bool = True, routed: bool = False, groups: int = 1) -> tuple[str, ...]:
+    case = layers.LayerCase(shape, groups=groups)
+    return layers.get(name).known_defects(layers.LayerCall(case, "float16", backward=backward, routed=routed), "5.0.2")
+
+
+def test_int32_row_offset_predicates_start_where_the_last_row_passes_2_31():
+    assert "layer_norm_weight_grad_int32_rows" in _layer("layer_norm", (65537, 32768))
+    assert "layer_norm_weight_grad_int32_rows" in _layer("layer_norm", (262145, 8192))
+    assert not _layer("layer_norm", (65536, 32768))  # the last row starts at 2**31 - 32768
+    assert not _layer("layer_norm", (65537, 32768), backward=False)
+    assert not _layer("layer_norm", (65537, 32768), routed=True)
+    assert "rms_norm_int32_row_offsets" in _layer("rms_norm", (524289, 4096), backward=False, routed=True)
+    assert not _layer("rms_norm", (65537, 32768), backward=False)  # the loop kernel widens its ids
+    assert "rms_norm_int32_row_offsets" in _layer("rms_norm", (65537, 32768))
+    scatter = tensorops.get("scatter")
+    assert "scatter_int32_offsets" in scatter.known_defects(TensorCall(TensorCase((65537, 32768), 1, 1)), "5.0.2")
+    assert not scatter.known_defects(TensorCall(TensorCase((65536, 32767), 1, 1)), "5.0.2")
+
+
+@pytest.mark.parametrize(("shape", "groups", "past"), [
+    ((2, 64, 2**24 + 1), 32, True), ((1, 128, 1024, 1024), 32, True), ((1, 64, 1024, 1024), 32, True), ((1, 32, 1024, 1024), 32, False),
+    ((1, 2, 2**19), 1, False), ((1, 2, 2**19 + 1), 1, True), ((1, 3, 2**18 + 1), 1, True),
+])
+def test_group_norm_tile_predicate_is_the_pow2_tile_past_2_20(shape, groups, past):
+    assert ("group_norm_tile_past_max_numel" in _layer("group_norm", shape, groups=groups)) is past
+    assert not _layer("group_norm", shape, groups=groups, routed=True)

@@ -51,7 +51,8 @@ def test_capabilities_match_flag_gems_lists(registry):
 def test_only_defects_that_touch_foreign_memory_may_fault(registry):
     """A device fault is the expected failure of these alone (devicehealth.expected_fault)."""
     faulting = {d.id for d in registry.get("nvidia").defects if d.faults}
-    assert faulting == {"argmin_inner_out_of_bounds", "int32_offset_overflow", "out_not_resized", "layer_norm_backward_rank"}
+    assert faulting == {"argmin_inner_out_of_bounds", "int32_offset_overflow", "out_not_resized", "layer_norm_backward_rank",
+                        "scatter_int32_offsets", "rms_norm_int32_row_offsets"}
 
 
 def test_iluvatar_lists_the_masked_load_defect(registry):

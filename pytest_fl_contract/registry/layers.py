@@ -195,6 +195,41 @@ _BATCH = {
     "full": (LayerCase((5, 3, 7)), LayerCase((13, 4)), LayerCase((3, 2, 5, 5)), LayerCase((33, 3, 2)),
              LayerCase((65, 64, 49)), LayerCase((7, 128, 1025))),
 }
+def _row_offsets_wrap(call: LayerCall) -> bool:
+    """The last row's offset, (rows - 1) * N, past int32 (a kernel that multiplies an int32 row
+    index by the row length writes or reads 4 GiB before the tensor there)."""
+    n = math.prod(call.shape[len(call.shape) - call.case.norm:])
+    return (call.case.rows - 1) * n >= 2**31
+
+
+def _layer_norm_weight_grad_wraps(call: LayerCall) -> bool:
+    """weight_bias_backward_kernel loads dY + rows * N with rows an int32 range: past 2**31 the
+    last rows read other memory into the weight and bias gradients (silently: an H200 gave
+    dweight 14 ulps off torch at (65537, 32768) fp16).  The workaround's route computes them
+    otherwise (it held with the route forced on)."""
+    return call.backward and not call.routed and _row_offsets_wrap(call)
+
+
+def _rms_norm_wraps(call: LayerCall) -> bool:
+    """rms_norm's one-row forward kernel (N <= 4096) offsets by tl.program_id(0) * N in int32:
+    past 2**31 it faults (an H200 at (524289, 4096), route or not); its dx and weight-gradient
+    kernels do the same for any N (wrong gradients at (65537, 32768); the route's held)."""
+    n = math.prod(call.shape[len(call.shape) - call.case.norm:])
+    return _row_offsets_wrap(call) and (n <= 4096 or (call.backward and not call.routed))
+
+
+def _group_tile_past_numel(call: LayerCall) -> bool:
+    """group_norm_kernel takes a whole group as one (next_pow2(C / groups), next_pow2(H * W))
+    tile: past Triton's 2**20 elements a tile it does not compile (a 1024 x 1024 image with a
+    group of 2 channels); the workaround's route tiles it."""
+    shape = call.shape
+    if len(shape) < 3 or call.routed or 0 in shape:
+        return False
+    group = -(-shape[1] // max(call.case.groups, 1))
+    hw = math.prod(shape[2:])
+    return (1 << (group - 1).bit_length()) * (1 << (hw - 1).bit_length()) > 2**20
+
+
 _ROW_FEATURES = ("masked_2d_row_load", "masked_2d_col_load", "mask_2d_logic", "python_and_or_masks", "masked_2d_store",
                  "partial_2d_tiles", "runtime_loop", "masked_loop_tail", "reduce_partial_tile", "half_accumulation",
                  "masked_load_other", "grid_axes", "scalar_bound_at_first_launch", "cold_first_launch")
@@ -223,7 +258,8 @@ LAYERS: tuple[Layer, ...] = (
                    "weight_bias_backward_kernel", backward=True)),
           row_folds=("weight_bias_backward_kernel",), features=_ROW_FEATURES,
           defects=(OpDefect("layer_norm_backward_rank", _rank_above_two, corrupts=True),
-                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64)),
+                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64),
+                   OpDefect("layer_norm_weight_grad_int32_rows", _layer_norm_weight_grad_wraps)),
           large=_LARGE_ROWS),
     Layer(name="rms_norm", module="flag_gems.ops.rms_norm", forward="rms_norm", backward="rms_norm_backward",
           gems_names=("rms_norm",), functional="rms_norm", affine=("weight",), cases=_ROWS,
@@ -235,7 +271,8 @@ LAYERS: tuple[Layer, ...] = (
           row_folds=("rms_norm_grad_dw_kernel",), features=_ROW_FEATURES,
           defects=(OpDefect("rms_norm_needs_weight", _affine_off),
                    OpDefect("rms_norm_weight_grad_flat", lambda c: c.backward and c.affine and c.case.norm > 1),
-                   OpDefect("fp64_computed_in_fp32", _fp64)),
+                   OpDefect("fp64_computed_in_fp32", _fp64),
+                   OpDefect("rms_norm_int32_row_offsets", _rms_norm_wraps)),
           large=_LARGE_RMS),
     Layer(name="group_norm", module="flag_gems.ops.groupnorm", forward="group_norm", backward="group_norm_backward",
           gems_names=("group_norm", "group_norm_backward"), functional="group_norm", affine=("weight", "bias"),
@@ -253,7 +290,8 @@ LAYERS: tuple[Layer, ...] = (
           defects=(OpDefect("group_norm_group_size_not_pow2",
                             lambda c: _group_size_not_pow2(c) and c.contract not in ("determinism", "inputs"),
                             corrupts=True),
-                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64)),
+                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64),
+                   OpDefect("group_norm_tile_past_max_numel", _group_tile_past_numel)),
           large=(replace(_LARGE_CHANNELS, groups=32),)),
     Layer(name="batch_norm", module="flag_gems.ops.batch_norm", forward="batch_norm", backward="batch_norm_backward",
           gems_names=("batch_norm", "batch_norm_backward"), functional="batch_norm", affine=("weight", "bias"),

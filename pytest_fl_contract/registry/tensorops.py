@@ -314,6 +314,13 @@ def _index_select_on_grid_y(call: TensorCall) -> bool:
     return -(-case.index // block_n) > GRID_LIMITS[1]
 
 
+def _scatter_wraps(call: TensorCall) -> bool:
+    """scatter's and scatter_add_'s generated kernels are written with int32 offsets
+    ("int32_offset = int32_offset or True"): an input past 2**31 elements faults (an H200 at
+    (65537, 32768), every line)."""
+    return math.prod(call.shape) >= 2**31
+
+
 M = TensorCase
 _MATMUL_FEATURES = ("masked_2d_row_load", "masked_2d_col_load", "mask_2d_logic", "masked_loop_tail", "partial_2d_tiles",
                     "masked_2d_store", "masked_load_other", "int64_offset_arith", "scalar_bound_at_first_launch",
@@ -406,12 +413,14 @@ OPS: tuple[TensorOp, ...] = (
              paths=(P("generated strided kernel over the source's elements", M((5, 7, 9), dim=1, index=4),
                       "_scatter_flaggems_jit_function"),),
              features=_INDEX_FEATURES,
+             defects=(OpDefect("scatter_int32_offsets", _scatter_wraps),),
              large=_LARGE["scatter"]),
     TensorOp("scatter_add_", INDEX, "flag_gems.ops.scatter_add_", "scatter_add_", ("scatter_add_",), _GATHER,
              accumulates=True,
              paths=(P("generated strided kernel, atomic adds", M((5, 7, 9), dim=1, index=4),
                       "_scatter_add_flaggems_jit_function"),),
              features=_INDEX_FEATURES,
+             defects=(OpDefect("scatter_int32_offsets", _scatter_wraps),),
              large=_LARGE["scatter_add_"]),
     TensorOp("index_select", INDEX, "flag_gems.ops.index_select", "index_select", ("index_select",), _SELECT, out=False,
              paths=(P("(rows, index) tiles", M((5, 7, 9), dim=1, index=4), "index_select_kernel"),),
