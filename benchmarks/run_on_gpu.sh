@@ -62,7 +62,7 @@ print(fastpath.device_info('cuda').source)" ;;
     # process), without the workaround and with it forced on (LIMITS_FORCED=0: without only)
     for extra in "" $([ "${LIMITS_FORCED:-1}" = 1 ] && echo --fl-force-workaround); do
       tag="limits$FL_LINE${extra:+-forced}"
-      (cd /tmp && timeout -s INT -k 20 "${LIMITS_TIMEOUT:-280}" python3 -m pytest_fl_contract.cli contracts tensorops layers -- --platform nvidia -n 4 \
+      (cd /tmp && timeout -s INT -k 20 "${LIMITS_TIMEOUT:-280}" python3 -m pytest_fl_contract.cli contracts ${LIMITS_SUITES:-tensorops layers} -- --platform nvidia -n 4 \
         -k "grid_limits or large_index" -q -rA $extra --junitxml="$OUT/$tag.xml" > "$OUT/$tag.txt" 2>&1)
       echo "== $tag: exit $?"
       grep -E "^(PASSED|FAILED|ERROR|XFAIL|XPASS)|passed|failed" "$OUT/$tag.txt" | cut -c1-400 | head -40

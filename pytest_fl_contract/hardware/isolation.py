@@ -105,12 +105,18 @@ def excess(got: Any, want: Any, rtol: float, atol: float, elements: int = 1 << 2
 
 def _row_tolerance(spec: RowSpec, row: Any, drawn: dict[str, Any], key: str) -> tuple[float, float]:
     """(rtol, atol) for output ``key``: the contracts' own tolerance against float64, with twice
-    the rtol (torch's result is rounded to the dtype too).  A row read through a wrapped offset
-    adds a value of the result's own size to a sum of thousands: many ulps."""
+    the rtol (torch's result is rounded to the dtype too) and, for a half-precision layer, an
+    ulp of the dtype for each of sqrt(n) folded terms: FlagGems keeps a row's mean and rstd in
+    the input's dtype (torch in fp32), which shifts every term of a weight gradient a little,
+    at random.  A row read through a wrapped offset adds values of the terms' own size: on an
+    H200 16 to 70 where this allows 0.5."""
     if spec.family == "layers":
-        from ..contracts.layers.checks import terms, tolerance
+        from ..contracts.layers.checks import _EPS, terms, tolerance
 
-        tol = tolerance(spec.dtype, terms(row, drawn["case"], key))
+        n = terms(row, drawn["case"], key)
+        tol = tolerance(spec.dtype, n)
+        if spec.dtype in ("float16", "bfloat16"):
+            tol["atol"] += 2 * _EPS[spec.dtype] * math.sqrt(n)
     else:
         from ..contracts.tensorops.checks import tolerance as op_tolerance
         from ..registry.tensorops import TensorCase
