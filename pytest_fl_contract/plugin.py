@@ -300,6 +300,10 @@ def pytest_configure(config: pytest.Config) -> None:
         for name, plugin in _hardware_plugins(config, session):
             if not config.pluginmanager.has_plugin(name):
                 config.pluginmanager.register(plugin(), name)
+    else:  # the hardware lanes' Schedule does it there
+        from .hardware.schedule import share_cpus
+
+        share_cpus(config)
 
 
 def _hardware_plugins(config: pytest.Config, session: LaneSession) -> list[tuple[str, Any]]:

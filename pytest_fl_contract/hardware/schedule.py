@@ -36,6 +36,16 @@ def cpu_share(cpus: int | None, workers: int) -> int:
     return max(1, (cpus or 1) // max(workers, 1))
 
 
+def share_cpus(config: pytest.Config) -> None:
+    """In an xdist worker, torch's intra-op threads to its share of the CPUs (unless
+    OMP_NUM_THREADS says): each worker's OpenMP pool otherwise takes every core and spins
+    against the others' (a 2-core CPU lane, two workers: 15% of its wall time)."""
+    workerinput = xdist_worker(config)
+    if workerinput is not None and "OMP_NUM_THREADS" not in os.environ:
+        threads = cpu_share(usable_cpus(), int(workerinput.get("workercount", 1)))
+        after_import("torch", lambda torch: torch.set_num_threads(threads))
+
+
 def usable_cpus() -> int | None:
     """The CPUs this process may run on (a cpuset or affinity mask), as ``-n auto`` counts."""
     try:
@@ -85,9 +95,7 @@ class Schedule:
         self.key = f"{CACHE_KEY}/{lane}"
         self.seen: dict[str, float] = {}
         workerinput = xdist_worker(config)
-        if workerinput is not None and "OMP_NUM_THREADS" not in os.environ:
-            threads = cpu_share(usable_cpus(), int(workerinput.get("workercount", 1)))
-            after_import("torch", lambda torch: torch.set_num_threads(threads))
+        share_cpus(config)
         ordered = config.getoption("fl_order", "longest-first") == "longest-first"
         if ordered and workerinput is None and getattr(config.option, "maxschedchunk", 0) is None:
             config.option.maxschedchunk = 1
