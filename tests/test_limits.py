@@ -142,8 +142,3 @@ def test_group_norm_tile_predicate_is_the_pow2_tile_past_2_20(shape, groups, pas
     assert ("group_norm_tile_past_max_numel" in _layer("group_norm", shape, groups=groups)) is past
     assert not _layer("group_norm", shape, groups=groups, routed=True)
 
-
-def test_batch_norm_offsets_predicate_is_its_gradients_past_2_31():
-    assert "batch_norm_int32_offsets" in _layer("batch_norm", (2, 64, 2**24 + 1), routed=True)
-    assert not _layer("batch_norm", (2, 64, 2**24 + 1), backward=False)
-    assert not _layer("batch_norm", (2, 64, 2**24 - 1))

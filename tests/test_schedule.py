@@ -205,3 +205,27 @@ def test_first_batch_is_what_xdists_load_scheduler_sends(cases, workers, chunk):
         assert [node.sent[0] for node in nodes[:cases]] == list(range(min(cases, workers)))
     else:  # worker w gets cases batch * w .. batch * (w + 1) - 1 first
         assert all(node.sent == list(range(batch * w, batch * (w + 1))) for w, node in enumerate(nodes))
+
+
+def test_an_emulated_lanes_xdist_workers_take_their_share_of_the_cores(pytester, run_subprocess):
+    """Two workers on the CPU lane: each runs torch on its share of the cores (OpenMP pools
+    that each take every core spin against each other), and OMP_NUM_THREADS, when set, wins."""
+    from pytest_fl_contract.hardware.schedule import usable_cpus
+
+    pytester.makepyfile(test_threads="""
+import os, pathlib
+def test_threads():
+    import torch
+    out = pathlib.Path(os.environ["THREADS_OUT"]) / os.environ.get("PYTEST_XDIST_WORKER", "main")
+    out.write_text(str(torch.get_num_threads()))
+""")
+    pytester._monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    share = cpu_share(usable_cpus(), 2)
+    other = 2 if share == 1 else 1  # torch holds OMP_NUM_THREADS to the cores it has
+    for env, want in (({}, share), ({"OMP_NUM_THREADS": str(other)}, other)):
+        out = pytester.mkdir(f"threads{len(env)}")
+        result = run_subprocess("-p", "fl_contract", "-p", "xdist", "-n", "2", "--platform", "cpu", "-p", "no:randomly",
+                                env={"THREADS_OUT": str(out), **env})
+        assert result.ret == 0, result.outlines[-20:]
+        seen = {int(p.read_text()) for p in out.iterdir()}
+        assert seen == {want}, (env, seen)

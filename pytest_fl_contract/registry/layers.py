@@ -218,13 +218,6 @@ def _rms_norm_wraps(call: LayerCall) -> bool:
     return _row_offsets_wrap(call) and (n <= 4096 or (call.backward and not call.routed))
 
 
-def _batch_norm_wraps(call: LayerCall) -> bool:
-    """batch_norm's backward kernel offsets by feature * feat_stride + batch * batch_stride in
-    int32: past 2**31 elements the last channel's tail reads other memory into its weight and
-    bias gradients (an H200 at (2, 64, 2**24 + 1) fp16, the route forced on or not)."""
-    return call.backward and math.prod(call.shape) > 2**31
-
-
 def _group_tile_past_numel(call: LayerCall) -> bool:
     """group_norm_kernel takes a whole group as one (next_pow2(C / groups), next_pow2(H * W))
     tile: past Triton's 2**20 elements a tile it does not compile (a 1024 x 1024 image with a
@@ -308,8 +301,7 @@ LAYERS: tuple[Layer, ...] = (
                  L("backward", LayerCase((5, 3, 7)), "batch_norm_backward_kernel", backward=True)),
           row_folds=("batch_norm_forward_kernel", "batch_norm_backward_kernel"), features=_ROW_FEATURES,
           defects=(OpDefect("batch_norm_stats_into_input", lambda c: c.values == "no_running_stats"),
-                   OpDefect("fp64_computed_in_fp32", _fp64),
-                   OpDefect("batch_norm_int32_offsets", _batch_norm_wraps)),
+                   OpDefect("fp64_computed_in_fp32", _fp64)),
           large=(_LARGE_CHANNELS,)),
 )
 
