@@ -142,6 +142,8 @@ def main() -> int:
     parser.add_argument("--sweep", type=int, default=0, help="draw this many cases")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--shapes", nargs="*", default=[], help="op:MxNxK:dim:dtype cases")
+    parser.add_argument("--real-models", action="store_true",
+                        help="the shapes public model code reduces (benchmarks/real_models.py), in fp32, bf16 and fp16")
     parser.add_argument("--moved-every", type=int, default=4, help="time the moved axis on every k-th case")
     parser.add_argument("--rep", type=int, default=40, help="do_bench repetition budget (ms)")
     parser.add_argument("--rounds", type=int, default=1, help="time native and fast this many times, alternating; medians")
@@ -160,6 +162,10 @@ def main() -> int:
         print("bench_reductions: needs a GPU (CPU figures come from benchmarks/bench_interpreter.py)")
         return 2
     rng = random.Random(args.seed)
+    if args.real_models:
+        from real_models import cases as model_cases  # beside this script
+
+        args.shapes = [*args.shapes, *model_cases()]
     cases = [parse(s) for s in args.shapes] + [draw(rng) for _ in range(args.sweep)]
     dev = "cuda"
     device = fastpath.device_info("cuda")

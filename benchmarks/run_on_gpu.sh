@@ -96,6 +96,11 @@ print(fastpath.device_info('cuda').source)" ;;
       --fl-force-workaround -rfE --junitxml="$OUT/forced$FL_LINE.xml" > "$OUT/forced$FL_LINE.txt" 2>&1)
     echo "forced$FL_LINE: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/forced$FL_LINE.txt" | cut -c1-300 | head -20
     grep -E "passed|failed" "$OUT/forced$FL_LINE.txt" | tail -1 ;;
+  realmodels)
+    # issue 32's table: what public model code reduces (benchmarks/real_models.py), three dtypes
+    timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --real-models --rep "${REP:-25}" \
+      --moved-every 1 --rounds "${ROUNDS:-3}" --json "$OUT/realmodels.json" > "$OUT/realmodels.txt" 2>&1
+    echo "realmodels: exit $?"; tail -12 "$OUT/realmodels.txt" ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" ${ROUNDS:+--rounds "$ROUNDS"} \
       ${GRAPH:+--graph} --json "$OUT/sweep.json" > "$OUT/sweep.txt" 2>&1
@@ -122,6 +127,6 @@ print(fastpath.device_info('cuda').source)" ;;
       softmax:2x1266x34:1:bfloat16 mean:1x15x2229:1:float16 sum:81x2x141:1:float32 softmax:2x5x6240:1:bfloat16 \
       sum:4054x255x54:1:bfloat16 sum:220x14x83424:1:bfloat16 sum:20884x1773x6:1:float16 sum:5027x53x1277:1:bfloat16 \
       mean:224421x24x16:1:float32 sum:5x71786x2:1:bfloat16} 2>&1 | tee "$OUT/profile.txt" ;;
-  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, limits, lane, forced, sweep, startup, workerprofile, profile)"; exit 2 ;;
+  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, limits, realmodels, lane, forced, sweep, startup, workerprofile, profile)"; exit 2 ;;
   esac
 done

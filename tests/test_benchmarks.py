@@ -40,3 +40,18 @@ def test_no_controller_log_is_one_line_and_exit_2(tmp_path: Path, monkeypatch, c
     assert lane_timeline.report(tmp_path) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert sys.modules["lane_timeline"].IMPORTED > 0
+
+
+def test_the_real_model_table_is_non_inner_calls_with_their_sources(monkeypatch) -> None:
+    """Issue 32's table: at least 40 cases of sum, mean and softmax in fp32, bf16 and fp16, each
+    over a non-inner dim (an inner one never reaches the workaround) and naming its source."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import bench_reductions
+    import real_models
+
+    specs = real_models.cases()
+    assert len(specs) >= 40 and len(set(specs)) == len(specs)
+    for op, shape, dim, source in real_models.MODELS:
+        assert op in ("sum", "mean", "softmax") and ("/" in source or source.startswith("the same")), (op, shape, source)
+        assert dim % len(shape) != len(shape) - 1, (op, shape, dim)
+    assert {bench_reductions.parse(s)[3] for s in specs} == {"float32", "bfloat16", "float16"}
