@@ -45,6 +45,12 @@ def _expanded(t: Any, dim: int) -> Any:
     return t.narrow(axis, 0, 1).expand(t.shape)
 
 
+def wraps(session: Any, op: TensorOp) -> bool:
+    """The lane's workaround wraps the op's entry point."""
+    info = session.workaround
+    return info is not None and f"{op.module}.{op.entry}" in set(info.entries)
+
+
 def lay_out(op: TensorOp, ops: dict[str, Any], layout: str) -> dict[str, Any]:
     """``ops`` (on their device) in ``layout``."""
     import torch
@@ -160,4 +166,4 @@ def check(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, device: str, d
     compare(op, case, got, want, dtype, what)
 
 
-__all__ = ["INDEX", "MATMUL", "check", "compare", "lay_out", "reference", "run", "tolerance"]
+__all__ = ["INDEX", "MATMUL", "check", "compare", "lay_out", "reference", "run", "tolerance", "wraps"]

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 from pytest_fl_contract.contracts.marking import mark_row_cases
+from pytest_fl_contract.contracts.tensorops.checks import wraps
 
 from pytest_fl_contract.plugin import settings_of
 from pytest_fl_contract.registry.ops import flag_gems_version
@@ -98,12 +99,6 @@ def call_of(params: dict, contract: str, routed: bool) -> TensorCall | None:
     if path is not None:
         extra["layout"] = path.layout
     return TensorCall(case, routed=routed, contract=contract, **extra)
-
-
-def wraps(session, op: TensorOp) -> bool:
-    """The lane's workaround wraps the op's entry point."""
-    info = session.workaround
-    return info is not None and f"{op.module}.{op.entry}" in set(info.entries)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
