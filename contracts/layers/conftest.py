@@ -52,6 +52,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("layer,empty_case", [pytest.param(layer, replace(c, shape=(0, *c.shape[1:])),
                                                                id=f"{layer.name}-0x{'x'.join(map(str, c.shape[1:]))}")
                                                   for layer, c in cases])
+    if "wide_case" in names:
+        metafunc.parametrize("wide_layer,wide_case", [pytest.param(layer, case, id=f"{layer.name}-{case.id}")
+                                                      for layer in layers for case in layer.wide])
     if "large_case" in names:  # hardware: the device holds what the ledger counts (registry: Layer.large)
         metafunc.parametrize("large_layer,large_case,dtype", [
             pytest.param(layer, case, LARGE_DTYPE, id=f"{layer.name}-{case.id}",

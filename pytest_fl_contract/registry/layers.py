@@ -99,6 +99,7 @@ class Layer:
     family: str = FAMILY
     optional_affine: bool = True  # torch takes the layer without its weight and bias
     large: tuple[LayerCase, ...] = ()  # past 2**31 elements (hardware lanes; half precision, gradients too)
+    wide: tuple[LayerCase, ...] = ()  # a normalized extent past Triton's 2**20-element tile (every lane)
 
     def in_version(self, version: str | None) -> bool:
         return not self.lines or any((version or "").startswith(v) for v in self.lines)
@@ -242,6 +243,10 @@ L = LayerPath
 _LARGE_ROWS = (LayerCase((262145, 8192)), LayerCase((65537, 32768)))
 _LARGE_RMS = (LayerCase((524289, 4096)), LayerCase((65537, 32768)))
 _LARGE_CHANNELS = LayerCase((2, 64, 2**24 + 1))
+# A normalized extent past 2**20 elements, Triton's largest tile: a kernel that takes it whole
+# does not compile (group norm's group), one that loops over it holds; a few seconds on the
+# interpreter, where the same limit holds
+_WIDE_ROWS = (LayerCase((2, 2**20 + 1)),)
 
 LAYERS: tuple[Layer, ...] = (
     Layer(name="layer_norm", module="flag_gems.ops.layernorm", forward="layer_norm", backward="layer_norm_backward",
@@ -260,7 +265,7 @@ LAYERS: tuple[Layer, ...] = (
           defects=(OpDefect("layer_norm_backward_rank", _rank_above_two, corrupts=True),
                    OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64),
                    OpDefect("layer_norm_weight_grad_int32_rows", _layer_norm_weight_grad_wraps)),
-          large=_LARGE_ROWS),
+          large=_LARGE_ROWS, wide=_WIDE_ROWS),
     Layer(name="rms_norm", module="flag_gems.ops.rms_norm", forward="rms_norm", backward="rms_norm_backward",
           gems_names=("rms_norm",), functional="rms_norm", affine=("weight",), cases=_ROWS,
           paths=(L("forward, one row a program (N <= 4096)", LayerCase((13, 24)), "rms_norm_kernel"),
@@ -273,7 +278,7 @@ LAYERS: tuple[Layer, ...] = (
                    OpDefect("rms_norm_weight_grad_flat", lambda c: c.backward and c.affine and c.case.norm > 1),
                    OpDefect("fp64_computed_in_fp32", _fp64),
                    OpDefect("rms_norm_int32_row_offsets", _rms_norm_wraps)),
-          large=_LARGE_RMS),
+          large=_LARGE_RMS, wide=_WIDE_ROWS),
     Layer(name="group_norm", module="flag_gems.ops.groupnorm", forward="group_norm", backward="group_norm_backward",
           gems_names=("group_norm", "group_norm_backward"), functional="group_norm", affine=("weight", "bias"),
           cases=_GROUPS,
@@ -292,7 +297,7 @@ LAYERS: tuple[Layer, ...] = (
                             corrupts=True),
                    OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64),
                    OpDefect("group_norm_tile_past_max_numel", _group_tile_past_numel)),
-          large=(replace(_LARGE_CHANNELS, groups=32),)),
+          large=(replace(_LARGE_CHANNELS, groups=32),), wide=(LayerCase((1, 2, 2**19 + 1)),)),
     Layer(name="batch_norm", module="flag_gems.ops.batch_norm", forward="batch_norm", backward="batch_norm_backward",
           gems_names=("batch_norm", "batch_norm_backward"), functional="batch_norm", affine=("weight", "bias"),
           cases=_BATCH,
@@ -302,7 +307,7 @@ LAYERS: tuple[Layer, ...] = (
           row_folds=("batch_norm_forward_kernel", "batch_norm_backward_kernel"), features=_ROW_FEATURES,
           defects=(OpDefect("batch_norm_stats_into_input", lambda c: c.values == "no_running_stats"),
                    OpDefect("fp64_computed_in_fp32", _fp64)),
-          large=(_LARGE_CHANNELS,)),
+          large=(_LARGE_CHANNELS,), wide=(LayerCase((2, 2, 2**19 + 1)),)),
 )
 
 LAYERS_BY_NAME: dict[str, Layer] = {layer.name: layer for layer in LAYERS}
