@@ -71,8 +71,8 @@ LARGE_DTYPE = "float16"
 
 def large_gib(case: LayerCase) -> float:
     """What a large case holds on the device: the input, the upstream gradient, and FlagGems'
-    and torch's output and input gradient (six tensors of the input's size), with torch's
-    float32 intermediates as slack."""
+    and torch's output and input gradient (six fp16 tensors of the input's size), and four
+    more as slack for torch's float32 intermediates."""
     import math
 
     return 10 * 2 * math.prod(case.shape) / 2**30

@@ -193,13 +193,12 @@ def _index_tensor(torch: Any, g: Any, size: int, shape: tuple[int, ...], unique:
     device = g.device
     if not size:
         return torch.zeros(shape, dtype=torch.long, device=device)
-    if not unique or shape[0] == 1:
-        index = torch.randint(0, size, shape, generator=g, device=device)
-    else:
+    if unique and shape[0] > 1:
         flat = shape[0], math.prod(shape[1:])
         cols = [torch.randperm(size, generator=g, device=device)[: flat[0]] for _ in range(flat[1])]
-        index = (torch.stack(cols, 1) if cols else torch.zeros(flat, dtype=torch.long, device=device)).reshape(shape)
-    if index.numel() and (not unique or shape[0] == 1):
+        return (torch.stack(cols, 1) if cols else torch.zeros(flat, dtype=torch.long, device=device)).reshape(shape)
+    index = torch.randint(0, size, shape, generator=g, device=device)  # repeats allowed, or one a column
+    if index.numel():
         index.view(-1)[-1] = size - 1
     return index
 
