@@ -1,4 +1,4 @@
-"""Wall time of the three CPU lanes through ``fl-contract run`` (the main job's figure;
+"""Wall time of the three CPU lanes' op contracts through ``fl-contract run`` (the main job's figure;
 target: <= 3 minutes together on the 2-core CI with -n auto).
 
     python benchmarks/bench_cpu_lanes.py
@@ -19,11 +19,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as reports:
         for lane in LANES:
             start = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.cli", "run", lane, "--step", "reduction_contract",
+            done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.cli", "run", lane, "--step", "op_contracts",
                                    "--reports", reports], capture_output=True, text=True)
             seconds = time.monotonic() - start
             total += seconds
-            verdict = [ln for ln in done.stdout.splitlines() if "reduction_contract: end" in ln]
+            verdict = [ln for ln in done.stdout.splitlines() if "op_contracts: end" in ln]
             print(
                 f"{lane:<32} {seconds:6.1f}s  exit {done.returncode}  {verdict[-1].split(': end ')[-1] if verdict else ''}"
             )

@@ -4,6 +4,7 @@ home for the loop each family's conftest runs."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -13,6 +14,19 @@ from pytest_fl_contract.registry.ops import flag_gems_version
 from pytest_fl_contract.session import tag_case
 
 SWEEPS = ("accuracy", "determinism", "paths", "generated")  # what --fl-unreached-sweeps-only keeps
+
+
+def own_items(items: list[pytest.Item], conftest: str) -> list[pytest.Item]:
+    """The items collected under a conftest's directory.  ``pytest_collection_modifyitems``
+    is not scoped to a conftest's directory: in a session over several suites each
+    conftest sees every suite's items, and one family's tagging would overwrite another's."""
+    root = Path(conftest).resolve().parent
+    under: dict[str, bool] = {}
+    for item in items:
+        where = str(item.path)
+        if where not in under:
+            under[where] = root in Path(where).resolve().parents
+    return [item for item in items if under[str(item.path)]]
 
 
 def mark_row_cases(items: list[pytest.Item], row_type: type, call_of: Callable[[dict, str, bool], Any],

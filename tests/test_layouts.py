@@ -108,7 +108,7 @@ def test_packaged_lanes_and_a_lane_end_to_end(tmp_path, wheel_site):
     done = run(["fl-contract", "lanes"], tmp_path, wheel_site)
     assert done.returncode == 0, done.stderr
     assert f"manifest: {wheel_site / 'pytest_fl_contract' / 'ci' / 'manifest.yaml'} (packaged with" in done.stderr
-    assert re.search(r"^iluvatar-emulated-noworkaround\s+iluvatar\s+reduction_contract \(expect fail\)", done.stdout,
+    assert re.search(r"^iluvatar-emulated-noworkaround\s+iluvatar\s+op_contracts \(expect fail\)", done.stdout,
                      re.M)
     done = run(["fl-contract", "run", "cpu", "--step", "cast_contract"], tmp_path, wheel_site)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr

@@ -142,7 +142,7 @@ def test_the_shipped_manifest_is_valid_and_covers_the_cpu_lanes():
     manifest = load(ROOT / "ci" / "manifest.yaml", REGISTRY)
     assert {"cpu", "iluvatar-emulated", "iluvatar-emulated-noworkaround"} <= set(manifest.lanes)
     # every lane runs the contracts, but the one that runs FlagGems' own suite under the three CPU lanes
-    suites = {name for name, lane in manifest.lanes.items() if not any(s.name == "reduction_contract" for s in lane.steps)}
+    suites = {name for name, lane in manifest.lanes.items() if not any(s.name == "op_contracts" for s in lane.steps)}
     assert suites == {"flaggems-suite-fg54"}
     assert [s.kind for s in manifest.lanes["flaggems-suite-fg54"].steps][-1] == "compare"
     assert manifest.lanes["iluvatar-emulated-noworkaround"].steps[0].expect == "fail"

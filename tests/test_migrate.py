@@ -50,7 +50,8 @@ def test_import_maps_what_it_can_and_keeps_the_rest_as_comments(tmp_path, capsys
     first = lane.steps[0]
     assert first.name == "operator-tests"
     assert first.args == ("bash", "-c", "set -euo pipefail\ncd tests\npytest integration/ops -q\n")
-    assert [s.name for s in lane.steps] == ["operator-tests", "iluvatar_reduction_contract", "reduction_contract"]
+    assert [s.name for s in lane.steps] == ["operator-tests", "iluvatar_reduction_contract", "op_contracts"]
+    assert lane.steps[-1].suites == ("reductions", "layers", "tensorops")  # the shipped step: cases meet the CPU lanes'
     assert manifest.lanes["gcu"].platform == "enflame"
 
 

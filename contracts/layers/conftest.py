@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from pytest_fl_contract.contracts.marking import mark_row_cases
+from pytest_fl_contract.contracts.marking import mark_row_cases, own_items
 
 from pytest_fl_contract.plugin import settings_of
 from pytest_fl_contract.registry.layers import LAYERS, Layer, LayerCall, LayerCase, layers_for
@@ -98,7 +98,7 @@ def call_of(params: dict, contract: str, routed: bool) -> LayerCall | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    mark_row_cases(items, Layer, call_of, wraps)
+    mark_row_cases(own_items(items, __file__), Layer, call_of, wraps)
 
 
 def wraps(session, layer: Layer) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pytest_fl_contract.contracts.marking import own_items
 from pytest_fl_contract.contracts.reductions.sweeps import (
     DTYPE_CAPABILITY,
     DTYPES,
@@ -156,6 +157,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tag each case with its op and contract (the per-op summary reads them), and mark the
     cases that run into a FlagGems defect with it (a strict xfail only on lanes whose
     registry lists it and no active workaround covers it)."""
+    items = own_items(items, __file__)
     version = flag_gems_version()
     emulated = bool(items) and settings_of(items[0].config).emulation is not None
     wrapped_only = bool(items) and settings_of(items[0].config).wrapped_only

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from pytest_fl_contract.contracts.marking import mark_row_cases
+from pytest_fl_contract.contracts.marking import mark_row_cases, own_items
 from pytest_fl_contract.contracts.tensorops.checks import wraps
 
 from pytest_fl_contract.plugin import settings_of
@@ -102,4 +102,4 @@ def call_of(params: dict, contract: str, routed: bool) -> TensorCall | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    mark_row_cases(items, TensorOp, call_of, wraps, reached=lambda op: bool(op.kernels))
+    mark_row_cases(own_items(items, __file__), TensorOp, call_of, wraps, reached=lambda op: bool(op.kernels))
