@@ -192,13 +192,13 @@ def _checked(capsys, out: Path):
 
 def test_import_dedupes_step_names_case_insensitively(tmp_path, capsys):
     tests = [{"name": "Operator Tests", "command": "a"}, {"name": "operator tests", "command": "b"},
-             {"name": "OPERATOR-TESTS", "command": "c"}, {"name": "reduction_contract", "command": "d"},
+             {"name": "OPERATOR-TESTS", "command": "c"}, {"name": "op_contracts", "command": "d"},
              {"name": "!!!", "command": "e"}, {"name": "x" * 300, "command": "f"}]
     code, err, out = _import(tmp_path, capsys, {"cuda.yml": {"integration_tests": tests}})
     assert code == 0, err
     names = [s.name for s in _checked(capsys, out).lanes["cuda"].steps]
-    assert names == ["operator-tests", "operator-tests-2", "operator-tests-3", "reduction_contract-2", "step-4",
-                     "x" * 64, "reduction_contract"]
+    assert names == ["operator-tests", "operator-tests-2", "operator-tests-3", "op_contracts-2", "step-4",
+                     "x" * 64, "op_contracts"]
 
 
 def test_import_renames_a_step_called_setup_beside_a_setup_script(tmp_path, capsys):
@@ -207,7 +207,7 @@ def test_import_renames_a_step_called_setup_beside_a_setup_script(tmp_path, caps
     assert code == 0, err
     lane_ = _checked(capsys, out).lanes["cuda"]
     assert lane_.setup == ("bash 'ci/my setup.sh'",)
-    assert [s.name for s in lane_.steps] == ["setup-2", "reduction_contract"]
+    assert [s.name for s in lane_.steps] == ["setup-2", "op_contracts"]
 
 
 def test_import_refuses_two_files_of_one_lane(tmp_path, capsys):
