@@ -16,7 +16,7 @@ from pytest_fl_contract.lanes.junit import count
 
 from .conftest import ROOT
 
-SELECT = ["-k", "(test_accuracy and float32) or test_determinism", "-p", "xdist", "-n", "2"]
+SELECT = ["-k", "(test_accuracy and float32) or test_determinism", "-p", "xdist", "-n", "0"]
 
 
 def failures(pytester, run_subprocess, *lane_args, select=SELECT):

@@ -27,7 +27,7 @@ def lane_report(pytester, run_subprocess, lane: str, *args: str) -> Path:
     run_subprocess(str(ROOT / "contracts" / "reductions"), "-c", str(ROOT / "contracts" / "pytest.ini"),
                    "--rootdir", str(ROOT / "contracts"), "-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate",
                    "--fl-junit-prefix", lane, *args, *SELECT, f"--junitxml={path}", "-q", "-p", "no:cacheprovider",
-                   "-p", "xdist", "-n", "2")
+                   "-p", "xdist", "-n", "0")
     report = junit.rename_suites(junit.read(path), f"{lane}/reduction_contract")
     out = pytester.path / f"{lane}.xml"
     junit.write(report, out)
