@@ -86,18 +86,37 @@ def _sum_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOC
 @triton.jit
 def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                         LOG_R: tl.constexpr):
-    """Column max and sum of exp over rows [n_start, n_end), online, same row walk."""
+    """Column max and sum of exp over rows [n_start, n_end), online, same row walk.  Tiles
+    of 32 columns or more keep a max and a sum per element and fold the rows once, at the
+    end: folding across rows at every step (across threads, often across warps) made
+    half-precision tiles 3 - 7x slower than their bytes on an H200.  Narrower tiles (many
+    rows, few columns) fold at every step, which ran 2.5x faster there.  The tail's few
+    smaller blocks fold as they come."""
     rows = tl.arange(0, BLOCK_R)
     n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
     m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
     s = tl.zeros([BLOCK_K], dtype=tl.float32)
-    for n0 in range(n_start, n_full, BLOCK_R):
-        offs = (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
-        x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
-        m = m_new
+    if BLOCK_K >= 32:
+        mt = tl.full([BLOCK_R, BLOCK_K], float("-inf"), dtype=tl.float32)
+        st = tl.zeros([BLOCK_R, BLOCK_K], dtype=tl.float32)
+        for n0 in range(n_start, n_full, BLOCK_R):
+            offs = (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
+            x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
+            m_new = tl.maximum(mt, x)
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            st = st * tl.exp(mt - m_safe) + tl.exp(x - m_safe)
+            mt = m_new
+        m = tl.max(mt, axis=0)
+        m_safe = tl.where(m == float("-inf"), 0.0, m)
+        s = tl.sum(st * tl.exp(mt - m_safe[None, :]), axis=0)
+    else:
+        for n0 in range(n_start, n_full, BLOCK_R):
+            offs = (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
+            x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
+            m_new = tl.maximum(m, tl.max(x, axis=0))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
+            m = m_new
     n = n_full
     for level in tl.static_range(1, LOG_R + 1):
         if n + (BLOCK_R >> level) <= n_end:
