@@ -84,6 +84,14 @@ def _sum_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOC
 
 
 @triton.jit
+def _fold_rows(x, m, s):
+    """A block of rows folded into the column max ``m`` and sum of exp ``s``."""
+    m_new = tl.maximum(m, tl.max(x, axis=0))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    return m_new, s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
+
+
+@triton.jit
 def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                         LOG_R: tl.constexpr):
     """Column max and sum of exp over rows [n_start, n_end), online, same row walk.  Tiles
@@ -113,19 +121,13 @@ def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.const
         for n0 in range(n_start, n_full, BLOCK_R):
             offs = (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
             x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
-            m_new = tl.maximum(m, tl.max(x, axis=0))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-            s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
-            m = m_new
+            m, s = _fold_rows(x, m, s)
     n = n_full
     for level in tl.static_range(1, LOG_R + 1):
         if n + (BLOCK_R >> level) <= n_end:
             offs = (n + tl.arange(0, BLOCK_R >> level))[:, None].to(tl.int64) * K + col[None, :]
             x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
-            m_new = tl.maximum(m, tl.max(x, axis=0))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-            s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe[None, :]), axis=0)
-            m = m_new
+            m, s = _fold_rows(x, m, s)
             n += BLOCK_R >> level
     return m, s
 
