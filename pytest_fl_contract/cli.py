@@ -142,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--every-killer", action="store_true",
                          help="run every contract of the mutated op (no -x): which contracts kill each mutant, "
                               "and the mutants only one contract kills")
+    mutants.add_argument("--search", action="store_true",
+                         help="search each mutant's whole selection, not its recorded killer first")
+    mutants.add_argument("--record-killers", action="store_true",
+                         help="search (as --search) and record each mutant's first killing case in the "
+                              "package's killers.json, which later runs try first")
     mutants.set_defaults(fn=cmd_mutants)
     return parser
 

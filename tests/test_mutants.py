@@ -48,6 +48,40 @@ def test_every_mutant_is_killed():
     assert all(v.killers for v in verdicts)
 
 
+def test_every_mutant_has_a_recorded_killer_that_exists():
+    """A new mutant records its killer (``fl-contract mutants --record-killers``), or the zoo
+    searches its whole selection on every CI run; a removed one leaves no entry behind."""
+    killers = run.recorded_killers()
+    assert set(killers) == set(zoo.MUTANTS), "run: fl-contract mutants --record-killers"
+    for mutant, node in killers.items():
+        assert (ROOT / "contracts" / node.split("::", 1)[0]).is_file(), (mutant, node)
+
+
+@pytest.mark.slow
+def test_a_recorded_killer_that_no_longer_kills_falls_back_to_the_search(tmp_path):
+    """A killer is a hint: one that does not exist, or passes against the mutant, costs a
+    second run, never the verdict; a survivor still survives."""
+    killers = {"keepdim_ignored": "reductions/test_accuracy.py::test_accuracy[nosuch-case]",
+               "negative_dim_off_by_one": "reductions/test_install.py::test_install_is_idempotent_and_uninstall_exact"}
+    verdicts = {v.mutant: v for v in run.run_zoo(list(killers), ROOT / "contracts" / "reductions", 2, killers=killers)}
+    for name in killers:
+        assert verdicts[name].status == "killed" and verdicts[name].tries == 2, run.table(list(verdicts.values()))
+        assert verdicts[name].node.startswith("reductions/test_") and "::" in verdicts[name].node
+    assert "2 searched past a recorded killer" in run.table(list(verdicts.values()))
+    path = tmp_path / "killers.json"
+    path.write_text('{"old": "reductions/test_x.py::test_y", "keepdim_ignored": "stale::x"}')
+    assert run.record(list(verdicts.values()), path) == 3
+    assert run.recorded_killers(path)["keepdim_ignored"] == verdicts["keepdim_ignored"].node
+
+
+def test_malformed_killers_are_no_killers(tmp_path):
+    path = tmp_path / "killers.json"
+    for text in ("", "[1]", "{", '{"a": 1, "b": "no node id"}'):
+        path.write_text(text)
+        assert run.recorded_killers(path) == {}
+    assert run.recorded_killers(tmp_path / "missing.json") == {}
+
+
 def test_sole_killers_name_what_only_one_contract_catches():
     from pytest_fl_contract.testing.run import Verdict, every_killer_table, sole_killers
 

@@ -55,14 +55,16 @@ def child(argv: list[str], workdir: str, log: str) -> None:
 
 
 def serve(spec: dict) -> int:
-    """spec: platform, workdir, jobs, timeout, runs: [{name, argv}]."""
+    """spec: platform, workdir, jobs, timeout, runs: [{name, argv, then?}]: ``then``, the
+    argv run next when the first run did not fail a case (exit 1): the mutant's full
+    selection after its recorded killer."""
     try:
         warm(spec["platform"])
     except Exception as exc:  # noqa: BLE001 - said in one line; the caller falls back
         print(json.dumps({"warm_failed": f"{type(exc).__name__}: {exc}"}), flush=True)
         return WARM_FAILED
     pending = list(spec["runs"])
-    running: dict[int, tuple[str, float]] = {}
+    running: dict[int, tuple[dict, float]] = {}
     while pending or running:
         while pending and len(running) < max(1, spec["jobs"]):
             run = pending.pop(0)
@@ -70,7 +72,7 @@ def serve(spec: dict) -> int:
             pid = os.fork()
             if pid == 0:
                 child(run["argv"], spec["workdir"], log)
-            running[pid] = (run["name"], time.monotonic())
+            running[pid] = (run, time.monotonic())
         pid, status = os.waitpid(-1, os.WNOHANG)
         if pid == 0:
             for other, (_, start) in list(running.items()):
@@ -78,9 +80,14 @@ def serve(spec: dict) -> int:
                     os.kill(other, signal.SIGKILL)
             time.sleep(0.05)
             continue
-        name, start = running.pop(pid)
+        run, start = running.pop(pid)
         code = os.waitstatus_to_exitcode(status)
-        print(json.dumps({"name": name, "code": code, "seconds": time.monotonic() - start}), flush=True)
+        seconds = run.get("seconds", 0.0) + time.monotonic() - start
+        if code != 1 and run.get("then"):
+            pending.insert(0, {"name": run["name"], "argv": run["then"], "seconds": seconds, "tries": 2})
+            continue
+        print(json.dumps({"name": run["name"], "code": code, "seconds": seconds, "tries": run.get("tries", 1)}),
+              flush=True)
     return 0
 
 

@@ -5,6 +5,7 @@ workaround installed."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fl-mutant", dest="fl_mutant", metavar="NAME",
         help="apply a defect mutant (fl-contract mutants --list) to prove the contracts catch it",
     )
+    parser.getgroup("fl_contract").addoption(
+        "--fl-killer-file", dest="fl_killer_file", metavar="PATH",
+        help="write the absolute node id of the first failing case here (the zoo records its killers)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -27,6 +32,24 @@ def pytest_configure(config: pytest.Config) -> None:
             get(name)
         except FlContractError as exc:
             raise pytest.UsageError(str(exc)) from None
+    path = config.getoption("fl_killer_file")
+    if path:
+        config.pluginmanager.register(_Killer(config.rootpath, Path(path)), "fl-mutant-killer")
+
+
+class _Killer:
+    """Writes the first failing case's node id, absolute (a later run passes it from any
+    directory): the zoo runs it first next time."""
+
+    def __init__(self, rootpath: Path, path: Path) -> None:
+        self.rootpath, self.path, self.done = rootpath, path, False
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.done or not report.failed:
+            return
+        self.done = True
+        file, sep, rest = report.nodeid.partition("::")
+        self.path.write_text(f"{(self.rootpath / file).resolve()}{sep}{rest}\n")
 
 
 def pytest_fl_contract_flag_gems(flag_gems: Any, session: Any) -> None:

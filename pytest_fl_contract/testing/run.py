@@ -1,8 +1,14 @@
 """``fl-contract mutants``: every mutant of the zoo in its own process (in parallel, only the
-contracts of the mutated op, stopping at the first kill), and who killed what."""
+contracts of the mutated op, stopping at the first kill), and who killed what.
+
+Each mutant first runs the one case that killed it last time (``killers.json``, written by
+``--record-killers``); only where that case no longer fails, or no longer exists, does it
+search its whole selection.  A recorded killer is a hint, never a verdict: the case must
+fail against the mutant in this run."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +25,8 @@ from ..util import FlContractError
 from .zoo import MUTANTS, Mutant, get
 
 PLUGIN = "pytest_fl_contract.testing.mutants"
+KILLERS = Path(__file__).with_name("killers.json")  # mutant -> node id, relative to the suites' parent
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -27,54 +35,92 @@ class Verdict:
     killers: tuple[str, ...]
     seconds: float
     detail: str = ""
+    node: str = ""  # the killing case's node id, relative to the suites' parent
+    tries: int = 1  # 2: the recorded killer did not kill it, the search did
 
 
-def _argv(mutant: Mutant, contracts: Path, report: Path, every: bool) -> list[str]:
-    """pytest's arguments for one mutant's contract run (``-m pytest`` and the program left out)."""
+def recorded_killers(path: Path = KILLERS) -> dict[str, str]:
+    """The committed killers; none (a full search each) where the file is missing or malformed."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str) and "::" in v}
+
+
+def _argv(mutant: Mutant, contracts: Path, workdir: Path, every: bool, killer: str | None = None) -> list[str]:
+    """pytest's arguments for one mutant's contract run (``-m pytest`` and the program left out):
+    its op's selection, or only ``killer`` (a node id under the suites' parent)."""
     op = mutant.select.split()[0]
     select, stop = (op if op in ops.OPS_BY_NAME else mutant.select, []) if every else (mutant.select, ["-x"])
     suite = contracts if mutant.suite == "reductions" else contracts.parent / mutant.suite  # contracts: reductions/
-    return [str(suite), "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",
-            "--fl-mutant", mutant.name, *mutant.args, "-k", select, *stop, "-q", "-p", "no:cacheprovider",
-            "-p", "no:randomly", f"--junitxml={report}", "-o", "addopts="]
+    where = [str(contracts.parent / killer)] if killer else [str(suite), "-k", select]
+    return [*where, "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",
+            "--fl-mutant", mutant.name, *mutant.args, *stop, "-q", "-p", "no:cacheprovider",
+            "-p", "no:randomly", f"--junitxml={workdir / (mutant.name + '.xml')}",
+            f"--fl-killer-file={workdir / (mutant.name + '.killer')}", "-o", "addopts="]
 
 
-def _verdict(mutant: Mutant, code: int, report: Path, output: str, seconds: float) -> Verdict:
+def _tries(mutant: Mutant, contracts: Path, workdir: Path, every: bool, killers: dict[str, str]) -> list[list[str]]:
+    """The argvs to run in turn until one fails a case: the recorded killer, then the search."""
+    search = _argv(mutant, contracts, workdir, every)
+    killer = None if every else killers.get(mutant.name)
+    if killer is None or not (contracts.parent / killer.split("::", 1)[0]).is_file():
+        return [search]
+    return [_argv(mutant, contracts, workdir, every, killer), search]
+
+
+def _verdict(mutant: Mutant, code: int, workdir: Path, contracts: Path, output: str, seconds: float,
+             tries: int = 1) -> Verdict:
+    report, killer = workdir / f"{mutant.name}.xml", workdir / f"{mutant.name}.killer"
     killers: list[str] = []
     if report.exists():
         for case in junit.read(report).cases:
             if case.outcome in ("failed", "error"):
                 killers.append(f"{case.classname.rsplit('.', 1)[-1].removeprefix('test_')}:{case.name}")
     if code == 1 and killers:
-        return Verdict(mutant.name, "killed", tuple(killers), seconds)
+        node = killer.read_text().strip() if killer.exists() else ""
+        file, sep, rest = node.partition("::")
+        with_root = Path(file).is_relative_to(contracts.parent)
+        node = f"{Path(file).relative_to(contracts.parent).as_posix()}{sep}{rest}" if sep and with_root else ""
+        return Verdict(mutant.name, "killed", tuple(killers), seconds, node=node, tries=tries)
     if code == 0:
-        return Verdict(mutant.name, "survived", (), seconds)
+        return Verdict(mutant.name, "survived", (), seconds, tries=tries)
     tail = output.strip().splitlines()[-3:]
-    return Verdict(mutant.name, "error", (), seconds, f"pytest exit {code}: {' | '.join(tail)}")
+    return Verdict(mutant.name, "error", (), seconds, f"pytest exit {code}: {' | '.join(tail)}", tries=tries)
 
 
-def run_one(mutant: Mutant, contracts: Path, workdir: Path, every: bool = False) -> Verdict:
-    """One contract run against one mutant, in a process of its own: killed at the first
-    failing contract (-x); with ``every``, every contract of the mutated op runs and each
-    that fails is a killer."""
-    report = workdir / f"{mutant.name}.xml"
-    argv = [sys.executable, "-m", "pytest", *_argv(mutant, contracts, report, every)]
-    start = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=workdir, timeout=900)
-    return _verdict(mutant, done.returncode, report, done.stdout + done.stderr, time.monotonic() - start)
+def run_one(mutant: Mutant, contracts: Path, workdir: Path, every: bool = False,
+            killers: dict[str, str] | None = None) -> Verdict:
+    """One mutant's contract runs, each in a process of its own: killed at the first failing
+    contract (-x); with ``every``, every contract of the mutated op runs and each that fails
+    is a killer."""
+    start, code, output = time.monotonic(), 0, ""
+    tries = _tries(mutant, contracts, workdir, every, killers or {})
+    for argv in tries:
+        done = subprocess.run([sys.executable, "-m", "pytest", *argv], capture_output=True, text=True, cwd=workdir,
+                              timeout=900)
+        code, output = done.returncode, done.stdout + done.stderr
+        if code == 1:
+            break
+    return _verdict(mutant, code, workdir, contracts, output, time.monotonic() - start,
+                    tries.index(argv) + 1)
 
 
-def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, every: bool) -> list[Verdict] | None:
+def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, every: bool,
+            killers: dict[str, str]) -> list[Verdict] | None:
     """Every mutant through the fork server (``forkzoo``); None when it could not warm up."""
-    import json
-
     from .forkzoo import WARM_FAILED
 
+    runs = []
+    for m in mutants:
+        first, *then = _tries(m, contracts, workdir, every, killers)
+        runs.append({"name": m.name, "argv": first, **({"then": then[0]} if then else {})})
     spec = workdir / "spec.json"
-    spec.write_text(json.dumps({
-        "platform": "cpu", "workdir": str(workdir), "jobs": jobs, "timeout": 900,
-        "runs": [{"name": m.name, "argv": _argv(m, contracts, workdir / f"{m.name}.xml", every)} for m in mutants],
-    }))
+    spec.write_text(json.dumps({"platform": "cpu", "workdir": str(workdir), "jobs": jobs, "timeout": 900,
+                                "runs": runs}))
     done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.testing.forkzoo", str(spec)], cwd=workdir,
                           capture_output=True, text=True, timeout=900 * len(mutants))
     if done.returncode == WARM_FAILED:
@@ -95,19 +141,31 @@ def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, ev
             continue
         log = workdir / f"{m.name}.log"
         output = log.read_text(errors="replace") if log.exists() else ""
-        verdicts.append(_verdict(m, item["code"], workdir / f"{m.name}.xml", output, item["seconds"]))
+        verdicts.append(_verdict(m, item["code"], workdir, contracts, output, item["seconds"], item.get("tries", 1)))
     return verdicts
 
 
-def run_zoo(names: list[str], contracts: Path, jobs: int, every: bool = False) -> list[Verdict]:
-    """Through the fork server; each mutant in a process of its own where it cannot warm up."""
+def run_zoo(names: list[str], contracts: Path, jobs: int, every: bool = False,
+            killers: dict[str, str] | None = None) -> list[Verdict]:
+    """Through the fork server; each mutant in a process of its own where it cannot warm up.
+    ``killers``: the recorded ones (default: ``killers.json``; {} searches every selection)."""
     mutants = [get(n) for n in names] if names else list(MUTANTS.values())
+    known = recorded_killers() if killers is None else killers
     with tempfile.TemporaryDirectory(prefix="fl-mutants-") as tmp:
-        forked = _forked(mutants, contracts, Path(tmp), jobs, every)
+        forked = _forked(mutants, contracts, Path(tmp), jobs, every, known)
         if forked is not None:
             return forked
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            return list(pool.map(lambda m: run_one(m, contracts, Path(tmp), every), mutants))
+            return list(pool.map(lambda m: run_one(m, contracts, Path(tmp), every, known), mutants))
+
+
+def record(verdicts: list[Verdict], path: Path = KILLERS) -> int:
+    """The killed mutants' killers into ``path`` (kept for mutants this run did not kill or run);
+    how many it holds."""
+    killers = recorded_killers(path)
+    killers.update({v.mutant: v.node for v in verdicts if v.status == "killed" and v.node})
+    path.write_text(json.dumps(dict(sorted(killers.items())), indent=1) + "\n")
+    return len(killers)
 
 
 def sole_killers(verdicts: list[Verdict]) -> dict[str, list[str]]:
@@ -141,9 +199,12 @@ def table(verdicts: list[Verdict]) -> str:
     lines = ["| mutant | verdict | killed by | seconds |", "|---|---|---|---:|"]
     for v in verdicts:
         by = ", ".join(v.killers) if v.killers else (v.detail or "-")
-        lines.append(f"| {v.mutant} | {v.status} | {by} | {v.seconds:.1f} |")
+        lines.append(f"| {v.mutant} | {v.status}{' (searched)' if v.tries > 1 else ''} | {by} | {v.seconds:.1f} |")
     killed = sum(v.status == "killed" for v in verdicts)
-    lines.append(f"\n{killed} of {len(verdicts)} mutants killed")
+    searched = sum(v.tries > 1 for v in verdicts)
+    lines.append(f"\n{killed} of {len(verdicts)} mutants killed"
+                 + (f"; {searched} searched past a recorded killer that did not kill them "
+                    "(fl-contract mutants --record-killers)" if searched else ""))
     return "\n".join(lines)
 
 
@@ -161,7 +222,10 @@ def main(args: Any) -> int:
         raise FlContractError(f"no contract directory at {contracts} (set FL_CONTRACTS_DIR)")
     start = time.monotonic()
     every = getattr(args, "every_killer", False)
-    verdicts = run_zoo(args.only, contracts, args.jobs or os.cpu_count() or 1, every)
+    search = getattr(args, "search", False) or getattr(args, "record_killers", False)
+    verdicts = run_zoo(args.only, contracts, args.jobs or os.cpu_count() or 1, every, {} if search else None)
     print(every_killer_table(verdicts) if every else table(verdicts))
     print(f"zoo wall time: {time.monotonic() - start:.1f}s")
+    if getattr(args, "record_killers", False) and not every:
+        print(f"recorded killers: {record(verdicts)} in {KILLERS}")
     return 0 if all(v.status == "killed" for v in verdicts) else 1
