@@ -42,3 +42,10 @@ def fg54_site(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), spec],
                    check=True, capture_output=True)
     return site
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests (a contract run or the zoo in subprocesses, 10 - 130 s each) first, in
+    their order: xdist hands them out while every worker is free, so none is the last thing
+    one worker does while the other idles."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
