@@ -6,7 +6,8 @@ constants are hardware properties, and the sweep (another sample) is what is quo
     python benchmarks/plan_grid.py --cases 16 --seed 11 --min-mb 8 [--shapes op:MxNxK:dim:dtype ...] [--json PATH]
 
 Candidates per case: the model's 8 cheapest plans and the cheapest plan of each tile size
-and column width.
+and column width.  Each plan is timed by do_bench (an L2 flush before each call) and back to
+back (host and GPU overlapped: where the host bounds a small problem).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import random
 import sys
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from bench_reductions import draw, parse  # noqa: E402
+from bench_reductions import back_to_back, draw, parse  # noqa: E402
 
 
 def candidates(M: int, N: int, K: int, device, elem: int, kind: str) -> list[tuple[float, object]]:
@@ -87,7 +88,8 @@ def main() -> int:
             got = call().float()
             error = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
             ms = triton.testing.do_bench(call, warmup=5, rep=10, return_mode="median")
-            timed.append({"plan": vars(plan), "predicted_ms": predicted * 1e3, "ms": ms, "error": error})
+            timed.append({"plan": vars(plan), "predicted_ms": predicted * 1e3, "ms": ms, "loop_ms": back_to_back(call),
+                          "error": error})
             if not error <= (1e-4 if dtype == "float32" else 1e-2):
                 wrong.append(f"{op} {shape} {dtype} {plan}: error {error:.1e}")
         best = min(t["ms"] for t in timed)
@@ -97,10 +99,13 @@ def main() -> int:
                "best_ms": best, "earlier": vars(earlier) if earlier else None, "earlier_ms": was, "plans": timed}
         rows.append(row)
         fastest = min(timed, key=lambda t: t["ms"])["plan"]
+        loop = next(t["loop_ms"] for t in timed if t["plan"] == vars(chosen))
+        loop_best = min(timed, key=lambda t: t["loop_ms"])
         print(f"{op:8} {'x'.join(map(str, shape)):>20} {dtype:9} {math.prod(shape) * x.element_size() / 2**20:8.1f} MB "
               f"model {pick:.3f} ms ({pick / best:.2f}x best)  earlier {was:.3f} ({was / best:.2f}x)  best {best:.3f} "
               f"r{fastest['block_r']} k{fastest['block_k']} w{fastest['warps']} s{fastest['splits']}  "
-              f"chosen r{chosen.block_r} k{chosen.block_k} s{chosen.splits}  ({len(timed)} plans)", flush=True)
+              f"chosen r{chosen.block_r} k{chosen.block_k} s{chosen.splits}  ({len(timed)} plans)  back to back: model "
+              f"{loop:.4f}, best {loop_best['loop_ms']:.4f} s{loop_best['plan']['splits']}", flush=True)
     ratios = sorted(r["chosen_ms"] / r["best_ms"] for r in rows)
     earlier = sorted(r["earlier_ms"] / r["best_ms"] for r in rows if not math.isnan(r["earlier_ms"]))
     print(f"\nmodel's pick / fastest timed: median {ratios[len(ratios) // 2]:.2f}x, worst {ratios[-1]:.2f}x ({len(ratios)} cases)")
