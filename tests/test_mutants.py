@@ -53,30 +53,34 @@ def test_every_mutant_has_a_recorded_killer_that_exists():
     searches its whole selection on every CI run; a removed one leaves no entry behind."""
     killers = run.recorded_killers()
     assert set(killers) == set(zoo.MUTANTS), "run: fl-contract mutants --record-killers"
-    for mutant, node in killers.items():
-        assert (ROOT / "contracts" / node.split("::", 1)[0]).is_file(), (mutant, node)
+    for mutant, nodes in killers.items():
+        for node in nodes:
+            assert (ROOT / "contracts" / node.split("::", 1)[0]).is_file(), (mutant, node)
 
 
 @pytest.mark.slow
 def test_a_recorded_killer_that_no_longer_kills_falls_back_to_the_search(tmp_path):
     """A killer is a hint: one that does not exist, or passes against the mutant, costs a
     second run, never the verdict; a survivor still survives."""
-    killers = {"keepdim_ignored": "reductions/test_accuracy.py::test_accuracy[nosuch-case]",
-               "negative_dim_off_by_one": "reductions/test_install.py::test_install_is_idempotent_and_uninstall_exact"}
+    killers = {"keepdim_ignored": ("reductions/test_accuracy.py::test_accuracy[nosuch-case]",),
+               "negative_dim_off_by_one": ("reductions/test_install.py::test_install_is_idempotent_and_uninstall_exact",)}
     verdicts = {v.mutant: v for v in run.run_zoo(list(killers), ROOT / "contracts" / "reductions", 2, killers=killers)}
     for name in killers:
         assert verdicts[name].status == "killed" and verdicts[name].tries == 2, run.table(list(verdicts.values()))
-        assert verdicts[name].node.startswith("reductions/test_") and "::" in verdicts[name].node
+        *before, last = verdicts[name].nodes
+        assert len(before) <= 1 and all(n.startswith("reductions/test_") and "::" in n for n in verdicts[name].nodes)
+        assert last.split("::", 1)[1] == verdicts[name].killers[0].split(":", 1)[1]
     assert "2 searched past a recorded killer" in run.table(list(verdicts.values()))
     path = tmp_path / "killers.json"
     path.write_text('{"old": "reductions/test_x.py::test_y", "keepdim_ignored": "stale::x"}')
     assert run.record(list(verdicts.values()), path) == 3
-    assert run.recorded_killers(path)["keepdim_ignored"] == verdicts["keepdim_ignored"].node
+    assert run.recorded_killers(path)["keepdim_ignored"] == verdicts["keepdim_ignored"].nodes
+    assert run.recorded_killers(path)["old"] == ("reductions/test_x.py::test_y",)  # one node id as a string: read
 
 
 def test_malformed_killers_are_no_killers(tmp_path):
     path = tmp_path / "killers.json"
-    for text in ("", "[1]", "{", '{"a": 1, "b": "no node id"}'):
+    for text in ("", "[1]", "{", '{"a": 1, "b": "no node id", "c": [], "d": ["x::y", 2]}'):
         path.write_text(text)
         assert run.recorded_killers(path) == {}
     assert run.recorded_killers(tmp_path / "missing.json") == {}

@@ -38,18 +38,28 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class _Killer:
-    """Writes the first failing case's node id, absolute (a later run passes it from any
-    directory): the zoo runs it first next time."""
+    """Writes the first failing case's node id, and the case that ran before it, absolute (a
+    later run passes them from any directory): the zoo runs the two first next time.  The
+    case before comes along for defects that a call before sets up; where the one before is
+    not the call that did (bound_to_first_scalar_n), the zoo searches, as without a record."""
 
     def __init__(self, rootpath: Path, path: Path) -> None:
-        self.rootpath, self.path, self.done = rootpath, path, False
+        self.rootpath, self.path, self.done, self.before = rootpath, path, False, ""
+
+    def _absolute(self, nodeid: str) -> str:
+        file, sep, rest = nodeid.partition("::")
+        return f"{(self.rootpath / file).resolve()}{sep}{rest}"
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.done or not report.failed:
+        if self.done:
+            return
+        if not report.failed:
+            if report.when == "call" and report.nodeid != self.before:
+                self.before = report.nodeid
             return
         self.done = True
-        file, sep, rest = report.nodeid.partition("::")
-        self.path.write_text(f"{(self.rootpath / file).resolve()}{sep}{rest}\n")
+        nodes = [self.before, report.nodeid] if self.before and self.before != report.nodeid else [report.nodeid]
+        self.path.write_text("".join(self._absolute(n) + "\n" for n in nodes))
 
 
 def pytest_fl_contract_flag_gems(flag_gems: Any, session: Any) -> None:

@@ -1,9 +1,9 @@
 """``fl-contract mutants``: every mutant of the zoo in its own process (in parallel, only the
 contracts of the mutated op, stopping at the first kill), and who killed what.
 
-Each mutant first runs the one case that killed it last time (``killers.json``, written by
-``--record-killers``); only where that case no longer fails, or no longer exists, does it
-search its whole selection.  A recorded killer is a hint, never a verdict: the case must
+Each mutant first runs the case that killed it last time, after the case that ran before it
+(``killers.json``, written by ``--record-killers``); only where they no longer fail, or no
+longer exist, does it search its whole selection.  A recorded killer is a hint, never a verdict: the case must
 fail against the mutant in this run."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..util import FlContractError
 from .zoo import MUTANTS, Mutant, get
 
 PLUGIN = "pytest_fl_contract.testing.mutants"
-KILLERS = Path(__file__).with_name("killers.json")  # mutant -> node id, relative to the suites' parent
+KILLERS = Path(__file__).with_name("killers.json")  # mutant -> node ids, relative to the suites' parent
 
 
 @dataclass(frozen=True)
@@ -35,39 +35,48 @@ class Verdict:
     killers: tuple[str, ...]
     seconds: float
     detail: str = ""
-    node: str = ""  # the killing case's node id, relative to the suites' parent
+    nodes: tuple[str, ...] = ()  # the case before and the killing case, relative to the suites' parent
     tries: int = 1  # 2: the recorded killer did not kill it, the search did
 
 
-def recorded_killers(path: Path = KILLERS) -> dict[str, str]:
-    """The committed killers; none (a full search each) where the file is missing or malformed."""
+def recorded_killers(path: Path = KILLERS) -> dict[str, tuple[str, ...]]:
+    """The committed killers (a node id or a list of them per mutant); none (a full search
+    each) where the file is missing or malformed."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
         return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str) and "::" in v}
+    out = {}
+    for name, nodes in data.items():
+        nodes = [nodes] if isinstance(nodes, str) else nodes
+        if isinstance(name, str) and isinstance(nodes, list) and nodes and \
+                all(isinstance(n, str) and "::" in n for n in nodes):
+            out[name] = tuple(nodes)
+    return out
 
 
-def _argv(mutant: Mutant, contracts: Path, workdir: Path, every: bool, killer: str | None = None) -> list[str]:
+def _argv(mutant: Mutant, contracts: Path, workdir: Path, every: bool, killer: tuple[str, ...] = ()) -> list[str]:
     """pytest's arguments for one mutant's contract run (``-m pytest`` and the program left out):
-    its op's selection, or only ``killer`` (a node id under the suites' parent)."""
+    its op's selection, or only the cases of ``killer`` in order (node ids under the suites'
+    parent)."""
     op = mutant.select.split()[0]
     select, stop = (op if op in ops.OPS_BY_NAME else mutant.select, []) if every else (mutant.select, ["-x"])
     suite = contracts if mutant.suite == "reductions" else contracts.parent / mutant.suite  # contracts: reductions/
-    where = [str(contracts.parent / killer)] if killer else [str(suite), "-k", select]
+    where = [str(contracts.parent / node) for node in killer] if killer else [str(suite), "-k", select]
     return [*where, "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",
             "--fl-mutant", mutant.name, *mutant.args, *stop, "-q", "-p", "no:cacheprovider",
             "-p", "no:randomly", f"--junitxml={workdir / (mutant.name + '.xml')}",
             f"--fl-killer-file={workdir / (mutant.name + '.killer')}", "-o", "addopts="]
 
 
-def _tries(mutant: Mutant, contracts: Path, workdir: Path, every: bool, killers: dict[str, str]) -> list[list[str]]:
+def _tries(mutant: Mutant, contracts: Path, workdir: Path, every: bool,
+           killers: dict[str, tuple[str, ...]]) -> list[list[str]]:
     """The argvs to run in turn until one fails a case: the recorded killer, then the search."""
     search = _argv(mutant, contracts, workdir, every)
-    killer = None if every else killers.get(mutant.name)
-    if killer is None or not (contracts.parent / killer.split("::", 1)[0]).is_file():
+    killer = () if every else killers.get(mutant.name, ())
+    if not killer or not all((contracts.parent / node.split("::", 1)[0]).is_file() for node in killer):
         return [search]
     return [_argv(mutant, contracts, workdir, every, killer), search]
 
@@ -81,11 +90,12 @@ def _verdict(mutant: Mutant, code: int, workdir: Path, contracts: Path, output: 
             if case.outcome in ("failed", "error"):
                 killers.append(f"{case.classname.rsplit('.', 1)[-1].removeprefix('test_')}:{case.name}")
     if code == 1 and killers:
-        node = killer.read_text().strip() if killer.exists() else ""
-        file, sep, rest = node.partition("::")
-        with_root = Path(file).is_relative_to(contracts.parent)
-        node = f"{Path(file).relative_to(contracts.parent).as_posix()}{sep}{rest}" if sep and with_root else ""
-        return Verdict(mutant.name, "killed", tuple(killers), seconds, node=node, tries=tries)
+        nodes = []
+        for node in killer.read_text().split("\n") if killer.exists() else []:
+            file, sep, rest = node.partition("::")
+            if sep and Path(file).is_relative_to(contracts.parent):
+                nodes.append(f"{Path(file).relative_to(contracts.parent).as_posix()}{sep}{rest}")
+        return Verdict(mutant.name, "killed", tuple(killers), seconds, nodes=tuple(nodes), tries=tries)
     if code == 0:
         return Verdict(mutant.name, "survived", (), seconds, tries=tries)
     tail = output.strip().splitlines()[-3:]
@@ -93,7 +103,7 @@ def _verdict(mutant: Mutant, code: int, workdir: Path, contracts: Path, output: 
 
 
 def run_one(mutant: Mutant, contracts: Path, workdir: Path, every: bool = False,
-            killers: dict[str, str] | None = None) -> Verdict:
+            killers: dict[str, tuple[str, ...]] | None = None) -> Verdict:
     """One mutant's contract runs, each in a process of its own: killed at the first failing
     contract (-x); with ``every``, every contract of the mutated op runs and each that fails
     is a killer."""
@@ -110,7 +120,7 @@ def run_one(mutant: Mutant, contracts: Path, workdir: Path, every: bool = False,
 
 
 def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, every: bool,
-            killers: dict[str, str]) -> list[Verdict] | None:
+            killers: dict[str, tuple[str, ...]]) -> list[Verdict] | None:
     """Every mutant through the fork server (``forkzoo``); None when it could not warm up."""
     from .forkzoo import WARM_FAILED
 
@@ -146,7 +156,7 @@ def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, ev
 
 
 def run_zoo(names: list[str], contracts: Path, jobs: int, every: bool = False,
-            killers: dict[str, str] | None = None) -> list[Verdict]:
+            killers: dict[str, tuple[str, ...]] | None = None) -> list[Verdict]:
     """Through the fork server; each mutant in a process of its own where it cannot warm up.
     ``killers``: the recorded ones (default: ``killers.json``; {} searches every selection)."""
     mutants = [get(n) for n in names] if names else list(MUTANTS.values())
@@ -163,8 +173,8 @@ def record(verdicts: list[Verdict], path: Path = KILLERS) -> int:
     """The killed mutants' killers into ``path`` (kept for mutants this run did not kill or run);
     how many it holds."""
     killers = recorded_killers(path)
-    killers.update({v.mutant: v.node for v in verdicts if v.status == "killed" and v.node})
-    path.write_text(json.dumps(dict(sorted(killers.items())), indent=1) + "\n")
+    killers.update({v.mutant: v.nodes for v in verdicts if v.status == "killed" and v.nodes})
+    path.write_text(json.dumps({name: list(nodes) for name, nodes in sorted(killers.items())}, indent=1) + "\n")
     return len(killers)
 
 
