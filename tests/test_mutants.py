@@ -52,7 +52,7 @@ def test_every_mutant_has_a_recorded_killer_that_exists():
     """A new mutant records its killer (``fl-contract mutants --record-killers``), or the zoo
     searches its whole selection on every CI run; a removed one leaves no entry behind."""
     killers = run.recorded_killers()
-    assert set(killers) == set(zoo.MUTANTS), "run: fl-contract mutants --record-killers"
+    assert set(killers) == set(zoo.MUTANTS), "record them: fl-contract mutants --record-killers [--only NEW]"
     for mutant, nodes in killers.items():
         for node in nodes:
             assert (ROOT / "contracts" / node.split("::", 1)[0]).is_file(), (mutant, node)
@@ -72,10 +72,11 @@ def test_a_recorded_killer_that_no_longer_kills_falls_back_to_the_search(tmp_pat
         assert last.split("::", 1)[1] == verdicts[name].killers[0].split(":", 1)[1]
     assert "2 searched past a recorded killer" in run.table(list(verdicts.values()))
     path = tmp_path / "killers.json"
-    path.write_text('{"old": "reductions/test_x.py::test_y", "keepdim_ignored": "stale::x"}')
-    assert run.record(list(verdicts.values()), path) == 3
+    path.write_text('{"gone": ["reductions/test_x.py::test_y"], "keepdim_ignored": "stale::x", '
+                    '"mean_wrong_count": "reductions/test_x.py::test_y"}')
+    assert run.record(list(verdicts.values()), path) == 3  # "gone" left the zoo
     assert run.recorded_killers(path)["keepdim_ignored"] == verdicts["keepdim_ignored"].nodes
-    assert run.recorded_killers(path)["old"] == ("reductions/test_x.py::test_y",)  # one node id as a string: read
+    assert run.recorded_killers(path)["mean_wrong_count"] == ("reductions/test_x.py::test_y",)  # a string: read
 
 
 def test_malformed_killers_are_no_killers(tmp_path):

@@ -170,9 +170,9 @@ def run_zoo(names: list[str], contracts: Path, jobs: int, every: bool = False,
 
 
 def record(verdicts: list[Verdict], path: Path = KILLERS) -> int:
-    """The killed mutants' killers into ``path`` (kept for mutants this run did not kill or run);
-    how many it holds."""
-    killers = recorded_killers(path)
+    """The killed mutants' killers into ``path`` (kept for mutants of the zoo this run did not
+    kill or run, dropped for mutants no longer in it); how many it holds."""
+    killers = {name: nodes for name, nodes in recorded_killers(path).items() if name in MUTANTS}
     killers.update({v.mutant: v.nodes for v in verdicts if v.status == "killed" and v.nodes})
     path.write_text(json.dumps({name: list(nodes) for name, nodes in sorted(killers.items())}, indent=1) + "\n")
     return len(killers)
