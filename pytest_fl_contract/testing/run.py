@@ -3,8 +3,8 @@ contracts of the mutated op, stopping at the first kill), and who killed what.
 
 Each mutant first runs the case that killed it last time, after the case that ran before it
 (``killers.json``, written by ``--record-killers``); only where they no longer fail, or no
-longer exist, does it search its whole selection.  A recorded killer is a hint, never a verdict: the case must
-fail against the mutant in this run."""
+longer exist, does it search its whole selection.  A recorded killer is a hint, never a
+verdict: the case must fail against the mutant in this run."""
 
 from __future__ import annotations
 
