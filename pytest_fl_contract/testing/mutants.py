@@ -54,7 +54,7 @@ class _Killer:
         if self.done:
             return
         if not report.failed:
-            if report.when == "call" and report.nodeid != self.before:
+            if report.when == "call":
                 self.before = report.nodeid
             return
         self.done = True
