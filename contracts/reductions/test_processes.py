@@ -2,50 +2,47 @@
 and within tolerance of float64, from a cold Triton cache (an empty cache directory) and,
 on hardware, from a warm one another process filled (FlagGems #6420: wrong only on the first
 compile; the seed's own check: two separate processes, bit-identical).  On the CPU lane the
-process half runs (the interpreter compiles nothing)."""
+process half runs (the interpreter compiles nothing).  The batches run once per run, started
+by the session before its workers where the run selects this whole file (``fresh.py``)."""
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, check, fitted
+from pytest_fl_contract.contracts.reductions import fresh as batches
+from pytest_fl_contract.contracts.reductions.sweeps import check, fitted
 
-from pytest_fl_contract.hardware import isolation
-
-PROCESS_CASES = [Case((3, 5, 4), 1), Case((3, 4, 8), -1)]
+from pytest_fl_contract.hardware import shared
 
 
 @pytest.fixture(scope="module")
-def fresh(request, flag_gems, fl_settings, fl_device, fl_workaround, tmp_path_factory):
-    """Every op's cases in one fresh process with an empty cache, and on hardware again
-    with the cache that first one filled: ({(op, case id): result}, per temperature).  Once
-    per run: the lane's xdist workers share it (an xdist worker's own config says so, not
-    PYTEST_XDIST_WORKER, which a pytest started from a worker inherits: its base directory's
-    parent is then every session's, and a batch of another run was read back)."""
-    from pytest_fl_contract.contracts.reductions.sweeps import ops_for
-
+def fresh_run(request, flag_gems, fl_settings, tmp_path_factory):
+    """({temperature: ({(op, shape, dim): result}, why)}, seconds waited on another process,
+    [True] until a case has recorded that wait).  The directory is the run's: an xdist
+    worker's own config says so, not PYTEST_XDIST_WORKER, which a pytest started from a
+    worker inherits (its base directory's parent is then every session's)."""
     base = tmp_path_factory.getbasetemp()
-    shared = str(base.parent if hasattr(request.config, "workerinput") else base)
-    return isolation.once_per_run(shared, "fl-fresh-processes", lambda: _fresh(fl_settings, fl_device, fl_workaround,
-                                                                               tmp_path_factory, ops_for))
+    directory = base.parent if hasattr(request.config, "workerinput") else base
+    job = batches.job(fl_settings, directory)
+    got = shared.once_per_run(job)
+    calls = [(c[0], tuple(c[1]), c[2]) for c in job.arg[0][1]["calls"]]
+    results = {}
+    for temperature, (path, why) in got.value.items():
+        values = torch.load(path, weights_only=False) if path else None
+        results[temperature] = (dict(zip(calls, values)) if values is not None else {}), why
+    return results, got.waited, [True]
 
 
-def _fresh(fl_settings, fl_device, fl_workaround, tmp_path_factory, ops_for):
-    ops = ops_for("full")
-    calls = tuple((op.name, fitted(c, op, fl_settings.sweep).shape, c.dim, "float32") for op in ops
-                  for c in PROCESS_CASES)
-    cache = tmp_path_factory.mktemp("triton-cache")
-    emulation = (fl_settings.emulation.profile, fl_settings.emulation.defects) if fl_settings.emulation else None
-    temperatures = ("cold",) if emulation else ("cold", "warm")
-    out = {}
-    for temperature in temperatures:
-        batch = isolation.Batch(calls, fl_device, str(tmp_path_factory.mktemp(temperature) / "results.pt"),
-                                fl_settings.workaround if fl_workaround is not None else None, emulation,
-                                cache_dir=str(cache), autotune=fl_settings.autotune.mode)
-        results, why = isolation.run_batch(batch)
-        out[temperature] = (dict(zip([(c[0], c[1], c[2]) for c in calls], results)) if results is not None else {}), why
-    return out
+@pytest.fixture
+def fresh(fresh_run, record_property):
+    """The batches' results; the case whose set-up waited on them says how long, so the
+    lane's longest-first record counts its own time, not the batches'."""
+    results, waited, unrecorded = fresh_run
+    if unrecorded:
+        unrecorded.clear()
+        record_property(shared.WAITED, round(waited, 3))
+    return results
 
 
-@pytest.mark.parametrize("process_case", PROCESS_CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("process_case", batches.PROCESS_CASES, ids=lambda c: c.id)
 def test_fresh_process(flag_gems, fl_device, fl_settings, any_op, process_case, fresh):
     op, case = any_op, fitted(process_case, any_op, fl_settings.sweep)
     g = torch.Generator().manual_seed(hash(tuple(case.shape)) % 10_000)

@@ -23,7 +23,7 @@ import math
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .slabs import slabs
 
@@ -266,10 +266,15 @@ class Batch:
     cache_dir: str | None = None  # TRITON_CACHE_DIR for the child (None: the lane's own)
     autotune: str | None = None  # the lane's --fl-autotune mode: the child picks the lane's configs
 
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Batch:
+        return Batch(**{**data, "calls": tuple((c[0], tuple(c[1]), c[2], c[3]) for c in data["calls"]),
+                        "emulation": (data["emulation"][0], tuple(data["emulation"][1])) if data["emulation"] else None})
 
-def run_batch(batch: Batch, timeout: float = 600) -> tuple[list[Any] | None, str]:
-    """The child's results per call (a tensor, or the error it raised as a string), or None
-    and why the child gave none."""
+
+def run_batch(batch: Batch, timeout: float = 600) -> str:
+    """Why the child gave no results ("" when they are in ``batch.out``: a tensor, or the
+    error it raised as a string, per call; ``torch.load`` them)."""
     import os
 
     env = {**os.environ, **({"TRITON_CACHE_DIR": batch.cache_dir} if batch.cache_dir else {})}
@@ -277,13 +282,11 @@ def run_batch(batch: Batch, timeout: float = 600) -> tuple[list[Any] | None, str
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
-        return None, f"the fresh process did not finish in {timeout:g}s"
+        return f"the fresh process did not finish in {timeout:g}s"
     if done.returncode != 0:
         tail = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
-        return None, f"the fresh process exited {done.returncode}: {tail[-1].strip()[:300] if tail else ''}"
-    import torch
-
-    return torch.load(batch.out, weights_only=False), ""
+        return f"the fresh process exited {done.returncode}: {tail[-1].strip()[:300] if tail else ''}"
+    return ""
 
 
 def _batch_child(batch: Batch) -> None:
@@ -323,29 +326,7 @@ if __name__ == "__main__":
         print(json.dumps(_row_child(RowSpec(**{**data, "shape": tuple(data["shape"])}))), flush=True)
     elif sys.argv[1] == "--batch":
         data = json.loads(sys.argv[2])
-        _batch_child(Batch(**{**data, "calls": tuple((c[0], tuple(c[1]), c[2], c[3]) for c in data["calls"]),
-                              "emulation": (data["emulation"][0], tuple(data["emulation"][1]))
-                              if data["emulation"] else None}))
+        _batch_child(Batch.from_json(data))
     else:
         data = json.loads(sys.argv[1])
         print(json.dumps(_child(Spec(**{**data, "shape": tuple(data["shape"])}))), flush=True)
-
-
-def once_per_run(directory: str, name: str, make: Callable[[], Any]) -> Any:
-    """``make()`` once for every process of a run that shares ``directory`` (xdist's workers
-    share the parent of their base temp), the others reading what it saved: a fresh-process
-    batch that every worker would otherwise start again, 16 at once on a 16-worker lane."""
-    import fcntl
-    import os
-
-    import torch
-
-    path = os.path.join(directory, f"{name}.pt")
-    with open(os.path.join(directory, f"{name}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if make() raises
-        if os.path.exists(path):
-            return torch.load(path, weights_only=False)
-        value = make()
-        torch.save(value, path + ".part")
-        os.replace(path + ".part", path)
-        return value

@@ -28,6 +28,7 @@ import pytest
 
 from ..imports import after_import
 from ..util import xdist_worker
+from .shared import WAITED
 
 CACHE_KEY = "fl_contract/durations"
 
@@ -86,6 +87,17 @@ def longest_first(nodeids: Sequence[str], durations: Mapping[str, float], worker
     return head + order[dealt:]
 
 
+def own_time(report: pytest.TestReport) -> float:
+    """A phase's duration less what its set-up waited on work another process made for the
+    whole run (``shared.WAITED``): that wait is the work's, and counted as the case's it
+    put every case of the fresh-process batches first, where they held a worker each."""
+    duration = float(getattr(report, "duration", 0.0))
+    if report.when != "setup":
+        return duration
+    waited = sum(float(v) for k, v in getattr(report, "user_properties", ()) if k == WAITED)
+    return max(duration - waited, 0.0)
+
+
 class Schedule:
     """Registered on hardware lanes run with xdist (``-n``): the controller keeps the record,
     the workers share the CPU and read the record to order their collection alike."""
@@ -119,7 +131,7 @@ class Schedule:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if xdist_worker(self.config) is None:  # the controller keeps the record
-            self.seen[report.nodeid] = self.seen.get(report.nodeid, 0.0) + float(getattr(report, "duration", 0.0))
+            self.seen[report.nodeid] = self.seen.get(report.nodeid, 0.0) + own_time(report)
 
     def pytest_sessionfinish(self, session: Any) -> None:
         cache = getattr(self.config, "cache", None)

@@ -1,0 +1,180 @@
+"""Work a run's processes share (``hardware.shared``): made once, by a helper the session
+starts before its workers or by the first process that needs it, and gone with the session."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_fl_contract.hardware import shared
+from pytest_fl_contract.hardware.schedule import own_time
+
+MAKERS = '''
+import os, subprocess, sys, time
+from pathlib import Path
+
+def counted(arg):
+    """Appends a line per call: how many times the job was made."""
+    with open(arg["log"], "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    time.sleep(arg.get("sleep", 0))
+    return {"made by": os.getpid(), "arg": arg["value"]}
+
+def child_sleeps(arg):
+    """Starts a child that would outlive everyone, and says its pid."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    Path(arg["pid"]).write_text(str(child.pid))
+    child.wait()
+    return None
+'''
+
+
+@pytest.fixture
+def makers(tmp_path, monkeypatch):
+    (tmp_path / "fl_makers.py").write_text(MAKERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    return tmp_path
+
+
+def job(directory: Path, arg: dict, make: str = "fl_makers:counted") -> shared.Job:
+    return shared.Job(str(directory / "run"), "fl-test", make, arg)
+
+
+def made(log: Path) -> list[str]:
+    return log.read_text().split() if log.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text()
+
+
+def test_the_first_process_makes_it_and_the_rest_read_it(makers):
+    log = makers / "log"
+    j = job(makers, {"log": str(log), "value": 1})
+    Path(j.directory).mkdir()
+    first = shared.once_per_run(j)
+    again = shared.once_per_run(j)
+    assert first.value == again.value == {"made by": os.getpid(), "arg": 1}
+    assert first.waited == 0.0 and len(made(log)) == 1
+
+
+def test_a_product_of_another_job_is_made_again_not_read(makers):
+    log = makers / "log"
+    Path(makers / "run").mkdir()
+    shared.once_per_run(job(makers, {"log": str(log), "value": 1}))
+    other = shared.once_per_run(job(makers, {"log": str(log), "value": 2}))
+    assert other.value["arg"] == 2 and len(made(log)) == 2
+
+
+def test_a_torn_product_is_made_again(makers):
+    log = makers / "log"
+    j = job(makers, {"log": str(log), "value": 3})
+    Path(j.directory).mkdir()
+    j.path(".pkl").write_bytes(b"\x80\x04not a pickle")
+    assert shared.once_per_run(j).value["arg"] == 3 and len(made(log)) == 1
+
+
+def test_a_started_helper_makes_it_and_a_later_process_waits_and_reads_it(makers):
+    log = makers / "log"
+    j = job(makers, {"log": str(log), "value": 4, "sleep": 1.5})
+    helper = shared.start(j)
+    assert helper is not None
+    got = shared.once_per_run(j)  # the helper holds the lock: this blocks, then reads
+    assert made(log) == [str(helper.pid)] and got.value["made by"] == helper.pid
+    assert got.waited > 0.5
+    assert helper.wait(10) == 0
+
+
+def test_stop_ends_the_helper_and_the_child_it_started(makers):
+    pid_file = makers / "child.pid"
+    helper = shared.start(job(makers, {"pid": str(pid_file)}, "fl_makers:child_sleeps"))
+    assert helper is not None
+    deadline = time.monotonic() + 20
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    assert alive(child)
+    shared.stop(helper)
+    assert helper.poll() is not None
+    deadline = time.monotonic() + 10
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child), "the helper's child outlived the session"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_session_killed_outright_takes_the_helper_and_its_child(makers):
+    pid_file = makers / "child.pid"
+    j = job(makers, {"pid": str(pid_file)}, "fl_makers:child_sleeps")
+    session = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from pytest_fl_contract.hardware import shared
+        shared.start(shared.Job({j.directory!r}, {j.name!r}, {j.make!r}, {j.arg!r}))
+        time.sleep(120)
+        """)])
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    session.send_signal(signal.SIGKILL)
+    session.wait()
+    deadline = time.monotonic() + 10
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child), "the helper's child outlived a session killed with SIGKILL"
+
+
+def test_a_helper_that_cannot_make_it_leaves_it_to_the_workers(makers):
+    log = makers / "log"
+    broken = job(makers, {"log": str(log), "value": 5}, "fl_makers:no_such_function")
+    helper = shared.start(broken)
+    assert helper is not None and helper.wait(20) != 0
+    fixed = shared.Job(broken.directory, broken.name, "fl_makers:counted", broken.arg)
+    assert shared.once_per_run(fixed).value["arg"] == 5 and len(made(log)) == 1
+
+
+def test_whole_file_selected(tmp_path):
+    suite = tmp_path / "contracts" / "reductions"
+    suite.mkdir(parents=True)
+    target = suite / "test_processes.py"
+    target.touch()
+    (suite / "test_other.py").touch()
+    yes = [["contracts"], ["contracts/reductions"], [str(target)], ["contracts/reductions/test_other.py", str(suite)]]
+    for args in yes:
+        assert shared.whole_file_selected(args, tmp_path, target), args
+    no = [["contracts/reductions/test_other.py"], [f"{target}::test_fresh_process"], ["elsewhere"], []]
+    for args in no:
+        assert not shared.whole_file_selected(args, tmp_path, target), args
+    assert not shared.whole_file_selected(["contracts"], tmp_path, target, keyword="sum")
+    assert not shared.whole_file_selected(["contracts"], tmp_path, target, markexpr="slow")
+    assert not shared.whole_file_selected(["contracts"], tmp_path, target, last_failed=True)
+    assert not shared.whole_file_selected(["contracts"], tmp_path, target,
+                                          deselect=["contracts/reductions/test_processes.py::test_fresh_process[sum]"])
+    assert shared.whole_file_selected(["contracts"], tmp_path, target, deselect=["contracts/reductions/test_other.py::x"])
+
+
+class Report:
+    def __init__(self, when, duration, properties=()):
+        self.when, self.duration, self.user_properties = when, duration, list(properties)
+
+
+@given(st.floats(0, 100), st.floats(0, 100))
+def test_a_cases_own_time_leaves_out_its_wait_on_shared_work(duration, waited):
+    setup = Report("setup", duration, [(shared.WAITED, waited), ("other", 7)])
+    assert own_time(setup) == max(duration - waited, 0.0)
+    assert own_time(Report("call", duration, [(shared.WAITED, waited)])) == duration
+    assert own_time(Report("setup", duration)) == duration
