@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from . import __version__
@@ -99,6 +100,47 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return command(args, lane_commands.registry(args))
 
 
+def github_output_lines(name: str, values: Sequence[str]) -> list[str]:
+    """``name=value``, or GitHub's multi-line form (``name<<EOF``, a line each, ``EOF``) for
+    several (paths: absolute, so none is the line ``EOF``)."""
+    return [f"{name}={values[0]}"] if len(values) == 1 else [f"{name}<<EOF", *values, "EOF"]
+
+
+def cmd_triton_cache(args: argparse.Namespace) -> int:
+    """What a GPU lane's job carries between runs: Triton's and FlagGems' cache directories
+    and the key to save them under (``hardware.tritoncache``); ``cache=false`` for a lane
+    that compiles nothing.  ``--github-output`` appends the same lines to ``$GITHUB_OUTPUT``."""
+    from .config.safeyaml import shown
+    from .hardware.tritoncache import interpreted, lane_plan
+
+    target = os.environ.get("GITHUB_OUTPUT") if args.github_output else None
+    if args.github_output and not target:
+        raise FlContractError("--github-output: GITHUB_OUTPUT is not set (not a GitHub Actions step); "
+                              "leave the option out to print the lines only")
+    path, why = lane_commands.locate(args.manifest)
+    loaded = lane_commands.manifest(args)  # which one is said once the lane is found: a refusal stays one line
+    lane = loaded.lanes.get(args.lane)
+    if lane is None:
+        raise FlContractError(f"unknown lane {args.lane!r}; lanes in {shown(loaded.path)}: {', '.join(loaded.lanes)}")
+    if not args.manifest:
+        print(f"fl-contract: manifest: {shown(path)} ({why})", file=sys.stderr)
+    cache = lane_plan(lane)
+    if cache is None:
+        print(f"fl-contract: lane {lane.name}: no cache to carry: {interpreted(lane)}", file=sys.stderr)
+        lines = ["cache=false"]
+    else:
+        lines = ["cache=true", *github_output_lines("path", cache.paths), f"key={cache.key}"]
+    text = "".join(f"{line}\n" for line in lines)
+    if target:
+        try:
+            with open(target, "a", encoding="utf-8") as out:
+                out.write(text)
+        except OSError as exc:
+            raise FlContractError(f"--github-output: cannot append to {shown(target)}: {exc.strerror}") from None
+    sys.stdout.write(text)
+    return 0
+
+
 def cmd_mutants(args: argparse.Namespace) -> int:
     from .testing.run import main as mutants_main
 
@@ -135,6 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--mutants", action="store_true",
                        help="run each probe's mutant kernel (its feature broken in source): all must be caught")
     probe.set_defaults(fn=cmd_probe)
+    triton = sub.add_parser("triton-cache", help="a lane's Triton and FlagGems cache directories and the CI cache "
+                            "key to carry them between runs (cache=false: the lane compiles nothing)")
+    triton.add_argument("lane", help="a lane of the manifest (--manifest)")
+    triton.add_argument("--github-output", action="store_true",
+                        help="also append the lines to $GITHUB_OUTPUT (the step's outputs: cache, path, key)")
+    triton.set_defaults(fn=cmd_triton_cache)
     mutants = sub.add_parser("mutants", help="run the contracts against each defect mutant")
     mutants.add_argument("--only", action="append", default=[], help="run only this mutant (repeatable)")
     mutants.add_argument("--jobs", type=int, default=0, help="mutants in parallel (default: CPU count)")

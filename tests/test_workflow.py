@@ -101,9 +101,27 @@ def run_step(
 
 
 def outputs(path: Path) -> dict[str, str]:
+    """A step's outputs as the runner reads `$GITHUB_OUTPUT`: `name=value` lines and
+    `name<<DELIMITER` blocks (the lines up to DELIMITER, joined by newlines)."""
     if not path.is_file():
         return {}
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+    found: dict[str, str] = {}
+    lines = iter(path.read_text().splitlines())
+    for line in lines:
+        name, heredoc, delimiter = line.partition("<<")
+        if heredoc and "=" not in name:
+            block = []
+            for body in lines:
+                if body == delimiter:
+                    break
+                block.append(body)
+            else:
+                pytest.fail(f"{name}<<{delimiter}: the block never ends (the runner fails the step)")
+            found[name] = "\n".join(block)
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            found[name] = value
+    return found
 
 
 class Run:
@@ -212,6 +230,55 @@ def test_job_graph_is_setup_then_lanes_then_merge():
     for job in jobs.values():
         for s in job["steps"]:
             assert "${{" not in s.get("run", ""), s
+
+
+def test_lane_jobs_restore_and_save_the_triton_cache_around_the_run():
+    """The cache key step after the install and before the run; restore before, save after
+    whatever the verdict (not when cancelled); both only where the lane has a cache
+    (cache=true: never a CPU lane, never with triton_cache: false)."""
+    doc = workflow(REUSABLE)
+    assert doc["on"]["workflow_call"]["inputs"]["triton_cache"]["type"] == "boolean"
+    assert doc["on"]["workflow_call"]["inputs"]["triton_cache"]["default"] is True
+    lanes = doc["jobs"]["lanes"]
+    names = [s.get("id") or s.get("uses") or s.get("name") for s in lanes["steps"]]
+    order = ["Install pytest-fl-contract", "triton", "actions/cache/restore@v4", "lane", "actions/cache/save@v4",
+             "actions/upload-artifact@v4"]
+    assert [names.index(name) for name in order] == sorted(names.index(name) for name in order), names
+    key_step = step(lanes, "triton")
+    assert key_step["if"] == "inputs.triton_cache" and key_step["continue-on-error"] is True
+    assert key_step["run"] == 'fl-contract --manifest "$MANIFEST" triton-cache "$LANE" --github-output'
+    assert key_step["env"] == {"LANE": "${{ matrix.lane }}", "MANIFEST": "${{ inputs.manifest }}"}
+    restore, save = step(lanes, "actions/cache/restore"), step(lanes, "actions/cache/save")
+    key = "${{ steps.triton.outputs.key }}-${{ github.run_id }}-${{ github.run_attempt }}"
+    assert restore["if"] == "steps.triton.outputs.cache == 'true'"
+    assert restore["with"] == {"path": "${{ steps.triton.outputs.path }}", "key": key,
+                               "restore-keys": "${{ steps.triton.outputs.key }}-"}
+    assert save["if"] == "!cancelled() && steps.triton.outputs.cache == 'true'"
+    assert save["with"] == {"path": "${{ steps.triton.outputs.path }}", "key": key}
+
+
+def test_the_triton_cache_step_gives_gpu_lanes_a_cache_and_cpu_lanes_none(tmp_path, monkeypatch):
+    """The key step's script as the job runs it, for a GPU lane and a CPU lane of the shipped
+    manifest: its outputs, read back as the runner reads $GITHUB_OUTPUT."""
+    from pytest_fl_contract.hardware.tritoncache import cache_key
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("FLAGGEMS_CACHE_DIR", str(tmp_path / "flaggems"))
+    monkeypatch.setenv("FL_CONTRACT_CACHE", str(tmp_path / "fl-contract"))
+    run = Run(tmp_path, MANIFEST.read_text(), lanes="nvidia,cpu")
+    done, rows = run.setup()
+    assert done.returncode == 0, done.stderr
+    got = {}
+    for row in rows:
+        work, scratch = run.workspace(f"triton-{row['lane']}")
+        done = run_step(run.jobs["lanes"], "triton", {**run.contexts, "matrix": row}, work, scratch)
+        assert done.returncode == 0, done.stderr
+        got[row["lane"]] = outputs(scratch / "output")
+    assert got == {
+        "cpu": {"cache": "false"},
+        "nvidia": {"cache": "true", "path": f"{tmp_path / 'triton'}\n{tmp_path / 'flaggems'}\n{tmp_path / 'fl-contract'}",
+                   "key": cache_key("nvidia", "nvidia")},
+    }
 
 
 def test_the_caller_uses_the_reusable_workflow_with_declared_inputs():

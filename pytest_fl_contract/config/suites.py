@@ -41,7 +41,7 @@ def cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
     """``$FL_CONTRACT_CACHE``, else ``$XDG_CACHE_HOME/fl-contract``, else ``~/.cache/fl-contract``."""
     if environ.get("FL_CONTRACT_CACHE"):
         return Path(environ["FL_CONTRACT_CACHE"])
-    return Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fl-contract"
+    return Path(environ.get("XDG_CACHE_HOME") or Path(environ.get("HOME") or Path.home()) / ".cache") / "fl-contract"
 
 
 def pytest_argv(suites: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
