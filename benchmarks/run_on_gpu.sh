@@ -75,6 +75,8 @@ print(fastpath.device_info('cuda').source)" ;;
     # LANE_ARGS adds pytest arguments (--fl-force-workaround, --fl-autotune tuned);
     # LANE_KEEP_CACHE=1 keeps the cache of an earlier call (a warm run on a held machine)
     [ -n "$LANE_KEEP_CACHE" ] || rm -rf "$TRITON_CACHE_DIR" "$HOME/.flaggems"
+    # LANE_FRESH=1: also no record of an earlier run's durations (a fresh runner: collection order)
+    [ -z "$LANE_FRESH" ] || rm -rf "${FL_CONTRACT_CACHE:-$HOME/.cache/fl-contract}"
     for run in ${LANE_RUNS:-cold warm}; do
       start=$(date +%s.%N)
       # lane_timeline.py: when each worker started, was ready and ran each case (what sets the wall time)
@@ -87,6 +89,8 @@ print(fastpath.device_info('cuda').source)" ;;
       python3 "$ROOT/benchmarks/lane_times.py" "$OUT/lane-$run$LANE_TAG$FL_LINE.xml" --top 12 | cut -c1-300
       python3 "$ROOT/benchmarks/lane_timeline.py" "$OUT/timeline-$run$LANE_TAG$FL_LINE" --top 8 | tee "$OUT/timeline-$run$LANE_TAG$FL_LINE.txt" | cut -c1-200
       # one file per process is more than the device tool brings back: one archive instead
+      python3 "$ROOT/benchmarks/triton_cache_census.py" "$TRITON_CACHE_DIR" --top 30 > "$OUT/census-$run$LANE_TAG$FL_LINE.txt" 2>&1
+      head -1 "$OUT/census-$run$LANE_TAG$FL_LINE.txt"
       tar -C "$OUT" -czf "$OUT/timeline-$run$LANE_TAG$FL_LINE.tgz" "timeline-$run$LANE_TAG$FL_LINE" && rm -rf "$OUT/timeline-$run$LANE_TAG$FL_LINE"
     done ;;
   forced|layersforced)
