@@ -202,11 +202,13 @@ def test_the_std_reference_keeps_tiny_values_exact(tiny):
     assert got[0].item() == pytest.approx(tiny / math.sqrt(2), rel=1e-12) and got[1].item() == 0.0
 
 
+@pytest.mark.parametrize("name", ["std", "var", "var_mean", "vector_norm"])
 @settings(max_examples=200, deadline=None)
 @given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=3), data=st.data(), keepdim=st.booleans())
-def test_the_std_reference_is_torch_std(shape, data, keepdim):
-    """The two-pass std gives torch's float64 std: same shape, NaN and inf where torch has
-    them, values to float64 rounding, over int, list and None dims.  Finite values whose
+def test_the_faster_references_are_torchs(name, shape, data, keepdim):
+    """The faster references (two-pass std and var, the 2-norm over its dim moved innermost)
+    give torch's float64 results: same shape, NaN and inf where torch has them, values to
+    float64 rounding, over int, list and None dims.  Finite values whose
     squares overflow float64 are not drawn: there torch disagrees with itself (NaN over an
     inner dim, inf over an outer one, for the same slice); the contracts' largest values
     are 1e30 (special_values' "huge").  Nor are values whose squares are subnormal: there
@@ -219,8 +221,10 @@ def test_the_std_reference_is_torch_std(shape, data, keepdim):
     x = torch.tensor(data.draw(st.lists(fits, min_size=n, max_size=n)), dtype=torch.float64).reshape(shape)
     dim = data.draw(st.one_of(st.none(), st.integers(0, len(shape) - 1),
                               st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True)))
-    want = x.std(dim=dim, keepdim=keepdim)
-    got = get("std").reference(x, dim, keepdim)
+    op = get(name)
+    assert op.reference_fn is not None
+    want = op.torch_fn(x, dim, keepdim)
+    got = op.reference(x, dim, keepdim)
     assert got.shape == want.shape
     torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-300, equal_nan=True)
 

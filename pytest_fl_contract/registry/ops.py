@@ -412,13 +412,14 @@ def _torch(method: str, takes_keepdim: bool = True) -> Callable[[Any, Any, bool]
     return call
 
 
-def _std_two_pass(x: Any, d: Any, k: bool) -> Any:
-    """torch's std (correction 1) of a float64 tensor from two passes of torch's sums: its
-    values to float64 rounding, without its CPU kernel's per-output loop over a non-inner
-    dim (2**26 outputs of two rows on one thread: 6.5 s against 1 s).  NaN where fewer than
-    two values are reduced, as torch gives.  The deviations are scaled by their largest
-    magnitude first: squares of deviations near 1e-162 are subnormal and lose their digits
-    (hypothesis found a std 15% off there)."""
+def _two_pass(x: Any, d: Any, k: bool, root: bool) -> Any:
+    """torch's std (``root``) or var, correction 1, of a float64 tensor from two passes of
+    torch's sums: its values to float64 rounding, without its CPU kernel's per-output loop
+    over a non-inner dim (std of 2**26 outputs of two rows on one thread: 6.5 s against 1 s;
+    var_mean's 18 s grid-limit case on an H200 worker, 16 s of it in torch.var_mean).  NaN
+    where fewer than two values are reduced, as torch gives.  The deviations are scaled by
+    their largest magnitude first: squares of deviations near 1e-162 are subnormal and lose
+    their digits (hypothesis found a std 15% off there)."""
     import torch
 
     mean = x.mean(dim=d, keepdim=True)
@@ -429,8 +430,30 @@ def _std_two_pass(x: Any, d: Any, k: bool) -> Any:
     dims = tuple(range(x.dim())) if d is None else (d,) if isinstance(d, int) else tuple(d)
     scale = dev.abs().amax(dim=dims, keepdim=True) if dev.numel() else torch.ones_like(mean)
     scale = torch.where(torch.isfinite(scale) & (scale > 0), scale, torch.ones_like(scale))
-    std = (dev / scale).square_().sum(dim=d, keepdim=True).div_(n - 1).sqrt_().mul_(scale)
-    return std if k else std.squeeze(dims) if dims else std
+    spread = (dev / scale).square_().sum(dim=d, keepdim=True).div_(n - 1)
+    out = spread.sqrt_().mul_(scale) if root else spread.mul_(scale).mul_(scale)
+    return out if k else out.squeeze(dims) if dims else out
+
+
+def _std_two_pass(x: Any, d: Any, k: bool) -> Any:
+    return _two_pass(x, d, k, root=True)
+
+
+def _var_two_pass(x: Any, d: Any, k: bool) -> Any:
+    return _two_pass(x, d, k, root=False)
+
+
+def _norm_inner(x: Any, d: Any, k: bool) -> Any:
+    """torch's 2-norm over one dim of a float64 tensor, that dim moved innermost first: its
+    CPU kernel over a non-inner dim runs 7.7x slower (two rows of 2**19 columns, one thread)."""
+    import torch
+
+    single = d if isinstance(d, int) else d[0] if isinstance(d, (list, tuple)) and len(d) == 1 else None
+    if single is None or x.dim() == 0:
+        return torch.linalg.vector_norm(x, 2, dim=d, keepdim=k)
+    single %= x.dim()
+    out = torch.linalg.vector_norm(x.movedim(single, -1).contiguous(), 2, dim=-1)
+    return out.unsqueeze(single) if k else out
 
 
 _NO_KEEPDIM = "the op keeps the input's shape: no keepdim"
@@ -744,6 +767,7 @@ def _variance(name: str) -> Op:
     pair = name == "var_mean"
     return Op(name=name, module=f"flag_gems.ops.{name}", entry=name, kind="reduce", dim_forms=("list",),
               torch_fn=_first_field(_named_pair(_torch_var_mean, ("var", "mean")), "var") if pair else _torch("var"),
+              reference_fn=_var_two_pass,
               gems_names=(name,), entries=(EntryPoint(name, "reduce"),), keepdim="keyword", accepts_none=True,
               family="variance/norms", interpreter="rows", params=(_KEEPDIM_PARAM, _CORRECTION),
               fields=("var", "mean") if pair else (), result="var" if pair else None,
@@ -782,7 +806,7 @@ def _vector_norm() -> Op:
         kernel = "v_norm_kernel" if kind == "v" else f"{kind}_norm_kernel"
         paths += _column_tile_paths(kernel, first=first, stage=f"ord {ord}", kwargs=(("ord", ord),))
     return Op(name="vector_norm", module="flag_gems.ops.vector_norm", entry="vector_norm", kind="reduce",
-              dim_forms=("list",), torch_fn=_torch_vector_norm, gems_names=("vector_norm",),
+              dim_forms=("list",), torch_fn=_torch_vector_norm, reference_fn=_norm_inner, gems_names=("vector_norm",),
               entries=(EntryPoint("vector_norm", "reduce"),), keepdim="dim_keyword", accepts_none=True,
               family="variance/norms", interpreter="rows", params=(_KEEPDIM_PARAM, _ORD),
               exempt={"large_index": _LARGE_NOT_RUN}, paths=tuple(paths),
