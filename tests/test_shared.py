@@ -178,3 +178,10 @@ def test_a_cases_own_time_leaves_out_its_wait_on_shared_work(duration, waited):
     assert own_time(setup) == max(duration - waited, 0.0)
     assert own_time(Report("call", duration, [(shared.WAITED, waited)])) == duration
     assert own_time(Report("setup", duration)) == duration
+
+
+def test_a_helper_that_cannot_have_its_directory_is_none_not_an_error(makers):
+    blocked = makers / "a-file"
+    blocked.write_text("")
+    assert shared.start(shared.Job(str(blocked / "run"), "fl-test", "fl_makers:counted", {})) is None
+    shared.stop(None)

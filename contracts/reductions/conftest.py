@@ -44,11 +44,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                                       deselect=getattr(option, "deselect", None) or (),
                                       last_failed=bool(getattr(option, "lf", False))):
         return
+    factory = getattr(config, "_tmp_path_factory", None)  # none under -p no:tmpdir
     try:
         settings = settings_of(config)
+        directory = factory.getbasetemp() if factory is not None else None
     except Exception:  # a lane that cannot start says so in its cases, not here
         return
-    config.stash[_HELPER] = shared.start(fresh.job(settings, config._tmp_path_factory.getbasetemp()))
+    if directory is not None:
+        config.stash[_HELPER] = shared.start(fresh.job(settings, directory))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -88,9 +88,9 @@ def start(job: Job) -> subprocess.Popen[bytes] | None:
     """A helper process making the job now (None if it cannot start): whoever needs the
     product later blocks on its lock, then reads it.  The helper takes the lock before it
     answers, so a worker started after this returns cannot take it first."""
-    Path(job.directory).mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "pytest_fl_contract.hardware.shared", json.dumps(job.__dict__), str(os.getpid())]
     try:
+        Path(job.directory).mkdir(parents=True, exist_ok=True)
         helper = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
