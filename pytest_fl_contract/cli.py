@@ -108,7 +108,7 @@ def github_output_lines(name: str, values: Sequence[str]) -> list[str]:
 
 def cmd_triton_cache(args: argparse.Namespace) -> int:
     """What a GPU lane's job carries between runs: Triton's and FlagGems' cache directories
-    and the key to save them under (``hardware.tritoncache``); ``cache=false`` for a lane
+    and its durations record, and the key to save them under (``hardware.tritoncache``); ``cache=false`` for a lane
     that compiles nothing.  ``--github-output`` appends the same lines to ``$GITHUB_OUTPUT``."""
     from .config.safeyaml import shown
     from .hardware.tritoncache import interpreted, lane_plan
@@ -177,8 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--mutants", action="store_true",
                        help="run each probe's mutant kernel (its feature broken in source): all must be caught")
     probe.set_defaults(fn=cmd_probe)
-    triton = sub.add_parser("triton-cache", help="a lane's Triton and FlagGems cache directories and the CI cache "
-                            "key to carry them between runs (cache=false: the lane compiles nothing)")
+    triton = sub.add_parser("triton-cache", help="a lane's Triton and FlagGems caches and durations record, and the CI "
+                            "cache key to carry them between runs (cache=false: the lane compiles nothing)")
     triton.add_argument("lane", help="a lane of the manifest (--manifest)")
     triton.add_argument("--github-output", action="store_true",
                         help="also append the lines to $GITHUB_OUTPUT (the step's outputs: cache, path, key)")
