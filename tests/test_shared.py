@@ -168,20 +168,40 @@ def test_whole_file_selected(tmp_path):
 
 
 class Report:
-    def __init__(self, when, duration, properties=()):
-        self.when, self.duration, self.user_properties = when, duration, list(properties)
+    def __init__(self, when, duration, waited=None):
+        self.when, self.duration = when, duration
+        if waited is not None:
+            setattr(self, shared.WAITED, waited)
 
 
 @given(st.floats(0, 100), st.floats(0, 100))
 def test_a_cases_own_time_leaves_out_its_wait_on_shared_work(duration, waited):
-    setup = Report("setup", duration, [(shared.WAITED, waited), ("other", 7)])
-    assert own_time(setup) == max(duration - waited, 0.0)
-    assert own_time(Report("call", duration, [(shared.WAITED, waited)])) == duration
+    assert own_time(Report("setup", duration, waited)) == max(duration - waited, 0.0)
+    assert own_time(Report("call", duration, waited)) == duration
     assert own_time(Report("setup", duration)) == duration
 
 
-def test_a_helper_that_cannot_have_its_directory_is_none_not_an_error(makers):
-    blocked = makers / "a-file"
-    blocked.write_text("")
-    assert shared.start(shared.Job(str(blocked / "run"), "fl-test", "fl_makers:counted", {})) is None
-    shared.stop(None)
+def test_the_wait_reaches_the_controller_as_a_report_attribute_and_never_junit(pytester):
+    """A case that records a wait in its set-up: the controller's record leaves it out, and
+    the JUnit report stays xunit2 (no per-case properties)."""
+    pytester.makeconftest("""
+        import pytest
+        from pytest_fl_contract.hardware.schedule import Schedule, record_wait
+
+        def pytest_configure(config):
+            config.pluginmanager.register(Schedule(config, "t"), "sched")
+
+        @pytest.fixture
+        def waits(request):
+            import time
+            time.sleep(0.3)
+            record_wait(request.node, 0.3)
+    """)
+    pytester.makepyfile(test_w="def test_w(waits):\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "xdist", "-n", "1", "--junitxml=out.xml", "-p", "cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "<properties>" not in (pytester.path / "out.xml").read_text()
+    import json
+
+    recorded = json.loads((pytester.path / ".pytest_cache" / "v" / "fl_contract" / "durations" / "t").read_text())
+    assert recorded["test_w.py::test_w"] < 0.25, recorded

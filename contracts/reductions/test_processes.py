@@ -11,6 +11,7 @@ from pytest_fl_contract.contracts.reductions import fresh as batches
 from pytest_fl_contract.contracts.reductions.sweeps import check, fitted
 
 from pytest_fl_contract.hardware import shared
+from pytest_fl_contract.hardware.schedule import record_wait
 
 
 @pytest.fixture(scope="module")
@@ -32,13 +33,13 @@ def fresh_run(request, flag_gems, fl_settings, tmp_path_factory):
 
 
 @pytest.fixture
-def fresh(fresh_run, record_property):
+def fresh(request, fresh_run):
     """The batches' results; the case whose set-up waited on them says how long, so the
     lane's longest-first record counts its own time, not the batches'."""
     results, waited, unrecorded = fresh_run
     if unrecorded:
         unrecorded.clear()
-        record_property(shared.WAITED, round(waited, 3))
+        record_wait(request.node, waited)
     return results
 
 

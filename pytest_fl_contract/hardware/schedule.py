@@ -87,15 +87,24 @@ def longest_first(nodeids: Sequence[str], durations: Mapping[str, float], worker
     return head + order[dealt:]
 
 
+_WAIT_KEY = pytest.StashKey[float]()
+
+
+def record_wait(item: pytest.Item, seconds: float) -> None:
+    """In a case's set-up: it waited ``seconds`` on work another process made for the whole
+    run.  Its set-up report carries that (``WAITED``, an attribute xdist sends on to the
+    controller), never a JUnit property: per-case properties are not xunit2."""
+    item.stash[_WAIT_KEY] = item.stash.get(_WAIT_KEY, 0.0) + seconds
+
+
 def own_time(report: pytest.TestReport) -> float:
     """A phase's duration less what its set-up waited on work another process made for the
-    whole run (``shared.WAITED``): that wait is the work's, and counted as the case's it
-    put every case of the fresh-process batches first, where they held a worker each."""
+    whole run (``record_wait``): that wait is the work's, and counted as the case's it put
+    every case of the fresh-process batches first, where they held a worker each."""
     duration = float(getattr(report, "duration", 0.0))
     if report.when != "setup":
         return duration
-    waited = sum(float(v) for k, v in getattr(report, "user_properties", ()) if k == WAITED)
-    return max(duration - waited, 0.0)
+    return max(duration - float(getattr(report, WAITED, 0.0) or 0.0), 0.0)
 
 
 class Schedule:
@@ -128,6 +137,14 @@ class Schedule:
         batch = first_batch(len(items), workers, chunk)
         order = longest_first([item.nodeid for item in items], self._recorded(), workers, batch)
         items[:] = [items[i] for i in order]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        report = yield
+        if call.when == "setup" and _WAIT_KEY in item.stash:
+            waited: float = item.stash[_WAIT_KEY]
+            setattr(report, WAITED, round(waited, 3))
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if xdist_worker(self.config) is None:  # the controller keeps the record

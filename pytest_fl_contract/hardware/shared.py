@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-WAITED = "fl_shared_wait_s"  # a case's user property: seconds it waited on work another process made
+WAITED = "fl_shared_wait_s"  # a set-up report's attribute: seconds it waited on work another process made
 
 
 @dataclass(frozen=True)
