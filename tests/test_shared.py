@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_fl_contract.hardware import shared
-from pytest_fl_contract.hardware.schedule import own_time
+from pytest_fl_contract.hardware.schedule import WAITED, own_time
 
 MAKERS = '''
 import os, subprocess, sys, time
@@ -171,7 +171,7 @@ class Report:
     def __init__(self, when, duration, waited=None):
         self.when, self.duration = when, duration
         if waited is not None:
-            setattr(self, shared.WAITED, waited)
+            setattr(self, WAITED, waited)
 
 
 @given(st.floats(0, 100), st.floats(0, 100))

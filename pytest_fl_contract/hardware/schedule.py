@@ -28,7 +28,6 @@ import pytest
 
 from ..imports import after_import
 from ..util import xdist_worker
-from .shared import WAITED
 
 CACHE_KEY = "fl_contract/durations"
 
@@ -88,6 +87,7 @@ def longest_first(nodeids: Sequence[str], durations: Mapping[str, float], worker
 
 
 _WAIT_KEY = pytest.StashKey[float]()
+WAITED = "fl_shared_wait_s"  # a set-up report's attribute: seconds it waited on work another process made
 
 
 def record_wait(item: pytest.Item, seconds: float) -> None:

@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-WAITED = "fl_shared_wait_s"  # a set-up report's attribute: seconds it waited on work another process made
-
 
 @dataclass(frozen=True)
 class Job:
