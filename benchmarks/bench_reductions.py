@@ -48,6 +48,14 @@ def parse(spec: str) -> tuple[str, tuple[int, ...], int, str]:
     return op, tuple(int(s) for s in shape.split("x")), int(dim), dtype
 
 
+def case_range(spec: str, n: int) -> range:
+    """``--cases FROM:TO`` of a list of ``n`` (either end may be left out)."""
+    first, sep, last = spec.partition(":")
+    if spec and not sep:
+        raise SystemExit(f"bench_reductions: --cases {spec!r}: FROM:TO, either may be left out")
+    return range(int(first or 0), min(n, int(last or n)))
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))] if ordered else float("nan")
@@ -148,6 +156,11 @@ def main() -> int:
     parser.add_argument("--rep", type=int, default=40, help="do_bench repetition budget (ms)")
     parser.add_argument("--rounds", type=int, default=1, help="time native and fast this many times, alternating; medians")
     parser.add_argument("--json", help="write results here")
+    parser.add_argument("--cases", default="", metavar="FROM:TO",
+                        help="time only cases FROM to TO-1 of the list (0-based; all are still drawn): a long "
+                             "sweep in parts, each a device call, with the same cases")
+    parser.add_argument("--time-limit", type=float, default=0.0,
+                        help="start no case after this many seconds; the summary and JSON cover what ran")
     parser.add_argument("--graph", action="store_true",
                         help="time CUDA-graph replays (GPU time only: a host's Python speed drops out)")
     args = parser.parse_args()
@@ -179,7 +192,14 @@ def main() -> int:
     copy_gbs = copy_bandwidth(bench, dev)
     rows = []
     start = time.monotonic()
+    chosen = case_range(args.cases, len(cases))
     for i, case in enumerate(cases):
+        if i not in chosen:
+            continue
+        if args.time_limit and time.monotonic() - start > args.time_limit:
+            print(f"time limit: stopped before case {i + 1} of {len(cases)} (--cases {i}:{chosen.stop} runs the rest)",
+                  flush=True)
+            break
         moved = bool(args.moved_every) and i % args.moved_every == 0
         try:
             rows.append(measure(case, bench, dev, device, copy_gbs, moved, args.graph, max(1, args.rounds)))
@@ -217,7 +237,7 @@ def main() -> int:
     if args.json:
         versions = {d: metadata.version(d) for d in ("torch", "triton", "flag_gems")}
         result = {"device": torch.cuda.get_device_name(0), "device_model": device.source, "copy_gbs": copy_gbs,
-                  "seed": args.seed, "graph": args.graph, "rounds": args.rounds, "versions": versions, "python": platform.python_version(), "rows": rows}
+                  "seed": args.seed, "cases": args.cases, "graph": args.graph, "rounds": args.rounds, "versions": versions, "python": platform.python_version(), "rows": rows}
         with open(args.json, "w", encoding="utf-8") as sink:
             json.dump(result, sink, indent=1)
     return 0 if not bad else 1

@@ -4,8 +4,12 @@ the model's pick against the fastest measured.  A check of the model, not a fit:
 constants are hardware properties, and the sweep (another sample) is what is quoted.
 
     python benchmarks/plan_grid.py --cases 16 --seed 11 --min-mb 8 [--shapes op:MxNxK:dim:dtype ...] [--json PATH]
+        [--ops softmax] [--tiles 1024,4096,8192]
 
-Candidates per case: the model's 8 cheapest plans and the cheapest plan of each tile size
+``--tiles`` widens the model's tile sizes for this run (what a change of ``tilemodel.TILES``
+would weigh); FlagGems' native kernel is timed beside every case.
+
+Candidates per case: the model's 8 cheapest plans and the cheapest plan (and unsplit plan) of each tile size
 and column width.  Each plan is timed by do_bench (an L2 flush before each call) and back to
 back (host and GPU overlapped: where the host bounds a small problem).
 """
@@ -30,8 +34,9 @@ def candidates(M: int, N: int, K: int, device, elem: int, kind: str) -> list[tup
     out.sort(key=lambda c: c[0])
     picked = out[:8]
     for group in {(p.block_r * p.block_k, p.block_k, p.flat) for _, p in out}:
-        picked.append(min((c for c in out if (c[1].block_r * c[1].block_k, c[1].block_k, c[1].flat) == group),
-                          key=lambda c: c[0]))
+        members = [c for c in out if (c[1].block_r * c[1].block_k, c[1].block_k, c[1].flat) == group]
+        picked.append(min(members, key=lambda c: c[0]))
+        picked.append(min((c for c in members if c[1].splits == 1), key=lambda c: c[0], default=members[0]))
     seen, unique = set(), []
     for c in picked:
         if c[1] not in seen:
@@ -47,21 +52,29 @@ def main() -> int:
     parser.add_argument("--min-mb", type=float, default=8.0, help="only problems at least this large (MB)")
     parser.add_argument("--shapes", nargs="*", default=[], help="op:MxNxK:dim:dtype cases timed first")
     parser.add_argument("--json")
+    parser.add_argument("--ops", nargs="*", default=[], help="only draw these ops")
+    parser.add_argument("--tiles", help="tile sizes (elements) the candidates take, comma-separated")
     args = parser.parse_args()
 
     import torch
     import triton
 
+    from pytest_fl_contract.registry import ops
     from pytest_fl_contract.util import mnk
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import tilemodel as tm
 
+    if args.tiles:
+        tm.TILES = tuple(int(t) for t in args.tiles.split(","))
+        tm.tiles.cache_clear()
     device = fastpath.device_info("cuda")
-    print(device.source, flush=True)
+    print(device.source, f"tiles {tm.TILES}", flush=True)
     rng = random.Random(args.seed)
     cases = [parse(s) for s in args.shapes]
     while len(cases) < len(args.shapes) + args.cases:
         op, shape, dim, dtype = draw(rng)
+        if args.ops and op not in args.ops:
+            continue
         elem = 4 if dtype == "float32" else 2
         if math.prod(shape) * elem >= args.min_mb * 2**20:
             cases.append((op, shape, dim, dtype))
@@ -92,12 +105,19 @@ def main() -> int:
                           "error": error})
             if not error <= (1e-4 if dtype == "float32" else 1e-2):
                 wrong.append(f"{op} {shape} {dtype} {plan}: error {error:.1e}")
+        entry = ops.get(op)
+        native = functools.partial(entry.invoke, entry.fn(), x, entry.dim_arg(dim))
+        native_ms, native_loop = triton.testing.do_bench(native, warmup=5, rep=10, return_mode="median"), back_to_back(native)
         best = min(t["ms"] for t in timed)
         pick = next(t["ms"] for t in timed if t["plan"] == vars(chosen))
         was = next((t["ms"] for t in timed if earlier is not None and t["plan"] == vars(earlier)), float("nan"))
         row = {"op": op, "shape": list(shape), "dim": dim, "dtype": dtype, "chosen": vars(chosen), "chosen_ms": pick,
-               "best_ms": best, "earlier": vars(earlier) if earlier else None, "earlier_ms": was, "plans": timed}
+               "best_ms": best, "native_ms": native_ms, "native_loop_ms": native_loop, "earlier": vars(earlier) if earlier else None, "earlier_ms": was, "plans": timed}
         rows.append(row)
+        if args.json:  # after every case: a run cut off by its time limit keeps what it timed
+            with open(args.json, "w", encoding="utf-8") as sink:
+                json.dump({"device_model": device.source, "seed": args.seed, "tiles": list(tm.TILES), "rows": rows}, sink,
+                          indent=1)
         fastest = min(timed, key=lambda t: t["ms"])["plan"]
         loop = next(t["loop_ms"] for t in timed if t["plan"] == vars(chosen))
         loop_best = min(timed, key=lambda t: t["loop_ms"])
@@ -105,7 +125,8 @@ def main() -> int:
               f"model {pick:.3f} ms ({pick / best:.2f}x best)  earlier {was:.3f} ({was / best:.2f}x)  best {best:.3f} "
               f"r{fastest['block_r']} k{fastest['block_k']} w{fastest['warps']} s{fastest['splits']}  "
               f"chosen r{chosen.block_r} k{chosen.block_k} s{chosen.splits}  ({len(timed)} plans)  back to back: model "
-              f"{loop:.4f}, best {loop_best['loop_ms']:.4f} s{loop_best['plan']['splits']}", flush=True)
+              f"{loop:.4f}, best {loop_best['loop_ms']:.4f} s{loop_best['plan']['splits']}  "
+              f"native {native_ms:.3f} ms, back to back {native_loop:.4f}", flush=True)
     ratios = sorted(r["chosen_ms"] / r["best_ms"] for r in rows)
     earlier = sorted(r["earlier_ms"] / r["best_ms"] for r in rows if not math.isnan(r["earlier_ms"]))
     print(f"\nmodel's pick / fastest timed: median {ratios[len(ratios) // 2]:.2f}x, worst {ratios[-1]:.2f}x ({len(ratios)} cases)")
@@ -113,9 +134,6 @@ def main() -> int:
         print(f"earlier model's pick / fastest: median {earlier[len(earlier) // 2]:.2f}x, worst {earlier[-1]:.2f}x")
     print(f"correctness: {sum(len(r['plans']) for r in rows) - len(wrong)} of {sum(len(r['plans']) for r in rows)} "
           "plans within tolerance of torch" + "".join(f"\n  WRONG {w}" for w in wrong))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as sink:
-            json.dump({"device_model": device.source, "seed": args.seed, "rows": rows}, sink, indent=1)
     return 1 if wrong else 0
 
 

@@ -103,12 +103,21 @@ print(fastpath.device_info('cuda').source)" ;;
   realmodels)
     # issue 32's table: what public model code reduces (benchmarks/real_models.py), three dtypes
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --real-models --rep "${REP:-25}" \
-      --moved-every 1 --rounds "${ROUNDS:-3}" --json "$OUT/realmodels.json" > "$OUT/realmodels.txt" 2>&1
+      --moved-every 1 --rounds "${ROUNDS:-3}" ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} --json "$OUT/realmodels.json" > "$OUT/realmodels.txt" 2>&1
     echo "realmodels: exit $?"; tail -12 "$OUT/realmodels.txt" ;;
+  plangrid)
+    # the tile model's pick against every candidate plan, timed (benchmarks/plan_grid.py):
+    # GRID_SHAPES (op:MxNxK:dim:dtype ...) first, then GRID_CASES drawn (GRID_OPS only);
+    # GRID_TILES widens the tile sizes weighed
+    timeout "${GRID_TIMEOUT:-420}" python3 "$ROOT/benchmarks/plan_grid.py" --cases "${GRID_CASES:-8}" --seed "${SEED:-11}" \
+      --min-mb "${GRID_MIN_MB:-4}" ${GRID_OPS:+--ops $GRID_OPS} ${GRID_TILES:+--tiles "$GRID_TILES"} \
+      ${GRID_SHAPES:+--shapes $GRID_SHAPES} --json "$OUT/plangrid$GRID_TAG.json" > "$OUT/plangrid$GRID_TAG.txt" 2>&1
+    echo "plangrid$GRID_TAG: exit $?"; cut -c1-400 "$OUT/plangrid$GRID_TAG.txt" ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" ${ROUNDS:+--rounds "$ROUNDS"} \
-      ${GRAPH:+--graph} --json "$OUT/sweep.json" > "$OUT/sweep.txt" 2>&1
-    echo "sweep: exit $?"; tail -12 "$OUT/sweep.txt" ;;
+      ${GRAPH:+--graph} ${CASES:+--cases "$CASES"} ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} \
+      --json "$OUT/sweep$SWEEP_TAG.json" > "$OUT/sweep$SWEEP_TAG.txt" 2>&1
+    echo "sweep$SWEEP_TAG: exit $?"; tail -12 "$OUT/sweep$SWEEP_TAG.txt" ;;
   startup)
     # a lane's fixed cost: collection and a first case's phases, one process and 16 at once
     (cd /tmp && timeout 240 python3 "$ROOT/benchmarks/startup_profile.py" --workers "${STARTUP_WORKERS:-16}" 2>&1 | tee "$OUT/startup.txt") ;;

@@ -55,3 +55,16 @@ def test_the_real_model_table_is_non_inner_calls_with_their_sources(monkeypatch)
         assert op in ("sum", "mean", "softmax") and ("/" in source or source.startswith("the same")), (op, shape, source)
         assert dim % len(shape) != len(shape) - 1, (op, shape, dim)
     assert {bench_reductions.parse(s)[3] for s in specs} == {"float32", "bfloat16", "float16"}
+
+
+def test_a_sweep_in_parts_takes_the_same_list(monkeypatch) -> None:
+    """``bench_reductions.py --cases FROM:TO``: a long sweep over several device calls."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import bench_reductions
+
+    assert bench_reductions.case_range("", 200) == range(200)
+    assert bench_reductions.case_range("199:200", 200) == range(199, 200)
+    assert bench_reductions.case_range("150:", 200) == range(150, 200)
+    assert bench_reductions.case_range(":300", 200) == range(200)
+    with pytest.raises(SystemExit):
+        bench_reductions.case_range("12", 200)

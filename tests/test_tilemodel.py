@@ -121,6 +121,14 @@ def test_softmax_keeps_vector_loads_where_rows_are_long():
     assert all(p.block_r * p.block_k <= max(tm.TILES) for p in tm.candidates(64, 64, 64, 4, "softmax"))
 
 
+def test_wider_tiles_take_more_warps(monkeypatch):
+    """``plan_grid.py --tiles`` weighs tiles past 1024 elements: a thread keeps 8 - 16 of a
+    tile's elements (FlagGems' own non-inner softmax runs its 8192-element tiles on 16 warps)."""
+    monkeypatch.setattr(tm, "TILES", (1024, 4096, 8192))
+    warps = {p.block_r * p.block_k: p.warps for p in tm.candidates(1, 4096, 4096, 2, "softmax")}
+    assert warps == {1024: 4, 4096: 8, 8192: 16}
+
+
 def test_device_figures_are_read_through_the_platforms_module(monkeypatch):
     torch = pytest.importorskip("torch")
     props = types.SimpleNamespace(multi_processor_count=64, memory_clock_rate=1_600_000, memory_bus_width=4096, name="X1")

@@ -203,6 +203,12 @@ def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "re
     return best[1] if best is not None else None
 
 
+def _warps(tile: int) -> int:
+    """4 warps up to 2048 elements, 8 at 4096, 16 above: 8 - 16 elements a thread (FlagGems'
+    own non-inner softmax takes 16 warps for its 8192-element tiles)."""
+    return 4 if tile <= 2048 else 8 if tile <= 4096 else 16
+
+
 def candidates(M: int, N: int, K: int, elem: int = 4, kind: str = "reduce") -> Iterator[Plan]:
     """Every launchable plan ``tiles`` weighs (``benchmarks/plan_grid.py`` times them)."""
     widest = _widest(M * K, kind, elem)
@@ -220,6 +226,6 @@ def candidates(M: int, N: int, K: int, elem: int = 4, kind: str = "reduce") -> I
             for splits in (1 << i for i in range(13)):
                 if splits > 1 and splits * block_r > N:
                     break
-                plan = Plan(block_r, block_k, 4 if block_r * block_k <= 2048 else 8, splits, flat)
+                plan = Plan(block_r, block_k, _warps(block_r * block_k), splits, flat)
                 if launchable(M, K, plan, kind):
                     yield plan
