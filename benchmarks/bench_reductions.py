@@ -51,9 +51,12 @@ def parse(spec: str) -> tuple[str, tuple[int, ...], int, str]:
 def case_range(spec: str, n: int) -> range:
     """``--cases FROM:TO`` of a list of ``n`` (either end may be left out)."""
     first, sep, last = spec.partition(":")
-    if spec and not sep:
-        raise SystemExit(f"bench_reductions: --cases {spec!r}: FROM:TO, either may be left out")
-    return range(int(first or 0), min(n, int(last or n)))
+    try:
+        if spec and not sep:
+            raise ValueError(spec)
+        return range(int(first or 0), min(n, int(last or n)))
+    except ValueError:
+        raise SystemExit(f"bench_reductions: --cases {spec!r}: FROM:TO, whole numbers, either may be left out") from None
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -66,5 +66,6 @@ def test_a_sweep_in_parts_takes_the_same_list(monkeypatch) -> None:
     assert bench_reductions.case_range("199:200", 200) == range(199, 200)
     assert bench_reductions.case_range("150:", 200) == range(150, 200)
     assert bench_reductions.case_range(":300", 200) == range(200)
-    with pytest.raises(SystemExit):
-        bench_reductions.case_range("12", 200)
+    for bad in ("12", "a:b", "1.5:"):
+        with pytest.raises(SystemExit, match="FROM:TO"):
+            bench_reductions.case_range(bad, 200)
