@@ -45,6 +45,17 @@ def candidates(M: int, N: int, K: int, device, elem: int, kind: str) -> list[tup
     return unique
 
 
+def tile_sizes(text: str) -> tuple[int, ...]:
+    """``--tiles 1024,4096,8192``: powers of two, 1 to 8192 elements (16 warps at most)."""
+    try:
+        sizes = tuple(int(t) for t in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or any(s < 1 or s > 8192 or s & (s - 1) for s in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated powers of two, 1 to 8192")
+    return sizes
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", type=int, default=16)
@@ -53,7 +64,7 @@ def main() -> int:
     parser.add_argument("--shapes", nargs="*", default=[], help="op:MxNxK:dim:dtype cases timed first")
     parser.add_argument("--json")
     parser.add_argument("--ops", nargs="*", default=[], help="only draw these ops")
-    parser.add_argument("--tiles", help="tile sizes (elements) the candidates take, comma-separated")
+    parser.add_argument("--tiles", type=tile_sizes, help="tile sizes (elements) the candidates take, comma-separated")
     args = parser.parse_args()
 
     import torch
@@ -65,7 +76,7 @@ def main() -> int:
     from pytest_fl_contract.workarounds import tilemodel as tm
 
     if args.tiles:
-        tm.TILES = tuple(int(t) for t in args.tiles.split(","))
+        tm.TILES = args.tiles
         tm.tiles.cache_clear()
     device = fastpath.device_info("cuda")
     print(device.source, f"tiles {tm.TILES}", flush=True)

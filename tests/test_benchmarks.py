@@ -69,3 +69,15 @@ def test_a_sweep_in_parts_takes_the_same_list(monkeypatch) -> None:
     for bad in ("12", "a:b", "1.5:"):
         with pytest.raises(SystemExit, match="FROM:TO"):
             bench_reductions.case_range(bad, 200)
+
+
+def test_plan_grid_takes_tile_sizes_it_can_launch(monkeypatch) -> None:
+    import argparse
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import plan_grid
+
+    assert plan_grid.tile_sizes("1024,2048,8192") == (1024, 2048, 8192)
+    for bad in ("", "abc", "1000", "16384", "0", "1024,,2048"):
+        with pytest.raises(argparse.ArgumentTypeError, match="powers of two"):
+            plan_grid.tile_sizes(bad)
