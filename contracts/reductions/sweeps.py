@@ -174,11 +174,18 @@ _BLOCK = 1 << 16
 def make_input(case: Case, dtype: str, device: str, seed: int = 0, op: Op | None = None) -> Any:
     """Seeded normal values; for an index op (``op``), a ramp along memory order towards the
     op's extreme with a little noise: a kernel that reads past the end of a row then always
-    meets a more extreme value, so the defect shows whatever the seed."""
+    meets a more extreme value, so the defect shows whatever the seed; for a product, values
+    whose product keeps its size."""
     import torch
 
     g = torch.Generator().manual_seed(seed + hash(case.shape) % 10_000)
     x = torch.randn(case.shape, generator=g, dtype=torch.float32)
+    if op is not None and op.absorbing == 0.0 and x.numel():
+        # a product (prod, cumprod): normal values' product underflows to 0 past a few hundred
+        # terms, and 0 is what a kernel that drops terms also returns.  Magnitudes exp(z / sqrt(n))
+        # keep a slice's product near 1 in size, so every term it drops shows
+        n = reduced_size(case.shape, case.dim)
+        x = x.sign().mul_(torch.randn(case.shape, generator=g).div_(max(n, 1) ** 0.5).exp_())
     if op is not None and op.zeros is not None:
         x = with_zeros(x, op.zeros, reduced_size(case.shape, case.dim), g)
     if op is not None and op.extreme is not None and x.numel():

@@ -11,7 +11,7 @@ from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees, make_i
 
 def test_path(flag_gems, fl_device, path_op, path, path_case, dtype):
     op = path_op
-    x = make_input(path_case, dtype, fl_device, op=op if op.kind == "index" or op.zeros else None)
+    x = make_input(path_case, dtype, fl_device, op=op)
     if path.entry is None:
         kwargs = dict(path.kwargs)  # vector_norm's ord: each ord its kernel
         assert_agrees(op, lambda: op.call(x, path.dim, **kwargs), x, path.dim, torch_kwargs=kwargs,

@@ -270,6 +270,10 @@ LAYERS: tuple[Layer, ...] = (
           gems_names=("rms_norm",), functional="rms_norm", affine=("weight",), cases=_ROWS,
           paths=(L("forward, one row a program (N <= 4096)", LayerCase((13, 24)), "rms_norm_kernel"),
                  L("forward, a loop over columns", LayerCase((2, 4097)), "rms_norm_loop_kernel"),
+                 # the loop kernel's tiles (8192 on the CPU lane's tuner): N a multiple of one,
+                 # and past one (its unmasked loops run)
+                 L("forward, N a multiple of the column tile", LayerCase((2, 8192)), "rms_norm_loop_kernel"),
+                 L("forward, past one column tile", LayerCase((2, 8193)), "rms_norm_loop_kernel"),
                  L("backward: dx", LayerCase((13, 24)), "rms_norm_grad_dx_kernel", backward=True),
                  L("backward: weight gradient, 16 rows a program", LayerCase((37, 8)), "rms_norm_grad_dw_kernel",
                    backward=True)),

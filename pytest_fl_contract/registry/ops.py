@@ -541,7 +541,7 @@ _LOG_SOFTMAX_PATHS = (
     P("backward, a loop past 256", (3, 257), 1, "log_softmax_backward_kernel", entry="log_softmax_backward"),
 )
 _ARGMAX_PATHS = (
-    P("every dim (dim=None), two stages", (5, 7), None, "argmax_kernel_1"),
+    P("every dim (dim=None), two stages", (5, 7), None, "argmax_kernel_1", loop=True),
     P("non-inner, one tile of N <= 128 rows", (3, 4, 64), 1, "argmax_kernel_non_inner", True),
     P("non-inner, one tile past 128 rows", (2, 556, 8), 1, "argmax_kernel_non_inner", True),
     P("non-inner, a loop over row tiles", (1, 4097, 2), 1, "argmax_kernel_non_inner", False),
@@ -550,7 +550,7 @@ _ARGMAX_PATHS = (
     P("inner, tiles and a partial last one", (1, 32769), 1, "argmax_kernel_inner", False),
 )
 _ARGMIN_PATHS = (
-    P("every dim (dim=None), two stages", (5, 7), None, "argmin_kernel_1"),
+    P("every dim (dim=None), two stages", (5, 7), None, "argmin_kernel_1", loop=True),
     P("K == 1, one tile", (4, 8), 1, "argmin_kernel_opt_k1"),
     P("K == 1, a loop over 4096-wide tiles", (4, 8192), 1, "argmin_kernel_opt_k1", loop=True),
     P("K == 1 for int32 (the general kernel)", (4, 8), 1, "argmin_kernel", dtype="int32"),
@@ -570,6 +570,9 @@ _PROD_PATHS = (
 _STD_PATHS = (
     P("every dim (dim=None): map, then reduce", (5, 7), None, "_std_map_kernel"),
     P("every dim over several map blocks", (3000,), None, "_std_reduce_kernel"),
+    # the reduce pass loops over its partials 1024 at a time only past 1024 map blocks of 1024
+    P("every dim past 2**20 elements: the reduce pass loops over its partials", (2**20 + 8195,), None,
+      "_std_reduce_kernel", loop=True),
     P("fused, the moved dim", (3, 5), 1, "_std_fused_dim_kernel", lines=("5.0",)),
     P("fused over a non-inner dim", (3, 5, 4), 1, "_std_fused_dim_kernel", lines=("5.0",)),
     P("fused, a loop past 1024", (2, 1025), 1, "_std_fused_dim_kernel", lines=("5.0",), loop=True),
@@ -617,7 +620,7 @@ def _minmax_paths(kernel: str, *, full: bool, lines: tuple[str, ...] = ()) -> tu
     )
     if not full:
         return rows
-    return (P("every dim (dim=None), two stages", (5, 7), None, f"{kernel}_1", lines=lines),
+    return (P("every dim (dim=None), two stages", (5, 7), None, f"{kernel}_1", lines=lines, loop=True),
             *rows, P("several dims, compressed to the back", (3, 5, 6), [0, 2], kernel, lines=lines))
 
 
@@ -827,7 +830,7 @@ def _all_any(name: str) -> Op:
     """all / any over a dim list, an int or None (``all_dims`` takes the three); 5.4's any
     over several dims runs a generated kernel with an atomic max per output."""
     kernel = f"{name}_kernel_dim"
-    paths = [P("every dim (dim=None), two stages", (5, 7), None, f"{name}_kernel_1"),
+    paths = [P("every dim (dim=None), two stages", (5, 7), None, f"{name}_kernel_1", loop=True),
              P("one column tile (N <= BLOCK_N)", (3, 5, 64), 1, kernel),
              P("inner, one column tile", (3, 64, 5), -1, kernel),
              P("a loop over 1024-wide column tiles", (3, 1100, 2), 1, kernel, loop=True)]
@@ -899,6 +902,10 @@ def _cumsum_like(name: str, lines: tuple[str, ...] = ()) -> Op:
              P("K == 1 past 16384: block sums", (1, 16385), 1, f"reduce_then_scan_block_{'sum' if part == 'sum' else 'product'}_kernel_row",
                lines=lines),
              P("K == 1 past 16384: block scans", (1, 16385), 1, "reduce_then_scan_block_scan_kernel_row", lines=lines),
+             # a program scans several 4096-wide tiles, carrying its prefix, only past
+             # 4096 x 4 x SMs (the CPU lane's 4 SMs: 65536; an H200's: 2162688)
+             P("K == 1 past 4096 x 4 x SMs: several tiles a program", (1, 70001), 1,
+               "reduce_then_scan_block_scan_kernel_row", lines=lines),
              P("K > 1: one block of B", (3, 5, 4), 1, f"scan_part_{part}_abc_kernel", lines=lines),
              P("K > 1: blocks of 1024 and their carry", (1, 4097, 2), 1,
                f"add_base_{part}_abc_kernel" if part == "sum" else "multiply_base_product_abc_kernel", lines=lines))

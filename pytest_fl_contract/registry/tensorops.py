@@ -385,7 +385,11 @@ P = TensorPath
 OPS: tuple[TensorOp, ...] = (
     TensorOp("mm", MATMUL, "flag_gems.ops.mm", "mm", ("mm", "mm_out"), _MM, out=True,
              paths=(P("general: M x N tiles, K tiles then a masked K tail", M((13, 19, 17)), "mm_kernel_general"),
-                    P("a @ a.T: the symmetric (syrk) kernel", M((13, 19, 13)), "mm_kernel_syrk", layout="syrk")),
+                    # GROUP_M (8) row tiles a group: a partial last group past 8 x BLOCK_M rows
+                    P("general: a partial last group of row tiles", M((601, 17, 70)), "mm_kernel_general"),
+                    P("a @ a.T: the symmetric (syrk) kernel", M((13, 19, 13)), "mm_kernel_syrk", layout="syrk"),
+                    # past one tile, a program below the diagonal also stores its mirror
+                    P("a @ a.T past one tile: the mirrored stores", M((41, 17, 41)), "mm_kernel_syrk", layout="syrk")),
              kernels=("mm_kernel_general", "mm_kernel_syrk"), features=_MATMUL_FEATURES,
              defects=(OpDefect("matmul_empty_k_reads_before", _empty_k),
                       OpDefect("mm_fp32_small_k_shared_memory", _fp32_small_k, hardware_only=True)),
