@@ -696,6 +696,34 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
          'inp = tl.load(input_ptr + n_offsets, mask=mask, other=-float("inf"))\n            m_new',
          "inp = tl.load(input_ptr + n_offsets, mask=mask, other=0.0)\n            m_new", 1),
     ),
+    # outside review (paths only some sizes take), written from FlagGems 5.0.2's kernels
+    "prod_loop_every_other_chunk": (
+        ("flag_gems.ops.prod", "prod_kernel", "for start_n in range(0, N, BLOCK_N):",
+         "for start_n in range(0, N, 2 * BLOCK_N):", 1),
+    ),
+    "cumsum_cta_tiles_one_prefix": (
+        ("flag_gems.ops.cumsum", "reduce_then_scan_block_scan_kernel_row", "prefix += tl.sum(x, 0)",
+         "prefix = prefix", 1),
+    ),
+    "mm_last_group_taken_full": (
+        ("flag_gems.ops.mm", "mm_kernel_general", "group_size = min(grid_m - group_id * GROUP_M, GROUP_M)",
+         "group_size = min(grid_m, GROUP_M)", 1),
+    ),
+    "mm_syrk_mirror_skipped": (
+        ("flag_gems.ops.mm", "mm_kernel_syrk", "if pid_m > pid_n:", "if pid_m < pid_n:", 1),
+    ),
+    "rms_norm_loop_floor_prev_multiple": (
+        ("flag_gems.ops.rms_norm", "rms_norm_loop_kernel", "prev_multiple = prev_multiple_of(N, TILE_N)",
+         "prev_multiple = N // TILE_N * TILE_N", 1),
+    ),
+    "amax_full_mid_other_zero": (
+        ("flag_gems.ops.amax", "amax_kernel_2", "mid_val = tl.load(mid_ptrs, mask=mask, other=min_value)",
+         "mid_val = tl.load(mid_ptrs, mask=mask, other=0.0)", 1),
+    ),
+    "argmax_dim_none_ties_last_block": (
+        ("flag_gems.ops.argmax", "argmax_kernel_2", "index_val = tl.argmax(mid_val, axis=0)",
+         "index_val = tl.argmax(mid_val, axis=0, tie_break_left=False)", 1),
+    ),
 }
 
 
@@ -1131,6 +1159,29 @@ MUTANTS: dict[str, Mutant] = {
                "scalar_bound_at_first_launch)", "sum and interleaved", args=("--fl-inject", "scalar_bound_at_first_launch")),
         Mutant("other_undefined", "masked lanes of a load hold the heap, not other= (the emulator's masked_load_other)",
                "sum and path and one-tile", args=("--fl-inject", "masked_load_other")),
+        # outside review (paths only some sizes take)
+        Mutant("prod_loop_every_other_chunk", "prod's 1024-wide chunk loop steps 2 * BLOCK_N (an unroll by two that "
+               "lost its second half): every other chunk is never multiplied", "prod",
+               _kernel_edits("prod_loop_every_other_chunk")),
+        Mutant("cumsum_cta_tiles_one_prefix", "cumsum's K == 1 block scan never advances its prefix across the "
+               "tiles of one CTA (tiles_per_cta > 1: N past 4096 * 4 * SMs)", "cumsum",
+               _kernel_edits("cumsum_cta_tiles_one_prefix")),
+        Mutant("mm_last_group_taken_full", "mm's GROUP_M swizzle takes the last, partial row group as full: some "
+               "output tiles never computed (grid_m > 8, grid_m % 8 != 0)", "mm",
+               _kernel_edits("mm_last_group_taken_full"), suite="tensorops"),
+        Mutant("mm_syrk_mirror_skipped", "mm's a @ a.T kernel never mirrors its lower-triangle tiles: the upper "
+               "off-diagonal tiles stay unwritten (M past one 32-row tile)", "mm",
+               _kernel_edits("mm_syrk_mirror_skipped"), suite="tensorops"),
+        Mutant("rms_norm_loop_floor_prev_multiple", "rms_norm's loop kernel takes prev_multiple as floor(N / TILE_N) "
+               "* TILE_N: equal unless N % TILE_N == 0 (TILE_N 8192 on the CPU lane), where the first column tile is never "
+               "written",
+               "rms_norm", _kernel_edits("rms_norm_loop_floor_prev_multiple"), suite="layers"),
+        Mutant("amax_full_mid_other_zero", "amax(dim=None)'s second stage pads its partials with 0, not the "
+               "dtype's minimum: an all-negative input gives 0", "amax",
+               _kernel_edits("amax_full_mid_other_zero")),
+        Mutant("argmax_dim_none_ties_last_block", "argmax(dim=None)'s second stage breaks ties between blocks to "
+               "the right: the last block holding the maximum wins", "argmax",
+               _kernel_edits("argmax_dim_none_ties_last_block")),
     )
 }
 
