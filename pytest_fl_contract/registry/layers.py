@@ -256,6 +256,8 @@ LAYERS: tuple[Layer, ...] = (
                    "layer_norm_persistent_kernel_multiline"),
                  L("forward, one row a program", LayerCase((3, 300)), "layer_norm_persistent_kernel"),
                  L("forward, a loop over columns (N past 8192)", LayerCase((2, 8193)), "layer_norm_loop_kernel"),
+                 L("forward, past two column tiles: each loop runs twice", LayerCase((2, 16385)),
+                   "layer_norm_loop_kernel"),
                  L("backward: dx", LayerCase((13, 24)), "layer_norm_backward_kernel", backward=True),
                  L("backward: weight and bias gradients over the rows", LayerCase((13, 24)),
                    "weight_bias_backward_kernel", backward=True),
@@ -274,6 +276,7 @@ LAYERS: tuple[Layer, ...] = (
                  # and past one (its unmasked loops run)
                  L("forward, N a multiple of the column tile", LayerCase((2, 8192)), "rms_norm_loop_kernel"),
                  L("forward, past one column tile", LayerCase((2, 8193)), "rms_norm_loop_kernel"),
+                 L("forward, past two column tiles: each loop runs twice", LayerCase((2, 16385)), "rms_norm_loop_kernel"),
                  L("backward: dx", LayerCase((13, 24)), "rms_norm_grad_dx_kernel", backward=True),
                  L("backward: weight gradient, 16 rows a program", LayerCase((37, 8)), "rms_norm_grad_dw_kernel",
                    backward=True)),

@@ -514,6 +514,7 @@ _MEAN_PATHS = (
     P("inner, one tile", (3, 5), 1, "mean_dim_kernel_inner", True),
     P("inner, a loop over 4096-wide tiles", (1, 32769), 1, "mean_dim_kernel_inner", False),
     P("several dims", (3, 5, 6), [0, 2], "mean_dim_kernel"),
+    P("several dims past two column tiles", (64, 5, 70), [0, 2], "mean_dim_kernel"),
 )
 _SOFTMAX_PATHS = (
     P("non-inner, one tile", (3, 5, 64), 1, "softmax_kernel_non_inner", True),
@@ -704,7 +705,8 @@ def _column_tile_paths(kernel: str, *, first: str, stage: str, lines: tuple[str,
     return (P(f"every dim (dim=None), two stages{label}", (5, 7), None, first, lines=lines, kwargs=kwargs),
             P(f"one column tile (N <= BLOCK_N){label}", (3, 5, 64), 1, kernel, lines=lines, kwargs=kwargs),
             P(f"inner, one column tile{label}", (3, 64, 5), -1, kernel, lines=lines, kwargs=kwargs),
-            P(f"a loop over 1024-wide column tiles{label}", (3, 1100, 2), 1, kernel, loop=True, lines=lines,
+            # the CPU lane's tuner takes BLOCK_N 2048 for these kernels: past two tiles, each loop runs twice
+            P(f"a loop over column tiles, past two{label}", (3, 4100, 2), 1, kernel, loop=True, lines=lines,
               kwargs=kwargs),
             P(f"several dims, compressed to the back{label}", (3, 5, 6), [0, 2], kernel, lines=lines, kwargs=kwargs))
 
