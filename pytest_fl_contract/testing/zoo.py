@@ -1161,26 +1161,26 @@ MUTANTS: dict[str, Mutant] = {
                "sum and path and one-tile", args=("--fl-inject", "masked_load_other")),
         # outside review (paths only some sizes take)
         Mutant("prod_loop_every_other_chunk", "prod's 1024-wide chunk loop steps 2 * BLOCK_N (an unroll by two that "
-               "lost its second half): every other chunk is never multiplied", "prod",
+               "lost its second half): every other chunk is never multiplied", "prod and (path or tile)",
                _kernel_edits("prod_loop_every_other_chunk")),
         Mutant("cumsum_cta_tiles_one_prefix", "cumsum's K == 1 block scan never advances its prefix across the "
-               "tiles of one CTA (tiles_per_cta > 1: N past 4096 * 4 * SMs)", "cumsum",
+               "tiles of one CTA (tiles_per_cta > 1: N past 4096 * 4 * SMs)", "cumsum and (path or tile)",
                _kernel_edits("cumsum_cta_tiles_one_prefix")),
         Mutant("mm_last_group_taken_full", "mm's GROUP_M swizzle takes the last, partial row group as full: some "
-               "output tiles never computed (grid_m > 8, grid_m % 8 != 0)", "mm",
+               "output tiles never computed (grid_m > 8, grid_m % 8 != 0)", "mm and path",
                _kernel_edits("mm_last_group_taken_full"), suite="tensorops"),
         Mutant("mm_syrk_mirror_skipped", "mm's a @ a.T kernel never mirrors its lower-triangle tiles: the upper "
-               "off-diagonal tiles stay unwritten (M past one 32-row tile)", "mm",
+               "off-diagonal tiles stay unwritten (M past one 32-row tile)", "mm and path",
                _kernel_edits("mm_syrk_mirror_skipped"), suite="tensorops"),
         Mutant("rms_norm_loop_floor_prev_multiple", "rms_norm's loop kernel takes prev_multiple as floor(N / TILE_N) "
                "* TILE_N: equal unless N % TILE_N == 0 (TILE_N 8192 on the CPU lane), where the first column tile is never "
                "written",
-               "rms_norm", _kernel_edits("rms_norm_loop_floor_prev_multiple"), suite="layers"),
+               "rms_norm and path", _kernel_edits("rms_norm_loop_floor_prev_multiple"), suite="layers"),
         Mutant("amax_full_mid_other_zero", "amax(dim=None)'s second stage pads its partials with 0, not the "
-               "dtype's minimum: an all-negative input gives 0", "amax",
+               "dtype's minimum: an all-negative input gives 0", "amax and (path or tile)",
                _kernel_edits("amax_full_mid_other_zero")),
         Mutant("argmax_dim_none_ties_last_block", "argmax(dim=None)'s second stage breaks ties between blocks to "
-               "the right: the last block holding the maximum wins", "argmax",
+               "the right: the last block holding the maximum wins", "argmax and (path or tile)",
                _kernel_edits("argmax_dim_none_ties_last_block")),
     )
 }
