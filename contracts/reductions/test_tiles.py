@@ -40,6 +40,14 @@ def _length(case):
 
 
 def _patterns(op, case):
+    """What torch pins across tiles for ``op``; for a plain sum, mean, variance or norm (none
+    pinned), one value in the last tile that decides the slice: a kernel that drops or repeats
+    a tile, or a block of a dim=None pass, shows however little the other values move it."""
+    return list(_crossing(op, case)) or [
+        ("a value in the last tile decides the slice", _planted(case.shape, case.dim, [_length(case) - 1], 1000.0))]
+
+
+def _crossing(op, case):
     n = _length(case)
     pos = _positions(n)
     # the extreme (max) first appears in the last tile; every value below zero, so a tile
@@ -84,12 +92,7 @@ def tile_params(ops, version):
 
 def test_tile_values(flag_gems, fl_device, tile_op, tile_case):
     op, case = tile_op, tile_case
-    # a plain sum, mean, variance or norm: one value in the last tile decides the slice (a
-    # kernel that drops or repeats a tile, or a block of a dim=None pass, shows however
-    # little the other values would move it)
-    patterns = list(_patterns(op, case)) or [
-        ("a value in the last tile decides the slice", _planted(case.shape, case.dim, [_positions(_length(case))[-1]], 1000.0))]
-    for what, values in patterns:
+    for what, values in _patterns(op, case):
         x = on_device(values, fl_device, op)
         assert_agrees(op, lambda x=x: op.call(x, case.dim), x, case.dim, what=f"{what}: {case.shape} dim={case.dim}",
                       exact_index=True)
