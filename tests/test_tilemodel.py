@@ -150,3 +150,38 @@ def test_what_cannot_be_read_is_said_to_be_assumed(monkeypatch):
     got = tm.device_info("fakedev")
     assert got.sms == 24 and "bandwidth assumed" in got.source
     tm.device_info.cache_clear()
+
+
+@settings(max_examples=300, deadline=None)
+@given(M=st.one_of(st.integers(1, 64), st.integers(1, 1 << 32)), N=sizes, K=st.integers(1, 2 * tm.SLAB_K_MAX),
+       elem=st.sampled_from([2, 4]), kind=st.sampled_from(["reduce", "softmax"]), device=st.sampled_from([H200, SMALL]))
+@example(M=(1 << 31) - 1, N=2, K=16, elem=2, kind="reduce", device=H200)  # the last M grid axis x launches
+@example(M=1 << 31, N=2, K=3, elem=4, kind="softmax", device=H200)  # one past it: the tiles decide
+def test_tiny_k_takes_a_launchable_slab_plan(M, N, K, elem, kind, device):
+    """K up to SLAB_K_MAX takes a slab plan (one program per m on grid axis x, splits on z,
+    each split whole 64-row multiples, a split's partials launchable); past it, or past the
+    grid, the tiles' plan (or none)."""
+    plan = tm.pick(M, N, K, device, elem, kind)
+    if K > tm.SLAB_K_MAX or M > tm.GRID_LIMITS[0]:
+        assert plan == tm.tiles(M, N, K, device, elem, kind)
+        return
+    assert isinstance(plan, tm.SlabPlan) and plan.block in tm.SLAB_BLOCKS
+    rows, splits = tm.slab_rows(N, plan.splits)
+    assert splits <= plan.splits <= tm.GRID_LIMITS[2] and (splits - 1) * rows < N <= splits * rows
+    assert plan.splits == 1 or (rows % tm.SLAB_SPLIT_ROWS == 0 and tm.cdiv(N, plan.splits) >= tm.SLAB_SPLIT_ROWS)
+    if splits > 1 and kind == "reduce":
+        second = tm.second_plan(splits, M * K, device)
+        assert tm.programs(1, M * K, second) <= tm.GRID_LIMITS[0]
+    total, gpu = tm.slab_cost(M, N, K, plan, device, elem, kind)
+    alone = tm.slab_cost(M, N, K, tm.SlabPlan(plan.block, 1), device, elem, kind)[0]
+    assert 0 < gpu <= total and (plan.splits == 1 or total <= alone), "a split pays for its launch"
+
+
+def test_slab_model_keeps_small_problems_in_one_launch_and_splits_long_ones():
+    """Back to back, a second launch costs the host what the whole of a small problem
+    does (H200: one launch 19 - 23 us, two 44 - 47 us; results README); a long thin
+    problem (four m over 200 thousand rows) needs splits to fill the SMs."""
+    assert tm.slabs(4, 24716, 8, H200, 2).splits == 1
+    assert tm.slabs(64, 26211, 3, H200, 2, "softmax").splits == 1
+    assert tm.slabs(3360, 27628, 3, H200, 4).splits <= 8
+    assert tm.slabs(4, 4_000_000, 2, H200, 4).splits >= 32

@@ -8,7 +8,9 @@ no transpose is paid.  A program's columns are a block of one m (contiguous: vec
 or, where K is small, BLOCK_K consecutive (m, k) pairs of the flattened (M, K) output, so a
 program takes several m at once (each m's rows are one contiguous run): a (10**7, 12, 2)
 sum is ten thousand programs reading long runs, not ten million reading 8 bytes each.
-Columns go on grid axis x, splits of the rows on z (``_columns``).
+Columns go on grid axis x, splits of the rows on z (``_columns``).  Where K is tiny
+(``tilemodel.pick``: at most 16, and long runs per m) a slab kernel reads each m's rows as one
+contiguous run under 1-D masks alone and reduces per k in registers (below).
 
 Covered: sum and mean over a single non-inner dim of fp32/fp16/bf16 input with the
 default dtype, and softmax over a non-inner dim.  Everything else takes the moved-axis
@@ -29,7 +31,7 @@ import triton
 import triton.language as tl
 
 from ..util import mnk
-from .tilemodel import Device, Plan, cdiv, device_info, programs, second_plan, tiles
+from .tilemodel import Device, Plan, SlabPlan, cdiv, device_info, pick, programs, second_plan, slab_rows
 
 FLOATS = ("torch.float32", "torch.float16", "torch.bfloat16")
 # A dim form the entry point does not accept (the registry's ``dim_forms``) must keep
@@ -239,6 +241,149 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, MK, N, K, rows_p
     _softmax_write_rows(out_ptr, in_ptr, n_start, n_end, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
 
 
+# Tiny K (``tilemodel.slabs``): a program reads its m's rows [n_start, n_end) as
+# one contiguous run of (n_end - n_start) * K elements, BLOCK at a time, under a 1-D mask
+# (lanes, and the run's end): no row condition exists, no lane idles on a padded k, and the
+# loads are contiguous whatever K is.  Lane j of a step always holds k = j % K (a step is a
+# whole number of rows, STEP = (BLOCK // K) * K elements); its sums (or max and sum of exp)
+# stay per lane and fold per k once, at the end.  K is a constexpr: at most SLAB_K_MAX.
+
+
+@triton.jit
+def _slab(N, K_C: tl.constexpr, rows_per_split, SPLIT: tl.constexpr):
+    """This program's run: (split index, first element, end element), int64."""
+    pid_m = tl.program_id(0).to(tl.int64)
+    if SPLIT:
+        pid_s = tl.program_id(2).to(tl.int64)
+        n_start = pid_s * rows_per_split
+        n_end = tl.minimum(N, n_start + rows_per_split)
+    else:
+        pid_s = pid_m * 0
+        n_start = pid_m * 0
+        n_end = N + pid_m * 0
+    base = pid_m * N * K_C
+    return pid_s, base + n_start * K_C, base + n_end * K_C
+
+
+@triton.jit
+def _slab_sums(in_ptr, start, end, K_C: tl.constexpr, BLOCK: tl.constexpr):
+    """Per-lane fp32 sums over the run [start, end): lane j holds k = j % K_C."""
+    STEP: tl.constexpr = (BLOCK // K_C) * K_C
+    j = tl.arange(0, BLOCK)
+    lanes = j < STEP
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    steps = (end - start) // STEP
+    full = start + steps * STEP
+    for i in range(0, steps):  # a step count, not addresses: the interpreter's range yields Python ints
+        acc += tl.load(in_ptr + (start + i * STEP) + j, mask=lanes, other=0.0).to(tl.float32)
+    acc += tl.load(in_ptr + full + j, mask=lanes & (full + j < end), other=0.0).to(tl.float32)
+    return acc
+
+
+@triton.jit
+def fl_slab_sum_kernel(out_ptr, in_ptr, N, MK, rows_per_split, scale, K_C: tl.constexpr, BLOCK: tl.constexpr,
+                       SPLIT: tl.constexpr):
+    """Sums (times ``scale``) of one m's rows per k into out[m, k]; SPLIT: fp32 partials of
+    ``rows_per_split`` rows into part[(split, m, k)], reduced by ``fl_reduce_rows_kernel``."""
+    pid_s, start, end = _slab(N, K_C, rows_per_split, SPLIT)
+    acc = _slab_sums(in_ptr, start, end, K_C, BLOCK)
+    kj = tl.arange(0, BLOCK) % K_C
+    first = pid_s * MK + tl.program_id(0).to(tl.int64) * K_C
+    for kk in tl.static_range(K_C):
+        total = tl.sum(tl.where(kj == kk, acc, 0.0), axis=0)
+        if SPLIT:
+            tl.store(out_ptr + first + kk, total)
+        else:
+            tl.store(out_ptr + first + kk, (total * scale).to(out_ptr.dtype.element_ty))
+
+
+@triton.jit
+def _slab_stats(in_ptr, start, end, K_C: tl.constexpr, BLOCK: tl.constexpr):
+    """Per-lane running max and sum of exp over the run (an element at a time: no fold
+    across threads in the loop)."""
+    STEP: tl.constexpr = (BLOCK // K_C) * K_C
+    j = tl.arange(0, BLOCK)
+    lanes = j < STEP
+    m = tl.full([BLOCK], float("-inf"), dtype=tl.float32)
+    s = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(0, (end - start) // STEP + 1):
+        p = start + i * STEP
+        x = tl.load(in_ptr + p + j, mask=lanes & (p + j < end), other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
+        m = m_new
+    return m, s
+
+
+@triton.jit
+def _slab_fold(m, s, K_C: tl.constexpr, BLOCK: tl.constexpr):
+    """The lanes' statistics folded per k and handed back to every lane of that k."""
+    kj = tl.arange(0, BLOCK) % K_C
+    lane_m = tl.full([BLOCK], float("-inf"), dtype=tl.float32)
+    lane_s = tl.zeros([BLOCK], dtype=tl.float32)
+    for kk in tl.static_range(K_C):
+        mine = kj == kk
+        mk = tl.max(tl.where(mine, m, float("-inf")), axis=0)
+        mk_safe = tl.where(mk == float("-inf"), 0.0, mk)
+        sk = tl.sum(tl.where(mine, s * tl.exp(m - mk_safe), 0.0), axis=0)
+        lane_m = tl.where(mine, mk, lane_m)
+        lane_s = tl.where(mine, sk, lane_s)
+    return lane_m, lane_s
+
+
+@triton.jit
+def _slab_write(out_ptr, in_ptr, start, end, lane_m, inv, K_C: tl.constexpr, BLOCK: tl.constexpr):
+    STEP: tl.constexpr = (BLOCK // K_C) * K_C
+    j = tl.arange(0, BLOCK)
+    lanes = j < STEP
+    for i in range(0, (end - start) // STEP + 1):
+        p = start + i * STEP
+        keep = lanes & (p + j < end)
+        x = tl.load(in_ptr + p + j, mask=keep, other=0.0).to(tl.float32)
+        tl.store(out_ptr + p + j, (tl.exp(x - lane_m) * inv).to(out_ptr.dtype.element_ty), mask=keep)
+
+
+@triton.jit
+def fl_slab_softmax_kernel(out_ptr, in_ptr, N, K_C: tl.constexpr, BLOCK: tl.constexpr):
+    _, start, end = _slab(N, K_C, N, False)
+    m, s = _slab_stats(in_ptr, start, end, K_C, BLOCK)
+    lane_m, lane_s = _slab_fold(m, s, K_C, BLOCK)
+    _slab_write(out_ptr, in_ptr, start, end, lane_m, 1.0 / lane_s, K_C, BLOCK)
+
+
+@triton.jit
+def fl_slab_softmax_stats_kernel(m_ptr, s_ptr, in_ptr, N, MK, rows_per_split, K_C: tl.constexpr, BLOCK: tl.constexpr):
+    """Per split of rows: each k's max and sum of exp, into (split, m, k)."""
+    pid_s, start, end = _slab(N, K_C, rows_per_split, True)
+    m, s = _slab_stats(in_ptr, start, end, K_C, BLOCK)
+    lane_m, lane_s = _slab_fold(m, s, K_C, BLOCK)
+    j = tl.arange(0, BLOCK)
+    first = pid_s * MK + tl.program_id(0).to(tl.int64) * K_C
+    tl.store(m_ptr + first + j, lane_m, mask=j < K_C)  # lanes 0 .. K-1 hold k = 0 .. K-1
+    tl.store(s_ptr + first + j, lane_s, mask=j < K_C)
+
+
+@triton.jit
+def fl_slab_softmax_norm_kernel(out_ptr, in_ptr, m_ptr, s_ptr, N, MK, rows_per_split, splits, K_C: tl.constexpr,
+                                BLOCK: tl.constexpr):
+    """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
+    _, start, end = _slab(N, K_C, rows_per_split, True)
+    j = tl.arange(0, BLOCK)
+    stat = tl.program_id(0).to(tl.int64) * K_C + j % K_C  # lane j: split i's statistics of its k at i * MK + stat
+    lane_m = tl.full([BLOCK], float("-inf"), dtype=tl.float32)
+    for _ in range(0, splits):
+        lane_m = tl.maximum(lane_m, tl.load(m_ptr + stat))
+        stat += MK
+    m_safe = tl.where(lane_m == float("-inf"), 0.0, lane_m)
+    lane_s = tl.zeros([BLOCK], dtype=tl.float32)
+    stat = tl.program_id(0).to(tl.int64) * K_C + j % K_C
+    for _ in range(0, splits):
+        lane_s += tl.load(s_ptr + stat) * tl.exp(tl.load(m_ptr + stat) - m_safe)
+        stat += MK
+    _slab_write(out_ptr, in_ptr, start, end, lane_m, 1.0 / lane_s, K_C, BLOCK)
+
+
 def _log2(block_r: int) -> int:
     return block_r.bit_length() - 1
 
@@ -370,11 +515,69 @@ class Softmax(_Planned):
         return out
 
 
+class SlabReduce(_Planned):
+    """A sum/mean over dim ``d`` of a tiny-K problem, a slab per m (and split)."""
+
+    def __init__(self, shape: tuple[int, ...], d: int, keepdim: bool, mean: bool, plan: SlabPlan, device: Device,
+                 where: Any) -> None:
+        super().__init__(where)
+        M, N, K = mnk(shape, d)
+        out_shape = list(shape)
+        out_shape[d] = 1
+        if not keepdim:
+            del out_shape[d]
+        self.out_shape, self.scale = tuple(out_shape), 1.0 / N if mean else 1.0
+        self.meta = {"K_C": K, "BLOCK": plan.block, "num_warps": plan.warps}
+        rows, splits = slab_rows(N, plan.splits)
+        self.sizes = (N, M * K, rows)
+        self.grid: tuple[int, ...] = (M, 1, splits)
+        self.split: tuple[Any, ...] | None = None
+        if splits > 1:
+            second = second_plan(splits, M * K, device)
+            self.split = ((splits, M, K), (programs(1, M * K, second),), (M * K, splits, M * K), _meta(second))
+
+    def run(self, x: Any) -> Any:
+        out = torch.empty(self.out_shape, dtype=x.dtype, device=x.device)
+        if self.split is None:
+            _launch(fl_slab_sum_kernel)[self.grid](out, x, *self.sizes, self.scale, SPLIT=False, **self.meta)
+            return out
+        part_shape, grid2, sizes2, meta2 = self.split
+        part = torch.empty(part_shape, dtype=torch.float32, device=x.device)
+        _launch(fl_slab_sum_kernel)[self.grid](part, x, *self.sizes, 1.0, SPLIT=True, **self.meta)
+        _launch(fl_reduce_rows_kernel)[grid2](out, part, *sizes2, self.scale, **meta2)
+        return out
+
+
+class SlabSoftmax(_Planned):
+    """A softmax over dim ``d`` of a tiny-K problem, a slab per m (and split)."""
+
+    def __init__(self, shape: tuple[int, ...], d: int, out_dtype: Any, plan: SlabPlan, where: Any) -> None:
+        super().__init__(where)
+        M, N, K = mnk(shape, d)
+        self.shape, self.out_dtype = tuple(shape), out_dtype
+        self.meta = {"K_C": K, "BLOCK": plan.block, "num_warps": plan.warps}
+        rows, splits = slab_rows(N, plan.splits)
+        self.sizes, self.splits = (N, M * K, rows), splits
+        self.grid = (M, 1, splits)
+        self.stats = (splits, M, K)
+
+    def run(self, x: Any) -> Any:
+        out = torch.empty(self.shape, dtype=self.out_dtype or x.dtype, device=x.device)
+        if self.splits == 1:
+            _launch(fl_slab_softmax_kernel)[self.grid](out, x, self.sizes[0], **self.meta)
+            return out
+        stats_m = torch.empty(self.stats, dtype=torch.float32, device=x.device)
+        stats_s = torch.empty(self.stats, dtype=torch.float32, device=x.device)
+        _launch(fl_slab_softmax_stats_kernel)[self.grid](stats_m, stats_s, x, *self.sizes, **self.meta)
+        _launch(fl_slab_softmax_norm_kernel)[self.grid](out, x, stats_m, stats_s, *self.sizes, self.splits, **self.meta)
+        return out
+
+
 def _device(x: Any) -> Device:
     return device_info(x.device.type, x.device.index or 0)
 
 
-def prepare(op: Any, x: Any, arguments: dict[str, Any], route: Any) -> Reduce | Softmax | None:
+def prepare(op: Any, x: Any, arguments: dict[str, Any], route: Any) -> _Planned | None:
     """This call's plan, or None where the fast path does not take it: a dim form the entry
     point refuses, a dtype or dim ``route`` does not send off the non-inner kernel, a grid
     no device launches (``tilemodel.launchable``: the moved axis takes those)."""
@@ -389,12 +592,16 @@ def prepare(op: Any, x: Any, arguments: dict[str, Any], route: Any) -> Reduce | 
     if op.fastpath in ("sum", "mean"):
         if arguments.get("dtype") not in (None, x.dtype):
             return None
-        plan = tiles(M, N, K, device, x.element_size())
-        keepdim = bool(arguments.get("keepdim", False))
-        return None if plan is None else Reduce(tuple(x.shape), d, keepdim, op.fastpath == "mean", plan, device, x.device)
+        plan = pick(M, N, K, device, x.element_size())
+        keepdim, mean = bool(arguments.get("keepdim", False)), op.fastpath == "mean"
+        if isinstance(plan, SlabPlan):
+            return SlabReduce(tuple(x.shape), d, keepdim, mean, plan, device, x.device)
+        return None if plan is None else Reduce(tuple(x.shape), d, keepdim, mean, plan, device, x.device)
     if op.fastpath == "softmax":
-        plan = tiles(M, N, K, device, x.element_size(), "softmax")
+        plan = pick(M, N, K, device, x.element_size(), "softmax")
         out_dtype = torch.float32 if arguments.get("half_to_float") else None
+        if isinstance(plan, SlabPlan):
+            return SlabSoftmax(tuple(x.shape), d, out_dtype, plan, x.device)
         return None if plan is None else Softmax(tuple(x.shape), d, out_dtype, plan, x.device)
     return None
 
@@ -404,7 +611,7 @@ def _floats() -> frozenset[Any]:
     return frozenset(getattr(torch, name.split(".")[1]) for name in FLOATS)
 
 
-_PLANS: dict[tuple[Any, ...], Reduce | Softmax | None] = {}
+_PLANS: dict[tuple[Any, ...], _Planned | None] = {}
 _PLANS_MAX = 4096  # distinct calls remembered (a model makes a few dozen)
 
 

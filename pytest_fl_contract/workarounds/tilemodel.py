@@ -229,3 +229,103 @@ def candidates(M: int, N: int, K: int, elem: int = 4, kind: str = "reduce") -> I
                 plan = Plan(block_r, block_k, _warps(block_r * block_k), splits, flat)
                 if launchable(M, K, plan, kind):
                     yield plan
+
+
+# Tiny K: a slab plan (``fastpath.SlabReduce``/``SlabSoftmax``) reads each m's rows as one
+# contiguous run, BLOCK elements a step, whatever K is (K a constexpr, at most SLAB_K_MAX).
+SLAB_K_MAX = 16
+SLAB_BLOCKS = (1024, 2048, 4096)
+SLAB_LATENCY = 0.25e-6  # a slab step's wait: its loads do not wait on the previous step's, so they overlap (fit, see results README)
+SLAB_SM_BANDWIDTH = 150e9  # bytes a second one program streams on an otherwise idle SM (H200 fit); the device's sum bounds many
+SLAB_FOLD = 0.4e-6  # a program's fold of its lanes per k (a block-wide reduction each), softmax three times (fit, results README)
+SLAB_SPLIT_ROWS = 64  # rows a split holds at least (and a multiple of: ``fastpath._chunk``)
+
+
+@dataclass(frozen=True)
+class SlabPlan:
+    """Elements a step (a power of two, 8 a thread) and splits of the rows."""
+
+    block: int
+    splits: int
+
+    @property
+    def warps(self) -> int:
+        return max(4, min(16, self.block // 256))
+
+
+def slab_rows(N: int, splits: int) -> tuple[int, int]:
+    """(rows a split, splits launched): whole multiples of SLAB_SPLIT_ROWS rows."""
+    if splits == 1:
+        return N, 1
+    rows = cdiv(cdiv(N, splits), SLAB_SPLIT_ROWS) * SLAB_SPLIT_ROWS
+    return rows, cdiv(N, rows)
+
+
+def slab_candidates(M: int, N: int, K: int, kind: str = "reduce") -> Iterator[SlabPlan]:
+    """Every launchable slab plan of a (M, N, K) problem, K <= SLAB_K_MAX: M programs on grid
+    axis x (times the splits on z), and a split's rows at least SLAB_SPLIT_ROWS."""
+    x, _, z = GRID_LIMITS
+    if not 1 <= K <= SLAB_K_MAX or M > x:
+        return
+    for block in SLAB_BLOCKS:
+        for splits in (1 << i for i in range(13)):
+            if splits > 1 and (cdiv(N, splits) < SLAB_SPLIT_ROWS or splits > z):
+                break
+            if kind == "reduce" and splits > 1 and cdiv(M * K, _widest(M * K, kind, 4)) > x:
+                break
+            yield SlabPlan(block, splits)
+
+
+def slab_cost(M: int, N: int, K: int, plan: SlabPlan, device: Device, elem: int = 4,
+              kind: str = "reduce") -> tuple[float, float]:
+    """(time, GPU time) of a slab plan, as ``cost`` prices a tiled one: a program's steps
+    each wait for one contiguous run of (BLOCK // K) * K elements; splits pay the partials'
+    second launch (a reduction) or every program's merge of every split's statistics
+    (softmax, in split order from L2)."""
+    passes, traffic = (2, 3) if kind == "softmax" else (1, 1)
+    rows, splits = slab_rows(N, plan.splits)
+    threads = plan.warps * 32
+    regs = BASE_REGS + plan.block / threads * (2 if kind == "reduce" else 3)
+    held = max(1, min(device.threads_per_sm // threads, int(device.regs_per_sm // (threads * regs)), MAX_PROGRAMS))
+    waves = cdiv(M * splits, held * device.sms)
+    run = (plan.block // K) * K * elem
+    steps = cdiv(rows * K * elem, run)
+    step = SLAB_LATENCY + run / SLAB_SM_BANDWIDTH
+    latency = waves * (passes * (steps + 1) * step + K * SLAB_FOLD * (3 if kind == "softmax" else 1))
+    moved = traffic * M * N * K * elem
+    chained = 0.0
+    if splits > 1 and kind == "softmax":
+        moved += 2 * splits * M * K * 4
+        latency += waves * 2 * splits * L2_LATENCY
+    elif splits > 1:
+        moved += splits * M * K * 4
+        chained = cost(1, splits, M * K, second_plan(splits, M * K, device), device, latency_s=L2_LATENCY)[1]
+    gpu = (latency**4 + (moved / (device.bandwidth * EFFICIENCY)) ** 4) ** 0.25
+    launches = 1 if splits == 1 else 2
+    gpu += (launches - 1) * LATENCY + chained
+    return max(launches * LAUNCH, gpu), gpu
+
+
+@functools.lru_cache(maxsize=4096)
+def slabs(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce") -> SlabPlan | None:
+    """The slab plan of least modelled time (ties: less GPU time, fewer splits, narrower
+    steps), or None where K is past SLAB_K_MAX or no slab plan is launchable."""
+    best: tuple[tuple[float, float, int, int], SlabPlan] | None = None
+    for plan in slab_candidates(M, N, K, kind):
+        total, gpu = slab_cost(M, N, K, plan, device, elem, kind)
+        key = (total, gpu, plan.splits, plan.block)
+        if best is None or key < best[0]:
+            best = (key, plan)
+    return best[1] if best is not None else None
+
+
+def pick(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce") -> Plan | SlabPlan | None:
+    """The fast path's plan: the tiles' or, where K is tiny (at most SLAB_K_MAX), a slab
+    plan where the model prices it lower (time, then GPU time).  Slabs win long runs per m:
+    a tile spends lanes on padded k and reads 2 - 32-byte runs; tiles win many short m,
+    where a slab program's fold per k outweighs its few steps."""
+    tiled = tiles(M, N, K, device, elem, kind)
+    slab = slabs(M, N, K, device, elem, kind)
+    if slab is None or tiled is None:
+        return slab or tiled
+    return slab if slab_cost(M, N, K, slab, device, elem, kind) <= cost(M, N, K, tiled, device, elem, kind) else tiled
