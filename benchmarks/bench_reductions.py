@@ -124,7 +124,7 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
              "fast": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim))}
     got, want = calls["fast"]().float(), calls["torch"]().float()
     kind = "softmax" if name == "softmax" else "reduce"
-    plan = fastpath.tiles(*mnk(shape, dim), device, x.element_size(), kind)  # None: the moved axis
+    plan = fastpath.pick(*mnk(shape, dim), device, x.element_size(), kind)  # None: the moved axis
     row = {"op": name, "shape": list(shape), "dim": dim, "dtype": dtype, "bytes": nbytes,
            "error": float((got - want).abs().max() / want.abs().max().clamp_min(1e-30)),
            "plan": vars(plan) if plan else None}
@@ -146,6 +146,30 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
     row["fast_gbs"] = traffic / row["fast"] / 1e6
     row["fast_copy_share"] = row["fast_gbs"] / copy_gbs
     return row
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """The sweep's figures over ``rows`` (also what ``merge_sweeps.py`` prints for merged runs)."""
+    lines = []
+    ratios = [r["fast"] / r["native"] for r in rows]
+    moved = [r["moved"] / r["native"] for r in rows if "moved" in r]
+    lines.append(f"fast / native: median {percentile(ratios, 0.5):.2f}x, p90 {percentile(ratios, 0.9):.2f}x, "
+                 f"worst {max(ratios, default=float('nan')):.2f}x")
+    loops = [r["loop_fast"] / r["loop_native"] for r in rows if "loop_fast" in r]
+    if loops:
+        lines.append(f"back to back (host and GPU overlapped, no flush), fast / native: median {percentile(loops, 0.5):.2f}x, "
+                     f"p90 {percentile(loops, 0.9):.2f}x, worst {max(loops):.2f}x, {sum(x > 1.10 for x in loops)} over 1.10x")
+    if moved:
+        lines.append(f"moved axis / native: median {percentile(moved, 0.5):.2f}x, worst {max(moved):.2f}x ({len(moved)} cases)")
+    for dtype in DTYPES:
+        big = [r["fast_copy_share"] for r in rows if r["bytes"] > LARGE and r["dtype"] == dtype]
+        if big:
+            lines.append(f"{dtype} inputs over 64 MB: copy share median {100 * percentile(big, 0.5):.0f}%, "
+                         f"worst {100 * min(big):.0f}% ({len(big)} cases)")
+    worst = sorted(rows, key=lambda r: r["fast"] / r["native"], reverse=True)[:8]
+    lines.append("worst cases: " + "; ".join(f"{r['op']} {'x'.join(map(str, r['shape']))} d{r['dim']} {r['dtype']} "
+                                             f"{r['fast'] / r['native']:.2f}x" for r in worst))
+    return lines
 
 
 def main() -> int:
@@ -215,26 +239,9 @@ def main() -> int:
               f"({r['fast'] / r['native']:.2f}x, loop {r.get('loop_fast', nan) / r.get('loop_native', nan):.2f}x)  moved {r.get('moved', nan):.4f}  "
               f"{100 * r['fast_copy_share']:5.1f}% of copy  err {r['error']:.1e}", flush=True)
 
-    ratios = [r["fast"] / r["native"] for r in rows]
-    moved = [r["moved"] / r["native"] for r in rows if "moved" in r]
     print(f"\ndevice {torch.cuda.get_device_name(0)} ({device.source}); copy ceiling {copy_gbs:.0f} GB/s; "
           f"{len(rows)} cases, seed {args.seed}, {args.rounds} round(s), {time.monotonic() - start:.0f}s")
-    print(f"fast / native: median {percentile(ratios, 0.5):.2f}x, p90 {percentile(ratios, 0.9):.2f}x, "
-          f"worst {max(ratios, default=float('nan')):.2f}x")
-    loops = [r["loop_fast"] / r["loop_native"] for r in rows if "loop_fast" in r]
-    if loops:
-        print(f"back to back (host and GPU overlapped, no flush), fast / native: median {percentile(loops, 0.5):.2f}x, "
-              f"p90 {percentile(loops, 0.9):.2f}x, worst {max(loops):.2f}x")
-    if moved:
-        print(f"moved axis / native: median {percentile(moved, 0.5):.2f}x, worst {max(moved):.2f}x ({len(moved)} cases)")
-    for dtype in DTYPES:
-        big = [r["fast_copy_share"] for r in rows if r["bytes"] > LARGE and r["dtype"] == dtype]
-        if big:
-            print(f"{dtype} inputs over 64 MB: copy share median {100 * percentile(big, 0.5):.0f}%, "
-                  f"worst {100 * min(big):.0f}% ({len(big)} cases)")
-    worst = sorted(rows, key=lambda r: r["fast"] / r["native"], reverse=True)[:8]
-    print("worst cases: " + "; ".join(f"{r['op']} {'x'.join(map(str, r['shape']))} d{r['dim']} {r['dtype']} "
-                                      f"{r['fast'] / r['native']:.2f}x" for r in worst))
+    print("\n".join(summary(rows)))
     bad = [r for r in rows if not r["error"] <= (1e-2 if r["dtype"] != "float32" else 1e-4)]
     print(f"correctness: {len(rows) - len(bad)} of {len(rows)} within tolerance of torch")
     if args.json:

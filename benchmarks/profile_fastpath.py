@@ -83,7 +83,7 @@ def main() -> int:
         wrapped = mr.make_wrapper(native, mr.Target(op, op.entries[0]))
         M, N, K = mnk(shape, dim)
         kind = "softmax" if op.fastpath == "softmax" else "reduce"
-        plan = fastpath.tiles(M, N, K, device, x.element_size(), kind)
+        plan = fastpath.pick(M, N, K, device, x.element_size(), kind)
         arguments = {"dim": op.dim_arg(dim), **({} if op.keepdim == "none" else {"keepdim": False})}
         direct = functools.partial(fastpath.try_fast, op, x, arguments, mr.route)
         calls = {"native": functools.partial(op.invoke, native, x, op.dim_arg(dim)),
@@ -96,7 +96,7 @@ def main() -> int:
         if not args.plans:
             continue
         results = []
-        original = fastpath.tiles
+        original = fastpath.pick
         block_ks = {plan.block_k, max(1, plan.block_k // 2), min(1024, plan.block_k * 2)}
         for block_r, block_k, warps, splits in itertools.product(
             sorted({max(1, plan.block_r >> s) for s in range(0, 4)}),
@@ -110,11 +110,11 @@ def main() -> int:
                 def patched(m, n, k, *rest, _alt=alt, _mnk=(M, N, K), _orig=original, **kw):
                     return _alt if (m, n, k) == _mnk else _orig(m, n, k, *rest, **kw)
 
-                fastpath.tiles = patched
+                fastpath.pick = patched
                 try:
                     g, n = gpu_us(direct, calls=10)
                 finally:
-                    fastpath.tiles = original
+                    fastpath.pick = original
                 results.append((g, alt, n))
         results.sort(key=lambda r: r[0])
         print("    best plans: " + "; ".join(f"{g:.1f}us r{p.block_r} k{p.block_k} w{p.warps} s{p.splits}"
