@@ -81,3 +81,40 @@ def test_plan_grid_takes_tile_sizes_it_can_launch(monkeypatch) -> None:
     for bad in ("", "abc", "1000", "16384", "0", "1024,,2048"):
         with pytest.raises(argparse.ArgumentTypeError, match="powers of two"):
             plan_grid.tile_sizes(bad)
+
+
+def _row(op: str, shape: list[int], fast: float, native: float, loop: float = 1.0) -> dict:
+    return {"op": op, "shape": shape, "dim": 1, "dtype": "float32", "bytes": 4 * shape[0] * shape[1],
+            "fast": fast, "native": native, "loop_fast": loop, "loop_native": 1.0, "fast_copy_share": 0.5, "error": 0.0}
+
+
+def test_merged_sweeps_replace_rows_in_place_and_summarise(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A later run's rows take the places of the base's cases (same op, shape, dim, dtype);
+    its rows the base never had are not added; the summary is the sweep's own."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import merge_sweeps
+
+    base = [_row("sum", [2, 3], 1.0, 1.0, 3.0), _row("mean", [2, 3], 2.0, 1.0, 1.0)]
+    later = [_row("sum", [2, 3], 0.5, 1.0, 0.5), _row("sum", [9, 9], 9.0, 1.0, 9.0)]
+    rows, replaced = merge_sweeps.merge(base, later)
+    assert replaced == 1 and len(rows) == 2 and rows[0]["fast"] == 0.5 and rows[1] is base[1]
+    paths = []
+    for name, data in (("base", base), ("later", later)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(__import__("json").dumps({"rows": data}))
+    assert merge_sweeps.main([*map(str, paths), "--json", str(tmp_path / "merged.json")]) == 0
+    out = capsys.readouterr().out
+    assert "2 cases, 1 re-measured" in out and "worst 2.00x" in out and "worst 1.00x, 0 over 1.10x" in out
+    assert (tmp_path / "merged.json").exists()
+
+
+@pytest.mark.parametrize("content", ["", "{}", '{"rows": []}', '{"rows": [1]}', "[]"])
+def test_a_file_that_is_not_a_sweep_is_one_line_and_exit_2(tmp_path: Path, monkeypatch, capsys, content) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import merge_sweeps
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    assert merge_sweeps.main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("merge_sweeps: cannot read")
