@@ -158,14 +158,19 @@ def test_what_cannot_be_read_is_said_to_be_assumed(monkeypatch):
 @example(M=(1 << 31) - 1, N=2, K=16, elem=2, kind="reduce", device=H200)  # the last M grid axis x launches
 @example(M=1 << 31, N=2, K=3, elem=4, kind="softmax", device=H200)  # one past it: the tiles decide
 def test_tiny_k_takes_a_launchable_slab_plan(M, N, K, elem, kind, device):
-    """K up to SLAB_K_MAX takes a slab plan (one program per m on grid axis x, splits on z,
+    """K up to SLAB_K_MAX has a slab plan (one program per m on grid axis x, splits on z,
     each split whole 64-row multiples, a split's partials launchable); past it, or past the
-    grid, the tiles' plan (or none)."""
-    plan = tm.pick(M, N, K, device, elem, kind)
+    grid, none.  ``pick`` takes whichever of it and the tiles' plan the model prices lower."""
+    plan, tiled = tm.slabs(M, N, K, device, elem, kind), tm.tiles(M, N, K, device, elem, kind)
+    picked = tm.pick(M, N, K, device, elem, kind)
     if K > tm.SLAB_K_MAX or M > tm.GRID_LIMITS[0]:
-        assert plan == tm.tiles(M, N, K, device, elem, kind)
+        assert plan is None and picked == tiled
         return
     assert isinstance(plan, tm.SlabPlan) and plan.block in tm.SLAB_BLOCKS
+    assert picked in (plan, tiled)
+    if tiled is not None:
+        slab_price, tile_price = tm.slab_cost(M, N, K, plan, device, elem, kind), tm.cost(M, N, K, tiled, device, elem, kind)
+        assert picked == (plan if slab_price <= tile_price else tiled)
     rows, splits = tm.slab_rows(N, plan.splits)
     assert splits <= plan.splits <= tm.GRID_LIMITS[2] and (splits - 1) * rows < N <= splits * rows
     assert plan.splits == 1 or (rows % tm.SLAB_SPLIT_ROWS == 0 and tm.cdiv(N, plan.splits) >= tm.SLAB_SPLIT_ROWS)

@@ -598,7 +598,7 @@ def prepare(op: Any, x: Any, arguments: dict[str, Any], route: Any) -> _Planned 
             return SlabReduce(tuple(x.shape), d, keepdim, mean, plan, device, x.device)
         return None if plan is None else Reduce(tuple(x.shape), d, keepdim, mean, plan, device, x.device)
     if op.fastpath == "softmax":
-        plan = pick(M, N, K, device, x.element_size(), "softmax")
+        plan = pick(M, N, K, device, x.element_size(), op.fastpath)
         out_dtype = torch.float32 if arguments.get("half_to_float") else None
         if isinstance(plan, SlabPlan):
             return SlabSoftmax(tuple(x.shape), d, out_dtype, plan, x.device)
