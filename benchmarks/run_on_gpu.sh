@@ -108,9 +108,10 @@ print(fastpath.device_info('cuda').source)" ;;
   plangrid)
     # the tile model's pick against every candidate plan, timed (benchmarks/plan_grid.py):
     # GRID_SHAPES (op:MxNxK:dim:dtype ...) first, then GRID_CASES drawn (GRID_OPS only);
-    # GRID_TILES widens the tile sizes weighed; GRID_SLABS=1 also times the tiny-K slab plans
+    # GRID_TILES widens the tile sizes weighed; GRID_SLABS=1 also times the tiny-K slab plans,
+    # GRID_SLAB_K_MAX past SLAB_K_MAX (plan_grid.py --slab-k-max)
     timeout "${GRID_TIMEOUT:-420}" python3 "$ROOT/benchmarks/plan_grid.py" --cases "${GRID_CASES:-8}" --seed "${SEED:-11}" \
-      --min-mb "${GRID_MIN_MB:-4}" ${GRID_OPS:+--ops $GRID_OPS} ${GRID_TILES:+--tiles "$GRID_TILES"} ${GRID_SLABS:+--slabs} \
+      --min-mb "${GRID_MIN_MB:-4}" ${GRID_OPS:+--ops $GRID_OPS} ${GRID_TILES:+--tiles "$GRID_TILES"} ${GRID_SLABS:+--slabs} ${GRID_SLAB_K_MAX:+--slab-k-max "$GRID_SLAB_K_MAX"} \
       ${GRID_SHAPES:+--shapes $GRID_SHAPES} --json "$OUT/plangrid$GRID_TAG.json" > "$OUT/plangrid$GRID_TAG.txt" 2>&1
     echo "plangrid$GRID_TAG: exit $?"; cut -c1-400 "$OUT/plangrid$GRID_TAG.txt" ;;
   sweep)
