@@ -545,6 +545,9 @@ def _column_grid_y() -> None:
 # ``rejit`` changes one expression of the jitted source (KERNEL_EDITS), the others wrap an
 # entry point or hook the interpreter (installed only when the mutant is applied).
 
+FASTPATH = "pytest_fl_contract.workarounds.fastpath"
+FORCED = ("--fl-force-workaround",)  # the fast path runs only where the workaround is installed
+
 # mutant name -> its kernel edits: (module, kernel, old expression, new expression, count; -1 all)
 KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
     "softmax_online_no_rescale": (
@@ -724,7 +727,58 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
         ("flag_gems.ops.argmax", "argmax_kernel_2", "index_val = tl.argmax(mid_val, axis=0)",
          "index_val = tl.argmax(mid_val, axis=0, tie_break_left=False)", 1),
     ),
+    # the workaround's own fast path (workarounds/fastpath.py): the fixture the contracts put
+    # under test must fail them when it is wrong, on each of its plans (tiles, flat columns,
+    # splits, tiny-K slabs) - written from its kernels
+    "fastpath_row_tail_exact_block_dropped": (
+        (FASTPATH, "_sum_rows", "if n + (BLOCK_R >> level) <= n_end:", "if n + (BLOCK_R >> level) < n_end:", 1),
+    ),
+    "fastpath_split_rows_unclamped": (
+        (FASTPATH, "_split_rows", "tl.minimum(N, n_start + rows_per_split)", "n_start + rows_per_split", 1),
+    ),
+    "fastpath_flat_columns_m_stride": (
+        (FASTPATH, "_columns", "return c, (c // K) * N * K + c % K, c < MK", "return c, (c // K) * N + c % K, c < MK", 1),
+    ),
+    "fastpath_softmax_wide_fold_unscaled": (
+        (FASTPATH, "_softmax_stats_rows", "s = tl.sum(st * tl.exp(mt - m_safe[None, :]), axis=0)",
+         "s = tl.sum(st, axis=0)", 1),
+    ),
+    "fastpath_softmax_split_merge_unscaled": (
+        (FASTPATH, "fl_softmax_norm_split_kernel", "s += tl.load(s_ptr + stat, mask=cmask, other=0.0) * tl.exp(mi - m_safe)",
+         "s += tl.load(s_ptr + stat, mask=cmask, other=0.0)", 1),
+    ),
+    "slab_step_not_whole_rows": (
+        (FASTPATH, "_slab_sums", "STEP: tl.constexpr = (BLOCK // K_C) * K_C", "STEP: tl.constexpr = BLOCK", 1),
+    ),
+    "slab_tail_last_element_dropped": (
+        (FASTPATH, "_slab_sums", "mask=lanes & (full + j < end)", "mask=lanes & (full + j < end - 1)", 1),
+    ),
+    "slab_softmax_fold_unscaled": (
+        (FASTPATH, "_slab_fold", "sk = tl.sum(tl.where(mine, s * tl.exp(m - mk_safe), 0.0), axis=0)",
+         "sk = tl.sum(tl.where(mine, s, 0.0), axis=0)", 1),
+    ),
+    "slab_softmax_split_merge_unscaled": (
+        (FASTPATH, "fl_slab_softmax_norm_kernel", "lane_s += tl.load(s_ptr + stat) * tl.exp(tl.load(m_ptr + stat) - m_safe)",
+         "lane_s += tl.load(s_ptr + stat)", 1),
+    ),
 }
+
+
+def _plan_key_drops(position: int) -> Callable[[], None]:
+    """The fast path memoises a plan under a key that leaves out what decides it (``_key``'s
+    tuple without one field): a later call that differs only there reuses the first call's plan."""
+    def apply() -> None:
+        from ..workarounds import fastpath
+
+        original = fastpath._key
+
+        def key(op, x, arguments):
+            k = original(op, x, arguments)
+            return None if k is None else k[:position] + k[position + 1:]
+
+        fastpath._key = key
+
+    return apply
 
 
 def _kernel_edits(name: str) -> Callable[[], None]:
@@ -1182,6 +1236,35 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("argmax_dim_none_ties_last_block", "argmax(dim=None)'s second stage breaks ties between blocks to "
                "the right: the last block holding the maximum wins", "argmax and (path or tile)",
                _kernel_edits("argmax_dim_none_ties_last_block")),
+        # the workaround's own fast path, each with the workaround installed
+        Mutant("fastpath_row_tail_exact_block_dropped", "the fast path's row tail skips a block that ends exactly "
+               "at N: rows lost whenever N % BLOCK_R has a set bit the walk reaches last", "(sum or mean) and fast_path",
+               _kernel_edits("fastpath_row_tail_exact_block_dropped"), args=FORCED),
+        Mutant("fastpath_split_rows_unclamped", "a split's rows are not clamped to N: the last split of each column "
+               "reads the next m's rows (the Iluvatar defect, in our own kernel)", "(sum or mean or softmax) and fast_path",
+               _kernel_edits("fastpath_split_rows_unclamped"), args=FORCED),
+        Mutant("fastpath_flat_columns_m_stride", "flat column blocks step N, not N * K, from one m to the next",
+               "(sum or mean or softmax) and fast_path", _kernel_edits("fastpath_flat_columns_m_stride"), args=FORCED),
+        Mutant("fastpath_softmax_wide_fold_unscaled", "softmax tiles of 32 columns or more fold their per-element "
+               "sums of exp without rescaling each to the column max", "softmax and fast_path",
+               _kernel_edits("fastpath_softmax_wide_fold_unscaled"), args=FORCED),
+        Mutant("fastpath_softmax_split_merge_unscaled", "a split softmax merges the splits' sums of exp without "
+               "rescaling each to the merged max", "softmax and fast_path",
+               _kernel_edits("fastpath_softmax_split_merge_unscaled"), args=FORCED),
+        Mutant("slab_step_not_whole_rows", "a tiny-K slab steps BLOCK elements, not a whole number of rows: lane j "
+               "stops holding k = j % K unless K divides BLOCK", "(sum or mean) and fast_path",
+               _kernel_edits("slab_step_not_whole_rows"), args=FORCED),
+        Mutant("slab_tail_last_element_dropped", "a slab's last, partial step drops the run's last element",
+               "(sum or mean) and fast_path", _kernel_edits("slab_tail_last_element_dropped"), args=FORCED),
+        Mutant("slab_softmax_fold_unscaled", "a slab softmax folds its lanes' sums of exp per k without rescaling "
+               "them to the k's max", "softmax and fast_path", _kernel_edits("slab_softmax_fold_unscaled"), args=FORCED),
+        Mutant("slab_softmax_split_merge_unscaled", "a split slab softmax merges the splits' sums of exp without "
+               "rescaling each to the merged max", "softmax and fast_path",
+               _kernel_edits("slab_softmax_split_merge_unscaled"), args=FORCED),
+        Mutant("fastpath_plan_key_without_dim", "the fast path memoises plans without the dim: the same shape "
+               "reduced over another dim reuses the first dim's plan", "(sum or mean or softmax) and (dim or fast_path)", _plan_key_drops(4), args=FORCED),
+        Mutant("fastpath_plan_key_without_keepdim", "the fast path memoises plans without keepdim: the second form "
+               "returns the first form's shape", "(sum or mean or softmax) and (dim or keepdim or fast_path)", _plan_key_drops(5), args=FORCED),
     )
 }
 

@@ -238,7 +238,7 @@ SLAB_BLOCKS = (1024, 2048, 4096)
 SLAB_LATENCY = 0.25e-6  # a slab step's wait: its loads do not wait on the previous step's, so they overlap (fit, see results README)
 SLAB_SM_BANDWIDTH = 150e9  # bytes a second one program streams on an otherwise idle SM (H200 fit); the device's sum bounds many
 SLAB_FOLD = 0.4e-6  # a program's fold of its lanes per k (a block-wide reduction each), softmax three times (fit, results README)
-SLAB_SPLIT_ROWS = 64  # rows a split holds at least (and a multiple of: ``fastpath._chunk``)
+SLAB_SPLIT_ROWS = 64  # rows a split holds at least (and a multiple of: ``slab_rows``)
 
 
 @dataclass(frozen=True)
@@ -251,6 +251,15 @@ class SlabPlan:
     @property
     def warps(self) -> int:
         return max(4, min(16, self.block // 256))
+
+
+def split_rows(N: int, splits: int, block_r: int) -> tuple[int, int]:
+    """(rows a split, splits launched) of a tiled plan: whole BLOCK_R blocks, and a multiple
+    of 64 so Triton specialises the argument as 16-divisible (measured: 244-row chunks ran
+    3.7x slower than 256 on bf16)."""
+    align = max(block_r, 64)
+    rows = cdiv(cdiv(N, splits), align) * align
+    return rows, cdiv(N, rows)
 
 
 def slab_rows(N: int, splits: int) -> tuple[int, int]:

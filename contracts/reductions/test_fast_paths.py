@@ -1,0 +1,58 @@
+"""The workaround's own fast path, on every plan family this device takes (``workarounds/paths.py``).
+
+Its kernels run on the vendor's compiler too, and the sweeps' small shapes reach only its
+one-launch tiles and slabs: a split that reads the next m's rows, a merge of split statistics
+that forgets to rescale, a slab step that is not a whole number of rows, passed them all.
+Each case runs the smallest shape that takes its path on this device's model, checks that
+the call launched that path's kernels, agrees with float64 torch, and gives the same bits
+twice.  A path this device's model never takes within the size limit is skipped, saying so.
+"""
+
+import pytest
+import torch
+from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, make_input
+
+from pytest_fl_contract.plugin import settings_of
+from pytest_fl_contract.registry import ops
+from pytest_fl_contract.testing.spy import spy_launches
+from pytest_fl_contract.workarounds import masked_reductions, paths
+
+FAST = "pytest_fl_contract.workarounds.fastpath"
+LIMIT, LIMIT_EMULATED = 1 << 26, 1 << 22  # elements: the interpreter runs a few million in seconds
+
+
+def _slug(text: str) -> str:
+    return "-".join("".join(c if c.isalnum() else " " for c in text).split())
+
+
+PARAMS = [pytest.param(op, path, dtype, id=f"{op.name}-{_slug(path.name)}-{dtype}")
+          for op in ops.OPS if op.fastpath is not None
+          for path in paths.every_path(paths.kind_of(op.fastpath)) for dtype in ("float32", "float16")]
+
+
+@pytest.mark.parametrize("fast_op,fast_path,dtype", PARAMS)
+def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_path, dtype):
+    from pytest_fl_contract.workarounds import fastpath, tilemodel
+
+    op = fast_op
+    if fl_workaround is None or fl_workaround.module != masked_reductions.__name__:
+        pytest.skip("the fast path is the masked_reductions workaround's, and this lane runs "
+                    f"{'none' if fl_workaround is None else fl_workaround.module}")
+    if not fastpath.enabled():
+        pytest.skip("the fast path is off (FL_CONTRACT_FASTPATH=0)")
+    where = torch.device(fl_device)
+    device = tilemodel.device_info(where.type, where.index or 0)
+    elem = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    limit = LIMIT_EMULATED if settings_of(request.config).emulation is not None else LIMIT
+    shape = paths.path_shapes(paths.kind_of(op.fastpath), device, elem, limit).get(fast_path)
+    if shape is None:
+        pytest.skip(f"{fast_path.name}: this device's model ({device.source}) takes it for no shape of the "
+                    f"spread up to {limit} elements")
+    x = make_input(Case(shape, 1), dtype, fl_device, op=op)
+    what = f"{op.name} {'x'.join(map(str, shape))} dim=1 {dtype} ({fast_path.name})"
+    with spy_launches([FAST]) as spy:
+        first = op.call(x, 1)
+    assert set(spy.launched) == fast_path.kernels, f"{what}: launched {spy.launched}, the path launches {sorted(fast_path.kernels)}"
+    assert_agrees(op, lambda: first, x, 1, what=what)
+    again = op.call(x, 1)
+    assert torch.equal(first, again), f"{what}: two identical calls gave different bits"
