@@ -118,3 +118,43 @@ def test_a_file_that_is_not_a_sweep_is_one_line_and_exit_2(tmp_path: Path, monke
     assert merge_sweeps.main([str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("merge_sweeps: cannot read")
+
+
+def test_target_bands_group_the_misses_by_plan_family_and_price_the_correct_alternatives(tmp_path: Path, monkeypatch,
+                                                                                       capsys) -> None:
+    """A case over 1.10x back to back lands in its plan family's band, host- or GPU-bound by
+    native's back-to-back time; ``vs correct`` is fast over the faster of torch and the moved
+    axis; copy shares over 64 MB are the fast path's and native's (same bytes, its time)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import target_bands
+
+    split = {**_row("sum", [4, 9000], 2.0, 1.0, 0.2), "plan": {"block_r": 8, "block_k": 8, "splits": 4, "flat": False},
+             "loop_native": 0.1, "torch": 4.0, "moved": 1.0}  # 2.0x back to back, GPU-bound (100 us); moved 1.0 ms
+    slab = {**_row("softmax", [3, 900], 1.0, 1.0, 0.012), "plan": {"block": 1024, "splits": 1},
+            "loop_native": 0.010, "torch": 0.5}  # 1.2x, host-bound (10 us); only torch timed
+    fine = {**_row("mean", [2, 3], 1.0, 1.0, 1.0), "plan": {"block_r": 1, "block_k": 4, "splits": 1, "flat": True}}
+    big = {**_row("sum", [4096, 8192], 1.0, 2.0, 0.5), "fast_copy_share": 0.9}  # native at half the speed: 45%
+    lines = target_bands.worst_bands([split, slab, fine])
+    assert lines[0].startswith("2 of 3 cases over 1.10x")
+    assert any(line.startswith("| sum/mean, tiles, split (GPU-bound) | 1 | 2.00x, 2.00x | 100 - 100 | 2.00x, 2.00x (1) |")
+               for line in lines), lines
+    assert any(line.startswith("| softmax, slab, one launch (host-bound) | 1 | 1.20x") and "2.00x, 2.00x (1)" in line
+               for line in lines), lines
+    shares = target_bands.share_bands([big])
+    assert "| float32 | 1 | 90% | 1 | 45% | 0 |" in shares
+    path = tmp_path / "run.json"
+    path.write_text(__import__("json").dumps({"rows": [split, slab, fine, big]}))
+    assert target_bands.main([str(path), "--title", "run"]) == 0
+    assert "### run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content", ["", "{}", '{"rows": []}', '{"rows": [1]}', '{"rows": [{"op": "sum"}]}', "[]"])
+def test_target_bands_refuse_what_is_not_a_sweep_in_one_line(tmp_path: Path, monkeypatch, capsys, content) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import target_bands
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    assert target_bands.main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("target_bands: ")
