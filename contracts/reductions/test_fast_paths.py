@@ -4,8 +4,8 @@ Its kernels run on the vendor's compiler too, and the sweeps' small shapes reach
 one-launch tiles and slabs: a split that reads the next m's rows, a merge of split statistics
 that forgets to rescale, a slab step that is not a whole number of rows, passed them all.
 Each case runs the smallest shape that takes its path on this device's model, checks that
-the call launched that path's kernels, agrees with float64 torch, and gives the same bits
-twice.  A path this device's model never takes within the size limit is skipped, saying so.
+the call launched that path's kernels, agrees with float64 torch, and (on hardware, where
+programs run at once) gives the same bits twice: the interpreter runs them one at a time.  A path this device's model never takes within the size limit is skipped, saying so.
 """
 
 import pytest
@@ -43,7 +43,8 @@ def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_p
     where = torch.device(fl_device)
     device = tilemodel.device_info(where.type, where.index or 0)
     elem = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
-    limit = LIMIT_EMULATED if settings_of(request.config).emulation is not None else LIMIT
+    emulated = settings_of(request.config).emulation is not None
+    limit = LIMIT_EMULATED if emulated else LIMIT
     shape = paths.path_shapes(paths.kind_of(op.fastpath), device, elem, limit).get(fast_path)
     if shape is None:
         pytest.skip(f"{fast_path.name}: this device's model ({device.source}) takes it for no shape of the "
@@ -54,5 +55,6 @@ def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_p
         first = op.call(x, 1)
     assert set(spy.launched) == fast_path.kernels, f"{what}: launched {spy.launched}, the path launches {sorted(fast_path.kernels)}"
     assert_agrees(op, lambda: first, x, 1, what=what)
-    again = op.call(x, 1)
-    assert torch.equal(first, again), f"{what}: two identical calls gave different bits"
+    if not emulated:
+        again = op.call(x, 1)
+        assert torch.equal(first, again), f"{what}: two identical calls gave different bits"
