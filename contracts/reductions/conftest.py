@@ -110,6 +110,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "path" in names:
         metafunc.parametrize("path_op,path,path_case,dtype", path_params([op for op in ops_for("full")
                                                                           if not _scan_view(op)]))
+    if "fast_path" in names:
+        metafunc.parametrize("fast_op,fast_path,dtype", fast_path_params(ops_for("full")))
     if "tile_case" in names:
         from pytest_fl_contract.contracts.reductions.test_tiles import tile_params
 
@@ -139,6 +141,16 @@ def path_params(ops: list[Op]) -> list:
     version = flag_gems_version()
     return [pytest.param(op, path, Case(path.shape, path.dim), path.dtype, id=f"{op.name}-{_slug(path.name)}")
             for op in ops for path in op.paths_in(version)]
+
+
+def fast_path_params(ops: list[Op]) -> list:
+    """(op, plan family, dtype) for every plan family of the workaround's fast path, for each
+    op it takes (``workarounds/paths.py``; rows' ``fastpath``)."""
+    from pytest_fl_contract.workarounds import paths
+
+    return [pytest.param(op, path, dtype, id=f"{op.name}-{_slug(path.name)}-{dtype}")
+            for op in ops if op.fastpath is not None
+            for path in paths.every_path(paths.kind_of(op.fastpath)) for dtype in ("float32", "float16")]
 
 
 PARAM_CASES = {"non-inner": Case((3, 5, 4), 1), "inner": Case((3, 4, 5), -1), "all": Case((3, 5, 4), None)}

@@ -5,7 +5,9 @@ one-launch tiles and slabs: a split that reads the next m's rows, a merge of spl
 that forgets to rescale, a slab step that is not a whole number of rows, passed them all.
 Each case runs the smallest shape that takes its path on this device's model, checks that
 the call launched that path's kernels, agrees with float64 torch, and (on hardware, where
-programs run at once) gives the same bits twice: the interpreter runs them one at a time.  A path this device's model never takes within the size limit is skipped, saying so.
+programs run at once) gives the same bits twice: the interpreter runs them one at a time.  A
+path this device's model never takes within the size limit is skipped, saying so.  The
+parameters (op, plan family, dtype) come from the conftest (``fast_path_params``).
 """
 
 import pytest
@@ -13,7 +15,6 @@ import torch
 from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, make_input
 
 from pytest_fl_contract.plugin import settings_of
-from pytest_fl_contract.registry import ops
 from pytest_fl_contract.testing.spy import spy_launches
 from pytest_fl_contract.workarounds import masked_reductions, paths
 
@@ -21,16 +22,6 @@ FAST = "pytest_fl_contract.workarounds.fastpath"
 LIMIT, LIMIT_EMULATED = 1 << 26, 1 << 22  # elements: the interpreter runs a few million in seconds
 
 
-def _slug(text: str) -> str:
-    return "-".join("".join(c if c.isalnum() else " " for c in text).split())
-
-
-PARAMS = [pytest.param(op, path, dtype, id=f"{op.name}-{_slug(path.name)}-{dtype}")
-          for op in ops.OPS if op.fastpath is not None
-          for path in paths.every_path(paths.kind_of(op.fastpath)) for dtype in ("float32", "float16")]
-
-
-@pytest.mark.parametrize("fast_op,fast_path,dtype", PARAMS)
 def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_path, dtype):
     from pytest_fl_contract.workarounds import fastpath, tilemodel
 
