@@ -97,9 +97,12 @@ def back_to_back(fn, budget_s: float = 0.02) -> float:
     return start.elapsed_time(end) / calls
 
 
-def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: bool = False, rounds: int = 1) -> dict:
+def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: bool = False, rounds: int = 1,
+            launch_cache: bool = False) -> dict:
     """One case: torch, FlagGems' native kernel, the workaround (fast path), optionally the
-    moved axis; and the fast path's error against torch.  With ``rounds`` > 1, native and
+    moved axis; and the fast path's error against torch.  ``launch_cache``: the fast path also
+    back to back with its launches through FlagGems' launch cache (``fastpath.DIRECT`` off:
+    what its own launches save on the host).  With ``rounds`` > 1, native and
     fast are timed that many times, alternating, and each figure is the median of its
     rounds (kept under "rounds"): two sweeps of the same cases and plans on two H200s gave
     the same plan's do_bench time 0.2 - 1.6x apart under 20 MB (p10 - p90), native's 0.1 -
@@ -137,6 +140,12 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
         if label == "fast" and not graph:
             timed.setdefault("loop_native", []).append(back_to_back(calls["native"]))
             timed.setdefault("loop_fast", []).append(back_to_back(calls["fast"]))
+            if launch_cache:
+                fastpath.DIRECT = False
+                try:
+                    timed.setdefault("loop_fast_cache", []).append(back_to_back(calls["fast"]))
+                finally:
+                    fastpath.DIRECT = True
     row.update({label: statistics.median(times) for label, times in timed.items()})
     if rounds > 1:
         row["rounds"] = timed
@@ -155,10 +164,12 @@ def summary(rows: list[dict]) -> list[str]:
     moved = [r["moved"] / r["native"] for r in rows if "moved" in r]
     lines.append(f"fast / native: median {percentile(ratios, 0.5):.2f}x, p90 {percentile(ratios, 0.9):.2f}x, "
                  f"worst {max(ratios, default=float('nan')):.2f}x")
-    loops = [r["loop_fast"] / r["loop_native"] for r in rows if "loop_fast" in r]
-    if loops:
-        lines.append(f"back to back (host and GPU overlapped, no flush), fast / native: median {percentile(loops, 0.5):.2f}x, "
-                     f"p90 {percentile(loops, 0.9):.2f}x, worst {max(loops):.2f}x, {sum(x > 1.10 for x in loops)} over 1.10x")
+    for label, key in (("", "loop_fast"), (" through the launch cache", "loop_fast_cache")):
+        loops = [r[key] / r["loop_native"] for r in rows if key in r]
+        if loops:
+            lines.append(f"back to back (host and GPU overlapped, no flush), fast{label} / native: median "
+                         f"{percentile(loops, 0.5):.2f}x, p90 {percentile(loops, 0.9):.2f}x, worst {max(loops):.2f}x, "
+                         f"{sum(x > 1.10 for x in loops)} over 1.10x")
     if moved:
         lines.append(f"moved axis / native: median {percentile(moved, 0.5):.2f}x, worst {max(moved):.2f}x ({len(moved)} cases)")
     for dtype in DTYPES:
@@ -188,6 +199,8 @@ def main() -> int:
                              "sweep in parts, each a device call, with the same cases")
     parser.add_argument("--time-limit", type=float, default=0.0,
                         help="start no case after this many seconds; the summary and JSON cover what ran")
+    parser.add_argument("--launch-cache", action="store_true",
+                        help="also time the fast path back to back launching through FlagGems' launch cache")
     parser.add_argument("--graph", action="store_true",
                         help="time CUDA-graph replays (GPU time only: a host's Python speed drops out)")
     args = parser.parse_args()
@@ -229,14 +242,16 @@ def main() -> int:
             break
         moved = bool(args.moved_every) and i % args.moved_every == 0
         try:
-            rows.append(measure(case, bench, dev, device, copy_gbs, moved, args.graph, max(1, args.rounds)))
+            rows.append(measure(case, bench, dev, device, copy_gbs, moved, args.graph, max(1, args.rounds),
+                                args.launch_cache))
         except Exception as exc:  # one case that cannot be timed (a graph capture refused) is said, not fatal
             print(f"{i + 1:4d} {case}: not measured: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
             continue
         r = rows[-1]
         print(f"{i + 1:4d} {r['op']:8} {'x'.join(map(str, r['shape'])):>22} d{r['dim']} {r['dtype']:9} "
               f"{r['bytes'] / 2**20:9.2f} MB  torch {r['torch']:.4f}  native {r['native']:.4f}  fast {r['fast']:.4f} "
-              f"({r['fast'] / r['native']:.2f}x, loop {r.get('loop_fast', nan) / r.get('loop_native', nan):.2f}x)  moved {r.get('moved', nan):.4f}  "
+              f"({r['fast'] / r['native']:.2f}x, loop {r.get('loop_fast', nan) / r.get('loop_native', nan):.2f}x"
+              f"{', cache %.2fx' % (r['loop_fast_cache'] / r['loop_native']) if 'loop_fast_cache' in r else ''})  moved {r.get('moved', nan):.4f}  "
               f"{100 * r['fast_copy_share']:5.1f}% of copy  err {r['error']:.1e}", flush=True)
 
     print(f"\ndevice {torch.cuda.get_device_name(0)} ({device.source}); copy ceiling {copy_gbs:.0f} GB/s; "

@@ -101,9 +101,10 @@ print(fastpath.device_info('cuda').source)" ;;
     echo "forced$FL_LINE: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/forced$FL_LINE.txt" | cut -c1-300 | head -20
     grep -E "passed|failed" "$OUT/forced$FL_LINE.txt" | tail -1 ;;
   realmodels)
-    # issue 32's table: what public model code reduces (benchmarks/real_models.py), three dtypes
+    # issue 32's table: what public model code reduces (benchmarks/real_models.py), three dtypes;
+    # LAUNCH_CACHE=1 (here and in sweep) also times the fast path through FlagGems' launch cache
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --real-models --rep "${REP:-25}" \
-      --moved-every 1 --rounds "${ROUNDS:-3}" ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} --json "$OUT/realmodels.json" > "$OUT/realmodels.txt" 2>&1
+      --moved-every 1 --rounds "${ROUNDS:-3}" ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} ${LAUNCH_CACHE:+--launch-cache} --json "$OUT/realmodels.json" > "$OUT/realmodels.txt" 2>&1
     echo "realmodels: exit $?"; tail -12 "$OUT/realmodels.txt" ;;
   plangrid)
     # the tile model's pick against every candidate plan, timed (benchmarks/plan_grid.py):
@@ -116,7 +117,7 @@ print(fastpath.device_info('cuda').source)" ;;
     echo "plangrid$GRID_TAG: exit $?"; cut -c1-400 "$OUT/plangrid$GRID_TAG.txt" ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --sweep "${SWEEP:-200}" --seed "${SEED:-7}" --rep "${REP:-25}" --moved-every "${MOVED_EVERY:-8}" ${ROUNDS:+--rounds "$ROUNDS"} \
-      ${GRAPH:+--graph} ${CASES:+--cases "$CASES"} ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} \
+      ${GRAPH:+--graph} ${CASES:+--cases "$CASES"} ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} ${LAUNCH_CACHE:+--launch-cache} \
       --json "$OUT/sweep$SWEEP_TAG.json" > "$OUT/sweep$SWEEP_TAG.txt" 2>&1
     echo "sweep$SWEEP_TAG: exit $?"; tail -12 "$OUT/sweep$SWEEP_TAG.txt" ;;
   startup)
