@@ -423,8 +423,8 @@ class _Site:
     After its first launch through the launch cache (``_launch``) a site launches Triton's
     compiled kernel itself, one per alignment of its tensors' addresses (what Triton
     specialises a pointer on; the plan fixes every other argument).  FlagGems' launch cache
-    walks every argument in Python on every call: 29 us against this path's 2.5 us on this
-    project's CPU, a launch of each of a split plan's two (results README).  Only where the
+    walks every argument in Python on every call, which was most of a small call's host time
+    (results README, "The fast path's own launches").  Only where the
     compiled kernel takes every parameter, constexprs included, in the kernel's order (Triton
     3.3 on, checked against its signature); otherwise, or after any failure, the launch cache."""
 
