@@ -141,14 +141,19 @@ def test_older_triton_and_the_switch_keep_the_launch_cache(site, monkeypatch):
     assert [entry[0] for entry in log[2:]] == ["cache", "cache"]
 
 
-def test_the_interpreter_is_launched_as_it_is(monkeypatch):
-    """Under the interpreter (the CPU lanes) the kernels are not JITFunctions: every launch
-    is the kernel's own, so the emulated defect and the spies see them all."""
-    log: list = []
-    kernel = types.SimpleNamespace(__getitem__=None)
-    monkeypatch.setattr(fastpath, "fl_probe_kernel", kernel, raising=False)
-    monkeypatch.setattr(fastpath, "_launch", lambda k: _Cache(k, log))
-    s = fastpath._Site("fl_probe_kernel", (2,), {"BLOCK": 8})
-    s(torch.empty(2), torch.empty(2), 2, 1.0)
-    s(torch.empty(2), torch.empty(2), 2, 1.0)
-    assert [entry[0] for entry in log] == ["cache", "cache"] and s.runners is None
+def test_the_interpreter_and_a_spy_are_launched_as_they_are(site, monkeypatch):
+    """Under the interpreter (the CPU lanes) or a test's launch spy the kernel is no
+    JITFunction: every launch is the kernel's own, so the emulated defect and the spies see
+    them all, and the site learns nothing from them (the real kernel, back, is learned)."""
+    s, log, state, jit = site
+    out, x = torch.empty(4), torch.empty(8)
+    spy = types.SimpleNamespace()
+    monkeypatch.setattr(fastpath, "fl_probe_kernel", spy)
+    s(out, x, 8, 0.5)
+    s(out, x, 8, 0.5)
+    assert [(entry[0], entry[-1] is spy) for entry in log] == [("cache", True), ("cache", True)]
+    assert s.runners == {} and state["warmups"] == 0
+    monkeypatch.setattr(fastpath, "fl_probe_kernel", jit)
+    s(out, x, 8, 0.5)
+    s(out, x, 8, 0.5)
+    assert [entry[0] for entry in log[2:]] == ["cache", "direct"]

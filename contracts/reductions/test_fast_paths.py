@@ -5,7 +5,8 @@ one-launch tiles and slabs: a split that reads the next m's rows, a merge of spl
 that forgets to rescale, a slab step that is not a whole number of rows, passed them all.
 Each case runs the smallest shape that takes its path on this device's model, checks that
 the call launched that path's kernels, agrees with float64 torch, and (on hardware, where
-programs run at once) gives the same bits twice: the interpreter runs them one at a time.  A
+programs run at once) gives the same bits twice, and a third time on the fast path's own
+launches of its compiled kernels: the interpreter runs programs one at a time.  A
 path this device's model never takes within the size limit is skipped, saying so.  The
 parameters (op, plan family, dtype) come from the conftest (``fast_path_params``).
 """
@@ -49,3 +50,8 @@ def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_p
     if not emulated:
         again = op.call(x, 1)
         assert torch.equal(first, again), f"{what}: two identical calls gave different bits"
+        # the first call went through the launch cache (under the spy), the third through the
+        # fast path's own launch of the compiled kernel (``fastpath._Site``): the same bits
+        direct = op.call(x, 1)
+        assert torch.equal(first, direct), (f"{what}: the fast path's own launch of the compiled kernel gave "
+                                            "other bits than the launch cache's (its arguments are passed wrong)")

@@ -426,7 +426,9 @@ class _Site:
     walks every argument in Python on every call, which was most of a small call's host time
     (results README, "The fast path's own launches").  Only where the
     compiled kernel takes every parameter, constexprs included, in the kernel's order (Triton
-    3.3 on, checked against its signature); otherwise, or after any failure, the launch cache."""
+    3.3 on, checked against its signature); otherwise, or after any failure, the launch cache.
+    A kernel that is no ``JITFunction`` (the interpreter's, a test's launch spy) is launched as
+    it is, and teaches the site nothing."""
 
     __slots__ = ("name", "grid", "meta", "tensors", "runners")
 
@@ -450,8 +452,8 @@ class _Site:
             except Exception:  # the launcher refused the arguments: the launch cache from now on
                 self.runners = runners = None
         _launch(kernel)[self.grid](*args, **self.meta)
-        if runners is None:
-            return
+        if runners is None or not isinstance(kernel, triton.runtime.JITFunction):
+            return  # nothing to learn from the interpreter's functions or a test's launch spy
         if not self.tensors:
             self.tensors = tuple(i for i, arg in enumerate(args) if isinstance(arg, torch.Tensor))
             key = tuple([args[i].data_ptr() % 16 == 0 for i in self.tensors])
@@ -468,8 +470,8 @@ class _Site:
 def _runner(kernel: Any, grid: tuple[int, ...], meta: dict[str, Any], args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]] | None:
     """(launch, constexprs after ``args``) of the compiled kernel ``args`` just launched, or
     None where this Triton's compiled kernels may not take the parameters that way."""
-    if _TRITON < (3, 3) or not isinstance(kernel, triton.runtime.JITFunction):
-        return None  # the interpreter's functions, a test's launch spy, an older launcher convention
+    if _TRITON < (3, 3):
+        return None  # an older launcher convention
     params = kernel.params
     rest = params[len(args):]
     if any(not p.is_constexpr for p in rest):
