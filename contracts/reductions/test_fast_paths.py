@@ -6,8 +6,9 @@ that forgets to rescale, a slab step that is not a whole number of rows, passed 
 Each case runs the smallest shape that takes its path on this device's model, checks that
 the call launched that path's kernels, agrees with float64 torch, and (on hardware, where
 programs run at once) gives the same bits twice, and a third time on the fast path's own
-launches of its compiled kernels: the interpreter runs programs one at a time.  A
-path this device's model never takes within the size limit is skipped, saying so.  The
+launches of its compiled kernels: the interpreter runs programs one at a time.  Then the
+same plan once more on values far from zero (``far_from_zero``).  A path this device's
+model never takes within the size limit is skipped, saying so.  The
 parameters (op, plan family, dtype) come from the conftest (``fast_path_params``).
 """
 
@@ -21,6 +22,20 @@ from pytest_fl_contract.workarounds import masked_reductions, paths
 
 FAST = "pytest_fl_contract.workarounds.fastpath"
 LIMIT, LIMIT_EMULATED = 1 << 26, 1 << 22  # elements: the interpreter runs a few million in seconds
+OFFSET, SPREAD, SPIKE = -100.0, 30.0, 200.0
+
+
+def far_from_zero(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (M, N, K) as values around -100 with a spread of 30, except the last row of every
+    other (m, k) column, which holds 200: its column's maximum by far.  A negative column shows
+    a running maximum that starts at 0 rather than -inf (exp underflows to a zero sum); a spike
+    in the last row shows a split merge or a row tail that misses the last split's maximum
+    (exp overflows); sums of hundreds of such values pass half precision's range, so a sum
+    narrowed to the input's dtype before its scale or in its partials shows."""
+    y = x.float().cpu().mul(SPREAD).add_(OFFSET)
+    M, _, K = y.shape
+    y.select(1, -1).masked_fill_((torch.arange(M * K) % 2 == 0).reshape(M, K), SPIKE)
+    return y.to(x.dtype).to(x.device)
 
 
 def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_path, dtype):
@@ -55,3 +70,5 @@ def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_p
         direct = op.call(x, 1)
         assert torch.equal(first, direct), (f"{what}: the fast path's own launch of the compiled kernel gave "
                                             "other bits than the launch cache's (its arguments are passed wrong)")
+    far = far_from_zero(x)
+    assert_agrees(op, lambda: op.call(far, 1), far, 1, what=f"{what}, values around {OFFSET:g} with {SPIKE:g} spikes")
