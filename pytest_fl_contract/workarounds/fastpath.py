@@ -443,6 +443,8 @@ class _Site:
         if runners is None or not DIRECT:
             _launch(kernel)[self.grid](*args, **self.meta)
             return
+        if not self.tensors:
+            self.tensors = tuple(i for i, arg in enumerate(args) if isinstance(arg, torch.Tensor))
         key = tuple([args[i].data_ptr() % 16 == 0 for i in self.tensors])
         known = runners.get(key)
         if known is not None and known[0] is kernel:
@@ -454,9 +456,6 @@ class _Site:
         _launch(kernel)[self.grid](*args, **self.meta)
         if runners is None or not isinstance(kernel, triton.runtime.JITFunction):
             return  # nothing to learn from the interpreter's functions or a test's launch spy
-        if not self.tensors:
-            self.tensors = tuple(i for i, arg in enumerate(args) if isinstance(arg, torch.Tensor))
-            key = tuple([args[i].data_ptr() % 16 == 0 for i in self.tensors])
         try:
             runner = _runner(kernel, self.grid, self.meta, args)
         except Exception:
