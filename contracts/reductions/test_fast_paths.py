@@ -7,8 +7,10 @@ Each case runs the smallest shape that takes its path on this device's model, ch
 the call launched that path's kernels, agrees with float64 torch, and (on hardware, where
 programs run at once) gives the same bits twice, and a third time on the fast path's own
 launches of its compiled kernels: the interpreter runs programs one at a time.  Then the
-same plan once more on values far from zero (``far_from_zero``).  A path this device's
-model never takes within the size limit is skipped, saying so.  The
+same plan once more on values far from zero (``far_from_zero``), and a softmax plan on
+columns that open with -inf rows (``neg_inf_heads``) and, in half precision, with
+``half_to_float``.  A path this device's model never takes within the size limit is
+skipped, saying so.  The
 parameters (op, plan family, dtype) come from the conftest (``fast_path_params``).
 """
 
@@ -36,6 +38,20 @@ def far_from_zero(x: torch.Tensor) -> torch.Tensor:
     M, _, K = y.shape
     y.select(1, -1).masked_fill_((torch.arange(M * K) % 2 == 0).reshape(M, K), SPIKE)
     return y.to(x.dtype).to(x.device)
+
+
+def neg_inf_heads(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (M, N, K) with -inf in the leading rows of three (m, k) columns in four: all rows
+    but the last, the first half, or every row (torch's answer there: NaN).  Masked attention
+    along a non-inner dim looks like this.  A fold, a split's statistics or a merge whose
+    ``-inf`` guard is gone computes exp(-inf - -inf) = NaN for a block that holds only -inf,
+    and a column that still has finite values turns NaN."""
+    y = x.float().cpu().clone()
+    M, N, K = y.shape
+    kind = (torch.arange(M * K) % 4).reshape(M, K)
+    rows = torch.arange(N).reshape(1, N, 1)
+    heads = torch.where(kind == 1, N - 1, torch.where(kind == 2, N // 2, torch.where(kind == 3, N, 0)))
+    return y.masked_fill_(rows < heads.unsqueeze(1), float("-inf")).to(x.dtype).to(x.device)
 
 
 def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_path, dtype):
@@ -72,3 +88,9 @@ def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_p
                                             "other bits than the launch cache's (its arguments are passed wrong)")
     far = far_from_zero(x)
     assert_agrees(op, lambda: op.call(far, 1), far, 1, what=f"{what}, values around {OFFSET:g} with {SPIKE:g} spikes")
+    if op.running_max:  # the fast path's softmax plans
+        heads = neg_inf_heads(far)
+        assert_agrees(op, lambda: op.call(heads, 1), heads, 1, what=f"{what}, columns opening with -inf rows")
+        if dtype == "float16":  # the kernel's store casts to the output's dtype, float32 here
+            assert_agrees(op, lambda: op.call(x, 1, half_to_float=True), x, 1, what=f"{what}, half_to_float=True",
+                          torch_kwargs={"dtype": torch.float32})

@@ -761,6 +761,38 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
         (FASTPATH, "fl_slab_softmax_norm_kernel", "lane_s += tl.load(s_ptr + stat) * tl.exp(tl.load(m_ptr + stat) - m_safe)",
          "lane_s += tl.load(s_ptr + stat)", 1),
     ),
+    # an outside review of the fast path, written from its kernels (the contract's far-from-zero,
+    # -inf-head and half_to_float calls kill them)
+    "fastpath_softmax_max_starts_at_zero": (
+        (FASTPATH, "_softmax_stats_rows", 'm = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)',
+         "m = tl.zeros([BLOCK_K], dtype=tl.float32)", 1),
+    ),
+    "slab_softmax_fold_max_identity_zero": (
+        (FASTPATH, "_slab_fold", 'mk = tl.max(tl.where(mine, m, float("-inf")), axis=0)',
+         "mk = tl.max(tl.where(mine, m, 0.0), axis=0)", 1),
+    ),
+    "fastpath_softmax_merge_skips_last_split": (
+        (FASTPATH, "fl_softmax_norm_split_kernel", "for _ in range(0, splits):", "for _ in range(1, splits):", 1),
+    ),
+    "fastpath_mean_narrowed_before_scale": (
+        (FASTPATH, "fl_reduce_rows_kernel",
+         "total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R) * scale",
+         "total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R).to(out_ptr.dtype.element_ty)"
+         ".to(tl.float32) * scale", 1),
+    ),
+    "fastpath_split_partials_narrowed": (
+        (FASTPATH, "fl_reduce_rows_split_kernel", "tl.store(part_ptr + pid_s * MK + c, part, mask=cmask)",
+         "tl.store(part_ptr + pid_s * MK + c, part.to(in_ptr.dtype.element_ty), mask=cmask)", 1),
+    ),
+    "fastpath_softmax_fold_neginf_guard_dropped": (
+        (FASTPATH, "_fold_rows", 'm_safe = tl.where(m_new == float("-inf"), 0.0, m_new)', "m_safe = m_new", 1),
+    ),
+    "slab_softmax_stats_neginf_guard_dropped": (
+        (FASTPATH, "_slab_stats", 'm_safe = tl.where(m_new == float("-inf"), 0.0, m_new)', "m_safe = m_new", 1),
+    ),
+    "fastpath_softmax_store_in_input_dtype": (
+        (FASTPATH, "_softmax_write_rows", "y.to(out_ptr.dtype.element_ty)", "y.to(in_ptr.dtype.element_ty)", -1),
+    ),
 }
 
 
@@ -1261,6 +1293,27 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("slab_softmax_split_merge_unscaled", "a split slab softmax merges the splits' sums of exp without "
                "rescaling each to the merged max", "softmax and fast_path",
                _kernel_edits("slab_softmax_split_merge_unscaled"), args=FORCED),
+        Mutant("fastpath_softmax_max_starts_at_zero", "softmax tiles start their running max at 0, not -inf: a "
+               "column of values below 0 sums exp underflowed to zero", "softmax and fast_path",
+               _kernel_edits("fastpath_softmax_max_starts_at_zero"), args=FORCED),
+        Mutant("slab_softmax_fold_max_identity_zero", "a slab softmax folds its lanes' maxima per k from 0, not -inf",
+               "softmax and fast_path", _kernel_edits("slab_softmax_fold_max_identity_zero"), args=FORCED),
+        Mutant("fastpath_softmax_merge_skips_last_split", "a split softmax's merged max leaves out the last split: "
+               "exp overflows where the column's maximum lies there", "softmax and fast_path",
+               _kernel_edits("fastpath_softmax_merge_skips_last_split"), args=FORCED),
+        Mutant("fastpath_mean_narrowed_before_scale", "a one-launch mean rounds its fp32 sum to the output dtype "
+               "before the 1/N scale: half precision overflows past 65504", "mean and fast_path",
+               _kernel_edits("fastpath_mean_narrowed_before_scale"), args=FORCED),
+        Mutant("fastpath_split_partials_narrowed", "a split sum stores its fp32 partials in the input's dtype",
+               "(sum or mean) and fast_path", _kernel_edits("fastpath_split_partials_narrowed"), args=FORCED),
+        Mutant("fastpath_softmax_fold_neginf_guard_dropped", "softmax tiles' per-step fold loses its -inf guard "
+               "(a fast-math lowering): a step of only -inf rows gives exp(-inf - -inf) = NaN", "softmax and fast_path",
+               _kernel_edits("fastpath_softmax_fold_neginf_guard_dropped"), args=FORCED),
+        Mutant("slab_softmax_stats_neginf_guard_dropped", "a slab softmax's per-lane running max loses its -inf "
+               "guard", "softmax and fast_path", _kernel_edits("slab_softmax_stats_neginf_guard_dropped"), args=FORCED),
+        Mutant("fastpath_softmax_store_in_input_dtype", "softmax tiles store in the input's dtype, not the "
+               "output's: half_to_float's float32 result holds fp16 values", "softmax and fast_path",
+               _kernel_edits("fastpath_softmax_store_in_input_dtype"), args=FORCED),
         Mutant("fastpath_plan_key_without_dim", "the fast path memoises plans without the dim: the same shape "
                "reduced over another dim reuses the first dim's plan", "(sum or mean or softmax) and (dim or fast_path)", _plan_key_drops(4), args=FORCED),
         Mutant("fastpath_plan_key_without_keepdim", "the fast path memoises plans without keepdim: the second form "
