@@ -40,6 +40,18 @@ def test_vendor_lanes_never_see_the_zoo(pytester, run_subprocess):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
+@pytest.mark.parametrize("lane", [("--platform", "nvidia"), ()], ids=["compiled-lane", "plugin-inactive"])
+def test_a_mutant_on_a_lane_that_compiles_is_a_usage_error(pytester, run_subprocess, lane):
+    """A mutant rewrites a kernel's source for the interpreter: on a compiled lane (an H200's)
+    it changed nothing and every contract passed, as if the mutant had been caught."""
+    pytester.makepyfile("def test_x(): pass")
+    plugin = ("-p", "fl_contract") if lane else ()
+    result = run_subprocess(*plugin, "-p", run.PLUGIN, *lane, "--fl-mutant", "masked_row_load")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "mutants run on Triton's interpreter only" in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
 @pytest.mark.slow
 def test_every_mutant_is_killed():
     verdicts = run.run_zoo([], ROOT / "contracts" / "reductions", jobs=2)

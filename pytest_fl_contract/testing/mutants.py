@@ -25,6 +25,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(trylast=True)  # after fl_contract's: the lane's settings are resolved
 def pytest_configure(config: pytest.Config) -> None:
     name = config.getoption("fl_mutant")
     if name:
@@ -32,6 +33,16 @@ def pytest_configure(config: pytest.Config) -> None:
             get(name)
         except FlContractError as exc:
             raise pytest.UsageError(str(exc)) from None
+        from ..plugin import SESSION
+
+        session = config.stash.get(SESSION, None)
+        if session is None or session.settings.emulation is None:
+            # a mutant rewrites a kernel's source for the interpreter; on a compiled lane it
+            # would change nothing, and every contract would pass as if it had been caught
+            where = "the fl_contract plugin is not active" if session is None else \
+                f"platform {session.settings.platform.name} compiles its kernels"
+            raise pytest.UsageError(f"--fl-mutant {name}: mutants run on Triton's interpreter only (--platform cpu "
+                                    f"or --fl-emulate), and {where}")
     path = config.getoption("fl_killer_file")
     if path:
         config.pluginmanager.register(_Killer(config.rootpath, Path(path)), "fl-mutant-killer")
