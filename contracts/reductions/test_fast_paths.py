@@ -6,7 +6,8 @@ that forgets to rescale, a slab step that is not a whole number of rows, passed 
 Each case runs the smallest shape that takes its path on this device's model, checks that
 the call launched that path's kernels, agrees with float64 torch, and (on hardware, where
 programs run at once) gives the same bits twice, and a third time on the fast path's own
-launches of its compiled kernels: the interpreter runs programs one at a time.  Then the
+launches of its compiled kernels: the interpreter runs programs one at a time, and sees every
+lane a kernel loads (none may lie outside its tensors, stored or not).  Then the
 same plan once more on values far from zero (``far_from_zero``), and a softmax plan on
 columns that open with -inf rows (``neg_inf_heads``) and, in half precision, with
 ``half_to_float``.  A path this device's model never takes within the size limit is
@@ -54,6 +55,16 @@ def neg_inf_heads(x: torch.Tensor) -> torch.Tensor:
     return y.masked_fill_(rows < heads.unsqueeze(1), float("-inf")).to(x.dtype).to(x.device)
 
 
+def _out_of_bounds(kernels: frozenset[str], emulated: bool) -> dict[str, int]:
+    """On the interpreter, which sees every lane a kernel loads: the lanes each kernel has
+    loaded from outside its tensors so far (on hardware: nothing to read)."""
+    if not emulated:
+        return {}
+    from pytest_fl_contract.emulation.device import out_of_bounds_lanes
+
+    return out_of_bounds_lanes(kernels)
+
+
 def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_path, dtype):
     from pytest_fl_contract.workarounds import fastpath, tilemodel
 
@@ -74,6 +85,7 @@ def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_p
                     f"spread up to {limit} elements")
     x = make_input(Case(shape, 1), dtype, fl_device, op=op)
     what = f"{op.name} {'x'.join(map(str, shape))} dim=1 {dtype} ({fast_path.name})"
+    before = _out_of_bounds(fast_path.kernels, emulated)
     with spy_launches([FAST]) as spy:
         first = op.call(x, 1)
     assert set(spy.launched) == fast_path.kernels, f"{what}: launched {spy.launched}, the path launches {sorted(fast_path.kernels)}"
@@ -94,3 +106,5 @@ def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_p
         if dtype == "float16":  # the kernel's store casts to the output's dtype, float32 here
             assert_agrees(op, lambda: op.call(x, 1, half_to_float=True), x, 1, what=f"{what}, half_to_float=True",
                           torch_kwargs={"dtype": torch.float32})
+    grew = {k: n - before[k] for k, n in _out_of_bounds(fast_path.kernels, emulated).items() if n > before[k]}
+    assert not grew, f"{what}: the fast path's kernels loaded lanes outside their tensors (lanes per kernel): {grew}"

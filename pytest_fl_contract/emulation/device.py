@@ -357,6 +357,13 @@ def poison(fill: float | None) -> None:
     DEVICE.heap_fill = fill
 
 
+def out_of_bounds_lanes(kernels: Any) -> dict[str, int]:
+    """Lanes each of ``kernels`` (names) has loaded from outside its launch's tensors in this
+    process: its own bug, whether or not a store ever used them (on hardware such a read
+    can fault)."""
+    return {name: DEVICE.kernels.get(name, 0) for name in kernels}
+
+
 def counters() -> dict[str, int]:
     """What the defects did (while one is enabled) and what kernels did out of bounds."""
     seen = DEVICE.counters.as_dict()

@@ -793,6 +793,9 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
     "fastpath_softmax_store_in_input_dtype": (
         (FASTPATH, "_softmax_write_rows", "y.to(out_ptr.dtype.element_ty)", "y.to(in_ptr.dtype.element_ty)", -1),
     ),
+    "fastpath_whole_blocks_column_mask_dropped": (
+        (FASTPATH, "_sum_rows", "acc += tl.load(ptrs, mask=kmask[None, :], other=0.0)", "acc += tl.load(ptrs)", 1),
+    ),
 }
 
 
@@ -1314,6 +1317,9 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("fastpath_softmax_store_in_input_dtype", "softmax tiles store in the input's dtype, not the "
                "output's: half_to_float's float32 result holds fp16 values", "softmax and fast_path",
                _kernel_edits("fastpath_softmax_store_in_input_dtype"), args=FORCED),
+        Mutant("fastpath_whole_blocks_column_mask_dropped", "a sum's whole row blocks load without their column "
+               "mask (a compiler that finds it redundant): padded columns read past the input, never stored",
+               "(sum or mean) and fast_path", _kernel_edits("fastpath_whole_blocks_column_mask_dropped"), args=FORCED),
         Mutant("fastpath_plan_key_without_dim", "the fast path memoises plans without the dim: the same shape "
                "reduced over another dim reuses the first dim's plan", "(sum or mean or softmax) and (dim or fast_path)", _plan_key_drops(4), args=FORCED),
         Mutant("fastpath_plan_key_without_keepdim", "the fast path memoises plans without keepdim: the second form "
