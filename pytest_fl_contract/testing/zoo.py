@@ -799,6 +799,12 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
 }
 
 
+def _fast_path_mutant(name: str, description: str, select: str) -> Mutant:
+    """A mutant of the workaround's own fast path: its kernel edits (``KERNEL_EDITS[name]``),
+    run with the workaround installed (the fast path runs nowhere else)."""
+    return Mutant(name, description, select, _kernel_edits(name), args=FORCED)
+
+
 def _plan_key_drops(position: int) -> Callable[[], None]:
     """The fast path memoises a plan under a key that leaves out what decides it (``_key``'s
     tuple without one field): a later call that differs only there reuses the first call's plan."""
@@ -1272,54 +1278,43 @@ MUTANTS: dict[str, Mutant] = {
                "the right: the last block holding the maximum wins", "argmax and (path or tile)",
                _kernel_edits("argmax_dim_none_ties_last_block")),
         # the workaround's own fast path, each with the workaround installed
-        Mutant("fastpath_row_tail_exact_block_dropped", "the fast path's row tail skips a block that ends exactly "
-               "at N: rows lost whenever N % BLOCK_R has a set bit the walk reaches last", "(sum or mean) and fast_path",
-               _kernel_edits("fastpath_row_tail_exact_block_dropped"), args=FORCED),
-        Mutant("fastpath_split_rows_unclamped", "a split's rows are not clamped to N: the last split of each column "
-               "reads the next m's rows (the Iluvatar defect, in our own kernel)", "(sum or mean or softmax) and fast_path",
-               _kernel_edits("fastpath_split_rows_unclamped"), args=FORCED),
-        Mutant("fastpath_flat_columns_m_stride", "flat column blocks step N, not N * K, from one m to the next",
-               "(sum or mean or softmax) and fast_path", _kernel_edits("fastpath_flat_columns_m_stride"), args=FORCED),
-        Mutant("fastpath_softmax_wide_fold_unscaled", "softmax tiles of 32 columns or more fold their per-element "
-               "sums of exp without rescaling each to the column max", "softmax and fast_path",
-               _kernel_edits("fastpath_softmax_wide_fold_unscaled"), args=FORCED),
-        Mutant("fastpath_softmax_split_merge_unscaled", "a split softmax merges the splits' sums of exp without "
-               "rescaling each to the merged max", "softmax and fast_path",
-               _kernel_edits("fastpath_softmax_split_merge_unscaled"), args=FORCED),
-        Mutant("slab_step_not_whole_rows", "a tiny-K slab steps BLOCK elements, not a whole number of rows: lane j "
-               "stops holding k = j % K unless K divides BLOCK", "(sum or mean) and fast_path",
-               _kernel_edits("slab_step_not_whole_rows"), args=FORCED),
-        Mutant("slab_tail_last_element_dropped", "a slab's last, partial step drops the run's last element",
-               "(sum or mean) and fast_path", _kernel_edits("slab_tail_last_element_dropped"), args=FORCED),
-        Mutant("slab_softmax_fold_unscaled", "a slab softmax folds its lanes' sums of exp per k without rescaling "
-               "them to the k's max", "softmax and fast_path", _kernel_edits("slab_softmax_fold_unscaled"), args=FORCED),
-        Mutant("slab_softmax_split_merge_unscaled", "a split slab softmax merges the splits' sums of exp without "
-               "rescaling each to the merged max", "softmax and fast_path",
-               _kernel_edits("slab_softmax_split_merge_unscaled"), args=FORCED),
-        Mutant("fastpath_softmax_max_starts_at_zero", "softmax tiles start their running max at 0, not -inf: a "
-               "column of values below 0 sums exp underflowed to zero", "softmax and fast_path",
-               _kernel_edits("fastpath_softmax_max_starts_at_zero"), args=FORCED),
-        Mutant("slab_softmax_fold_max_identity_zero", "a slab softmax folds its lanes' maxima per k from 0, not -inf",
-               "softmax and fast_path", _kernel_edits("slab_softmax_fold_max_identity_zero"), args=FORCED),
-        Mutant("fastpath_softmax_merge_skips_last_split", "a split softmax's merged max leaves out the last split: "
-               "exp overflows where the column's maximum lies there", "softmax and fast_path",
-               _kernel_edits("fastpath_softmax_merge_skips_last_split"), args=FORCED),
-        Mutant("fastpath_mean_narrowed_before_scale", "a one-launch mean rounds its fp32 sum to the output dtype "
-               "before the 1/N scale: half precision overflows past 65504", "mean and fast_path",
-               _kernel_edits("fastpath_mean_narrowed_before_scale"), args=FORCED),
-        Mutant("fastpath_split_partials_narrowed", "a split sum stores its fp32 partials in the input's dtype",
-               "(sum or mean) and fast_path", _kernel_edits("fastpath_split_partials_narrowed"), args=FORCED),
-        Mutant("fastpath_softmax_fold_neginf_guard_dropped", "softmax tiles' per-step fold loses its -inf guard "
-               "(a fast-math lowering): a step of only -inf rows gives exp(-inf - -inf) = NaN", "softmax and fast_path",
-               _kernel_edits("fastpath_softmax_fold_neginf_guard_dropped"), args=FORCED),
-        Mutant("slab_softmax_stats_neginf_guard_dropped", "a slab softmax's per-lane running max loses its -inf "
-               "guard", "softmax and fast_path", _kernel_edits("slab_softmax_stats_neginf_guard_dropped"), args=FORCED),
-        Mutant("fastpath_softmax_store_in_input_dtype", "softmax tiles store in the input's dtype, not the "
-               "output's: half_to_float's float32 result holds fp16 values", "softmax and fast_path",
-               _kernel_edits("fastpath_softmax_store_in_input_dtype"), args=FORCED),
-        Mutant("fastpath_whole_blocks_column_mask_dropped", "a sum's whole row blocks load without their column "
+        _fast_path_mutant("fastpath_row_tail_exact_block_dropped", "the fast path's row tail skips a block that ends exactly "
+               "at N: rows lost whenever N % BLOCK_R has a set bit the walk reaches last", "(sum or mean) and fast_path"),
+        _fast_path_mutant("fastpath_split_rows_unclamped", "a split's rows are not clamped to N: the last split of each column "
+               "reads the next m's rows (the Iluvatar defect, in our own kernel)", "(sum or mean or softmax) and fast_path"),
+        _fast_path_mutant("fastpath_flat_columns_m_stride", "flat column blocks step N, not N * K, from one m to the next",
+               "(sum or mean or softmax) and fast_path"),
+        _fast_path_mutant("fastpath_softmax_wide_fold_unscaled", "softmax tiles of 32 columns or more fold their per-element "
+               "sums of exp without rescaling each to the column max", "softmax and fast_path"),
+        _fast_path_mutant("fastpath_softmax_split_merge_unscaled", "a split softmax merges the splits' sums of exp without "
+               "rescaling each to the merged max", "softmax and fast_path"),
+        _fast_path_mutant("slab_step_not_whole_rows", "a tiny-K slab steps BLOCK elements, not a whole number of rows: lane j "
+               "stops holding k = j % K unless K divides BLOCK", "(sum or mean) and fast_path"),
+        _fast_path_mutant("slab_tail_last_element_dropped", "a slab's last, partial step drops the run's last element",
+               "(sum or mean) and fast_path"),
+        _fast_path_mutant("slab_softmax_fold_unscaled", "a slab softmax folds its lanes' sums of exp per k without rescaling "
+               "them to the k's max", "softmax and fast_path"),
+        _fast_path_mutant("slab_softmax_split_merge_unscaled", "a split slab softmax merges the splits' sums of exp without "
+               "rescaling each to the merged max", "softmax and fast_path"),
+        _fast_path_mutant("fastpath_softmax_max_starts_at_zero", "softmax tiles start their running max at 0, not -inf: a "
+               "column of values below 0 sums exp underflowed to zero", "softmax and fast_path"),
+        _fast_path_mutant("slab_softmax_fold_max_identity_zero", "a slab softmax folds its lanes' maxima per k from 0, not -inf",
+               "softmax and fast_path"),
+        _fast_path_mutant("fastpath_softmax_merge_skips_last_split", "a split softmax's merged max leaves out the last split: "
+               "exp overflows where the column's maximum lies there", "softmax and fast_path"),
+        _fast_path_mutant("fastpath_mean_narrowed_before_scale", "a one-launch mean rounds its fp32 sum to the output dtype "
+               "before the 1/N scale: half precision overflows past 65504", "mean and fast_path"),
+        _fast_path_mutant("fastpath_split_partials_narrowed", "a split sum stores its fp32 partials in the input's dtype",
+               "(sum or mean) and fast_path"),
+        _fast_path_mutant("fastpath_softmax_fold_neginf_guard_dropped", "softmax tiles' per-step fold loses its -inf guard "
+               "(a fast-math lowering): a step of only -inf rows gives exp(-inf - -inf) = NaN", "softmax and fast_path"),
+        _fast_path_mutant("slab_softmax_stats_neginf_guard_dropped", "a slab softmax's per-lane running max loses its -inf "
+               "guard", "softmax and fast_path"),
+        _fast_path_mutant("fastpath_softmax_store_in_input_dtype", "softmax tiles store in the input's dtype, not the "
+               "output's: half_to_float's float32 result holds fp16 values", "softmax and fast_path"),
+        _fast_path_mutant("fastpath_whole_blocks_column_mask_dropped", "a sum's whole row blocks load without their column "
                "mask (a compiler that finds it redundant): padded columns read past the input, never stored",
-               "(sum or mean) and fast_path", _kernel_edits("fastpath_whole_blocks_column_mask_dropped"), args=FORCED),
+               "(sum or mean) and fast_path"),
         Mutant("fastpath_plan_key_without_dim", "the fast path memoises plans without the dim: the same shape "
                "reduced over another dim reuses the first dim's plan", "(sum or mean or softmax) and (dim or fast_path)", _plan_key_drops(4), args=FORCED),
         Mutant("fastpath_plan_key_without_keepdim", "the fast path memoises plans without keepdim: the second form "
