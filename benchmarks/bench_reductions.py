@@ -203,13 +203,18 @@ def main() -> int:
                         help="also time the fast path back to back launching through FlagGems' launch cache")
     parser.add_argument("--graph", action="store_true",
                         help="time CUDA-graph replays (GPU time only: a host's Python speed drops out)")
+    parser.add_argument("--wide-blocks", action="store_true",
+                        help="weigh every column width (tilemodel.NARROW off): the narrow-block rule's A/B")
     args = parser.parse_args()
 
     import flag_gems  # noqa: F401 - the entry points; nothing registered
     import torch
     import triton
 
-    from pytest_fl_contract.workarounds import fastpath
+    from pytest_fl_contract.workarounds import fastpath, tilemodel
+
+    if args.wide_blocks:
+        tilemodel.NARROW = {}
 
     if not torch.cuda.is_available():
         print("bench_reductions: needs a GPU (CPU figures come from benchmarks/bench_interpreter.py)")

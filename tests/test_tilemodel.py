@@ -37,6 +37,8 @@ def test_tiles_hold_their_invariants(M, N, K, elem, kind, device):
     total, gpu = tm.cost(M, N, K, plan, device, elem, kind)
     one = tm.Plan(plan.block_r, plan.block_k, plan.warps, 1, plan.flat)
     assert plan.splits == 1 or total <= tm.cost(M, N, K, one, device, elem, kind)[0], "a split pays for its launch"
+    assert not tm.too_wide(N, K, plan, elem, kind) or all(tm.too_wide(N, K, p, elem, kind) for p in tm.candidates(M, N, K, elem, kind)), \
+        "no block wider than NARROW where a narrower candidate exists"
 
 
 @settings(max_examples=300, deadline=None)
@@ -87,6 +89,26 @@ def test_short_rows_of_many_m_are_blocked_flat(shape):
     6.8 ms against 0.66 ms)."""
     M, N, K, elem = shape
     assert tm.tiles(M, N, K, H200, elem).flat
+
+
+@pytest.mark.parametrize("shape", [(2, 135, 132578, 4, "softmax"), (4, 150, 65536, 2, "softmax"),
+                                   (18, 8726, 1213, 4, "softmax"), (116, 11285, 359, 4, "reduce"),
+                                   (4, 21, 270400, 2, "softmax"), (2265, 45, 10256, 2, "reduce")])
+def test_blocks_stay_narrow_where_rows_fill_the_tile(shape):
+    """Measured on an H200 (h200-narrow-blocks-ab-2026-12-04): where the model priced 4 x 256
+    and 8 x 128 softmax blocks lowest, 16 x 64 ran 1.13 - 1.30x faster (2x135x132578 fp32:
+    0.179 ms against 0.138); the sum 1.29x at 8 x 128.  With rows for fewer than NARROW_STEPS
+    steps the wide blocks stay (softmax 4x21x520x520 fp16 at 16 x 64 ran 2.9x slower than
+    1 x 1024), and so they do for half-precision sums and means (mean 2265x45x10256 fp16 at
+    8 x 128: 1.84x native)."""
+    M, N, K, elem, kind = shape
+    plan = tm.tiles(M, N, K, H200, elem, kind)
+    cap = tm.NARROW.get((kind, elem))
+    if cap is None or N * cap < tm.NARROW_STEPS * max(tm.TILES):
+        assert not any(tm.too_wide(N, K, p, elem, kind) for p in tm.candidates(M, N, K, elem, kind))
+        assert plan.block_k > 128
+    else:
+        assert plan.block_k <= cap and not tm.too_wide(N, K, plan, elem, kind)
 
 
 def test_few_long_columns_split_their_rows():

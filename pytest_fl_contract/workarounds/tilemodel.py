@@ -78,6 +78,15 @@ MAX_PROGRAMS = 32  # resident programs (thread blocks) an SM takes at most
 LAUNCH = 25.0e-6  # host seconds of one launch through FlagGems' launch cache (measured 5-40 us by host CPU)
 FLAT_SOFTMAX_COST = 3.0  # softmax over flattened blocks, same tiles: 2.5 - 3.4x slower on an H200 (see ``tiles``)
 OPEN = 32  # bytes a contiguous run costs beyond its own: one 32-byte sector, the unit DRAM and L2 move
+# Columns a block takes at most (by kind and element size) where the rows fill NARROW_STEPS
+# row steps of a tile at that width.  On an H200 the taller, narrower tile of the same elements
+# ran faster where the terms above price the two alike or the wide one lower: a wide block gives
+# fewer programs, each walking more row steps.  With fewer rows, programs of a step or two each
+# ran up to 5.4x slower (a program's own cost, which the model does not price).  Half-precision
+# sums and means at 128 columns gained nothing on the whole and lost up to 1.8x: no cap (results
+# README "Narrow blocks").
+NARROW = {("reduce", 4): 128, ("softmax", 4): 64, ("softmax", 2): 64}
+NARROW_STEPS = 4
 
 
 def cdiv(a: int, b: int) -> int:
@@ -188,19 +197,27 @@ def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "re
       host time whatever the kernel does, so a small problem keeps one launch.  One launch
       is also never dearer than the moved-axis path (a copy, then its kernel), so no shape
       goes there for speed.
+    Where K and the rows fill NARROW_STEPS tiles at NARROW columns, no wider block is weighed (the
+    second launch's own plan keeps every width: the split plans were timed with it).
     Ties go to less GPU time, then wider columns, then fewer splits.  Plans whose grids the
     device cannot launch (``launchable``) are not candidates; None when no plan is (more
     than 2**31 - 1 column blocks of the widest tile): the caller takes the moved axis."""
+    plans = [plan for plan in candidates(M, N, K, elem, kind) if not (one_launch and plan.splits > 1)]
+    narrow = [plan for plan in plans if one_launch or not too_wide(N, K, plan, elem, kind)]
     best: tuple[tuple[float, float, int, int], Plan] | None = None
-    for plan in candidates(M, N, K, elem, kind):
-        if one_launch and plan.splits > 1:
-            continue
-
+    for plan in narrow or plans:
         total, gpu = cost(M, N, K, plan, device, elem, kind)
         key = (total, gpu, -plan.block_k, plan.splits)
         if best is None or key < best[0]:
             best = (key, plan)
     return best[1] if best is not None else None
+
+
+def too_wide(N: int, K: int, plan: Plan, elem: int, kind: str) -> bool:
+    """A block wider than NARROW columns where K has the columns and N the rows for
+    NARROW_STEPS steps of a tile at NARROW."""
+    cap = NARROW.get((kind, elem))
+    return cap is not None and plan.block_k > cap and K >= cap and N * cap >= NARROW_STEPS * min(TILES)
 
 
 def _warps(tile: int) -> int:
