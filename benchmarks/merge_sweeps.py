@@ -4,7 +4,10 @@ shape, dim and dtype, and the merged rows are summarised as the sweep summarises
 Each row's ratios come from one machine (native timed beside fast); rows of different
 files may come from different machines.  No GPU needed.
 
-    python benchmarks/merge_sweeps.py BASE.json [REPLACEMENT.json ...] [--json OUT]
+    python benchmarks/merge_sweeps.py BASE.json [REPLACEMENT.json ...] [--current-picks] [--json OUT]
+
+``--current-picks``: a later row replaces only where it ran the plan the tile model picks now
+(an A/B run's two arms, or a run of an earlier rule, as replacements for the current code).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import sys
 
 from bench_reductions import summary
+from model_check import ELEM, device
 
 
 def key(row: dict) -> tuple:
@@ -35,10 +39,22 @@ def merge(base: list[dict], *later: list[dict]) -> tuple[list[dict], int]:
     return rows, len(replaced)
 
 
+def on_current_pick(row: dict, device_model: str) -> bool:
+    """The row ran the plan the tile model picks now for its problem on its device."""
+    from pytest_fl_contract.util import mnk
+    from pytest_fl_contract.workarounds import tilemodel as tm
+
+    kind = "softmax" if row["op"] == "softmax" else "reduce"
+    plan = tm.pick(*mnk(row["shape"], row["dim"]), device(device_model), ELEM[row["dtype"]], kind)
+    return (vars(plan) if plan else None) == row["plan"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+")
     parser.add_argument("--json", help="write the merged rows here")
+    parser.add_argument("--current-picks", action="store_true",
+                        help="replace only with rows that ran the plan the tile model picks now")
     args = parser.parse_args(argv)
     loaded = []
     for path in args.files:
@@ -49,7 +65,15 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
             print(f"merge_sweeps: cannot read {path} as a sweep: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
-    rows, replaced = merge(*(data["rows"] for data in loaded))
+    later = [data["rows"] for data in loaded[1:]]
+    if args.current_picks:
+        try:
+            later = [[r for r in rows if on_current_pick(r, data["device_model"])] for rows, data in zip(later, loaded[1:])]
+        except (KeyError, ValueError, IndexError) as exc:
+            print(f"merge_sweeps: --current-picks: a row or device the tile model cannot read: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+            return 2
+    rows, replaced = merge(loaded[0]["rows"], *later)
     print(f"{args.files[0]}: {len(rows)} cases, {replaced} re-measured from {', '.join(args.files[1:]) or 'nothing'}")
     print("\n".join(summary(rows)))
     if args.json:

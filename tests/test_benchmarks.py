@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -106,6 +107,66 @@ def test_merged_sweeps_replace_rows_in_place_and_summarise(tmp_path: Path, monke
     out = capsys.readouterr().out
     assert "2 cases, 1 re-measured" in out and "worst 2.00x" in out and "worst 1.00x, 0 over 1.10x" in out
     assert (tmp_path / "merged.json").exists()
+
+
+def test_current_picks_replace_only_with_rows_that_ran_the_models_plan(tmp_path: Path, monkeypatch, capsys) -> None:
+    """An A/B run's two arms as replacements: only the arm whose plan the tile model picks now
+    takes a base row's place; a file without its device is one line and exit 2."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import merge_sweeps
+
+    from pytest_fl_contract.workarounds import tilemodel as tm
+
+    model = "NVIDIA H200: 132 SMs, 4.81 TB/s (read from torch.cuda)"
+    shape = [2, 135, 132578]
+    now = vars(tm.pick(2, 135, 132578, tm.Device(132, 4.81e12, model), 4, "softmax"))
+    other = {**now, "block_r": 4, "block_k": 256}
+    base = [dict(_row("softmax", shape, 1.0, 1.0, 1.3), plan=other)]
+    arms = {"narrow": [dict(_row("softmax", shape, 1.0, 1.0, 0.9), plan=now)],
+            "wide": [dict(_row("softmax", shape, 1.0, 1.0, 1.25), plan=other)]}
+    paths = [tmp_path / "base.json"]
+    paths[0].write_text(json.dumps({"device_model": model, "rows": base}))
+    for name, rows in arms.items():
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps({"device_model": model, "rows": rows}))
+    out_json = tmp_path / "merged.json"
+    assert merge_sweeps.main([*map(str, paths), "--current-picks", "--json", str(out_json)]) == 0
+    assert json.loads(out_json.read_text())["rows"][0]["loop_fast"] == 0.9
+    assert "1 re-measured" in capsys.readouterr().out
+    assert merge_sweeps.main([*map(str, paths), "--json", str(out_json)]) == 0  # without it, the last arm wins
+    assert json.loads(out_json.read_text())["rows"][0]["loop_fast"] == 1.25
+    paths[1].write_text(json.dumps({"rows": arms["narrow"]}))
+    capsys.readouterr()
+    assert merge_sweeps.main([*map(str, paths), "--current-picks"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("merge_sweeps: --current-picks")
+
+
+def test_model_check_picks_among_the_timed_plans_and_weighs_the_narrow_rule(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The model's pick among a grid's timed plans over the fastest; ``--wide-blocks`` lets
+    the wide block the narrow rule keeps out back in; an unreadable grid is one line, exit 2."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import model_check
+
+    from pytest_fl_contract.workarounds import tilemodel as tm
+
+    monkeypatch.setattr(tm, "NARROW", dict(tm.NARROW))  # --wide-blocks rebinds it
+    plans = [({"block_r": 4, "block_k": 256, "warps": 4, "splits": 1, "flat": False}, 0.180),
+             ({"block_r": 16, "block_k": 64, "warps": 4, "splits": 1, "flat": False}, 0.138),
+             ({"block_r": 1, "block_k": 1024, "warps": 4, "splits": 1, "flat": False}, 0.400)]
+    grid = {"device_model": "NVIDIA H200: 132 SMs, 4.81 TB/s (read from torch.cuda)",
+            "rows": [{"op": "softmax", "shape": [2, 135, 132578], "dim": 1, "dtype": "float32",
+                      "plans": [{"plan": p, "ms": ms, "loop_ms": ms} for p, ms in plans]}]}
+    path = tmp_path / "grid.json"
+    path.write_text(json.dumps(grid))
+    assert model_check.main([str(path)]) == 0
+    assert "median 1.000" in capsys.readouterr().out
+    assert model_check.main([str(path), "--wide-blocks"]) == 0
+    assert "median 1.304" in capsys.readouterr().out  # the model alone prices 4 x 256 lowest
+    path.write_text("{}")
+    assert model_check.main([str(path)]) == 2
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("model_check: cannot read")
 
 
 @pytest.mark.parametrize("content", ["", "{}", '{"rows": []}', '{"rows": [1]}', "[]"])
