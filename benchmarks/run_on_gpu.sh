@@ -120,6 +120,15 @@ print(fastpath.device_info('cuda').source)" ;;
       ${GRAPH:+--graph} ${CASES:+--cases "$CASES"} ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} ${LAUNCH_CACHE:+--launch-cache} \
       --json "$OUT/sweep$SWEEP_TAG.json" > "$OUT/sweep$SWEEP_TAG.txt" 2>&1
     echo "sweep$SWEEP_TAG: exit $?"; tail -12 "$OUT/sweep$SWEEP_TAG.txt" ;;
+  shapes)
+    # chosen cases re-timed (op:MxNxK:dim:dtype, one a line, in SHAPES_FILE), e.g. the rows a
+    # sweep ran on another rule than the shipped one; WIDE=1 times them with tilemodel.NARROW
+    # off (the A/B's other arm); merge with merge_sweeps.py --current-picks
+    [ -r "${SHAPES_FILE:-}" ] || { echo "shapes: SHAPES_FILE (op:MxNxK:dim:dtype a line) is not a readable file"; exit 2; }
+    timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/bench_reductions.py" --shapes $(grep -v '^#' "$SHAPES_FILE") --rep "${REP:-25}" \
+      --moved-every "${MOVED_EVERY:-0}" --rounds "${ROUNDS:-3}" ${CASES:+--cases "$CASES"} ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} ${WIDE:+--wide-blocks} \
+      --json "$OUT/shapes$SWEEP_TAG.json" > "$OUT/shapes$SWEEP_TAG.txt" 2>&1
+    echo "shapes$SWEEP_TAG: exit $?"; tail -12 "$OUT/shapes$SWEEP_TAG.txt" ;;
   startup)
     # a lane's fixed cost: collection and a first case's phases, one process and 16 at once
     (cd /tmp && timeout 240 python3 "$ROOT/benchmarks/startup_profile.py" --workers "${STARTUP_WORKERS:-16}" 2>&1 | tee "$OUT/startup.txt") ;;
@@ -142,6 +151,6 @@ print(fastpath.device_info('cuda').source)" ;;
       softmax:2x1266x34:1:bfloat16 mean:1x15x2229:1:float16 sum:81x2x141:1:float32 softmax:2x5x6240:1:bfloat16 \
       sum:4054x255x54:1:bfloat16 sum:220x14x83424:1:bfloat16 sum:20884x1773x6:1:float16 sum:5027x53x1277:1:bfloat16 \
       mean:224421x24x16:1:float32 sum:5x71786x2:1:bfloat16} 2>&1 | tee "$OUT/profile.txt" ;;
-  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, limits, realmodels, lane, forced, sweep, startup, workerprofile, profile)"; exit 2 ;;
+  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, limits, realmodels, lane, forced, sweep, shapes, startup, workerprofile, profile)"; exit 2 ;;
   esac
 done
