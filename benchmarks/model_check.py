@@ -81,6 +81,8 @@ def ratios(all_cases: list[dict], column: int, gpu_bound: float) -> list[tuple[f
         if fastest < gpu_bound:
             continue
         pool = [t for t in weighed(case) if t[column] is not None and t[column] == t[column]]
+        if not pool:  # only plans the model no longer weighs were timed
+            continue
         pick = min(pool, key=lambda t: price(case, t[0]))
         out.append((pick[column] / fastest, case["name"], pick[0]))
     return sorted(out, key=lambda r: -r[0])
