@@ -85,7 +85,7 @@ OPEN = 32  # bytes a contiguous run costs beyond its own: one 32-byte sector, th
 # ran up to 5.4x slower (a program's own cost, which the model does not price).  Half-precision
 # sums and means at 128 columns gained nothing on the whole and lost up to 1.8x: no cap (results
 # README "Narrow blocks").
-NARROW = {("reduce", 4): 128, ("softmax", 4): 64, ("softmax", 2): 64}
+NARROW = {(kind, elem): cols for kind, elem, cols in (("reduce", 4, 128), ("softmax", 4, 64), ("softmax", 2, 64))}
 NARROW_STEPS = 4
 
 
