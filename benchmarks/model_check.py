@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
+from pytest_fl_contract.util import mnk  # noqa: E402
 from pytest_fl_contract.workarounds import tilemodel as tm  # noqa: E402
 
 GRIDS = ("gpubound-misses-2026-12-04", "host-sites-2026-12-04", "seed2027-2026-12-04", "slabs-2026-12-04",
@@ -43,7 +43,7 @@ def cases(path: Path) -> list[dict]:
     out = []
     for row in grid["rows"]:
         shape, dim = row["shape"], row["dim"]
-        M, N, K = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
+        M, N, K = mnk(shape, dim)
         kind = "softmax" if row["op"] == "softmax" else "reduce"
         timed = []
         for entry in row["plans"]:
@@ -64,10 +64,9 @@ def price(case: dict, plan: tm.Plan | tm.SlabPlan) -> tuple[float, float]:
 
 def weighed(case: dict) -> list[tuple[tm.Plan | tm.SlabPlan, float, float | None]]:
     """The timed plans the model weighs: its tiles, its narrow-block rule, every slab plan."""
-    N, K, kind = case["N"], case["K"], case["kind"]
     tiles = [t for t in case["timed"] if isinstance(t[0], tm.Plan) and t[0].block_r * t[0].block_k <= max(tm.TILES)]
-    narrow = [t for t in tiles if not tm.too_wide(N, K, t[0], case["elem"], kind)]  # type: ignore[arg-type]
-    return (narrow or tiles) + [t for t in case["timed"] if isinstance(t[0], tm.SlabPlan)]
+    keep = set(tm.weighed(case["N"], case["K"], case["elem"], case["kind"], [t[0] for t in tiles]))  # type: ignore[misc]
+    return [t for t in tiles if t[0] in keep] + [t for t in case["timed"] if isinstance(t[0], tm.SlabPlan)]
 
 
 def ratios(all_cases: list[dict], column: int, gpu_bound: float) -> list[tuple[float, str, object]]:

@@ -203,9 +203,8 @@ def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "re
     device cannot launch (``launchable``) are not candidates; None when no plan is (more
     than 2**31 - 1 column blocks of the widest tile): the caller takes the moved axis."""
     plans = [plan for plan in candidates(M, N, K, elem, kind) if not (one_launch and plan.splits > 1)]
-    narrow = [plan for plan in plans if one_launch or not too_wide(N, K, plan, elem, kind)]
     best: tuple[tuple[float, float, int, int], Plan] | None = None
-    for plan in narrow or plans:
+    for plan in plans if one_launch else weighed(N, K, elem, kind, plans):
         total, gpu = cost(M, N, K, plan, device, elem, kind)
         key = (total, gpu, -plan.block_k, plan.splits)
         if best is None or key < best[0]:
@@ -218,6 +217,11 @@ def too_wide(N: int, K: int, plan: Plan, elem: int, kind: str) -> bool:
     NARROW_STEPS steps of a tile at NARROW."""
     cap = NARROW.get((kind, elem))
     return cap is not None and plan.block_k > cap and K >= cap and N * cap >= NARROW_STEPS * min(TILES)
+
+
+def weighed(N: int, K: int, elem: int, kind: str, plans: list[Plan]) -> list[Plan]:
+    """Of ``plans``, those ``tiles`` weighs: none too wide where a narrower one is there."""
+    return [plan for plan in plans if not too_wide(N, K, plan, elem, kind)] or plans
 
 
 def _warps(tile: int) -> int:
