@@ -406,8 +406,7 @@ def test_every_plan_answers_as_torch(M, steps, rest, K, kind, log_r, log_k, log_
     and a tail, not a count of steps, is what a plan can get wrong."""
     from pytest_fl_contract.workarounds import tilemodel as tm
 
-    block_r = 1 << log_r
-    N = max(1, steps * block_r + rest % block_r)
+    N = max(1, steps * (1 << log_r) + rest % (1 << log_r))
     block_r = 1 << min(log_r, N.bit_length() - 1)
     splits = max(1, min(1 << log_s, N // block_r))
     plan = tm.Plan(block_r, 1 << log_k, 4, splits, flat)

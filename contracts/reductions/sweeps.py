@@ -171,6 +171,15 @@ def assert_close(got: Any, want: Any, rtol: float, atol: float, msg: Any = None)
 _BLOCK = 1 << 16
 
 
+def bits(t: Any) -> Any:
+    """``t``'s bits as integers of its element size, on the CPU: ``torch.equal`` of two is
+    bit for bit, NaN included (NaN != NaN as floats)."""
+    import torch
+
+    t = t.detach().cpu().contiguous()
+    return t.view(torch.int16 if t.element_size() == 2 else torch.int32 if t.element_size() == 4 else torch.int64)
+
+
 def make_input(case: Case, dtype: str, device: str, seed: int = 0, op: Op | None = None) -> Any:
     """Seeded normal values; for an index op (``op``), a ramp along memory order towards the
     op's extreme with a little noise: a kernel that reads past the end of a row then always

@@ -3,14 +3,9 @@ changes between them.  The allocator is poisoned (allocate, fill, free) before e
 so an out-of-bounds read - the seed's "same input, different results" - shows."""
 
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import make_input
+from pytest_fl_contract.contracts.reductions.sweeps import bits, make_input
 
 FILLS = (float("nan"), 1.0e30, -7.0)
-
-
-def _bits(t):
-    t = t.detach().cpu().contiguous()
-    return t.view(torch.int16 if t.element_size() == 2 else torch.int32 if t.element_size() == 4 else torch.int64)
 
 
 def test_determinism(flag_gems, fl_device, fl_poison, op, partial_case):
@@ -18,7 +13,7 @@ def test_determinism(flag_gems, fl_device, fl_poison, op, partial_case):
     results = []
     for fill in FILLS:
         fl_poison(fill)
-        results.append(_bits(op.call(x, partial_case.dim)))
+        results.append(bits(op.call(x, partial_case.dim)))
     for fill, result in zip(FILLS[1:], results[1:]):
         assert torch.equal(results[0], result), (
             f"{op.name} {partial_case.id}: result changed after the device memory was filled with {fill}"
