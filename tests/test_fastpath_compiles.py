@@ -32,7 +32,8 @@ SCRIPT = textwrap.dedent('''
                                                K="i32", rows_per_split="i32", splits="i32"), (8, 256)),
     ]
     for (fn, signature, (block_r, block_k)), flat in itertools.product(CASES, (False, True)):
-        consts = {"BLOCK_R": block_r, "BLOCK_K": block_k, "LOG_R": block_r.bit_length() - 1, "FLAT": flat}
+        consts = {"BLOCK_R": block_r, "BLOCK_K": block_k, "LOG_R": block_r.bit_length() - 1, "FLAT": flat,
+                  "STAGES": None, "UNROLL": None}
         source = ASTSource(fn=fn, signature={**signature, **{k: "constexpr" for k in consts}}, constexprs=consts)
         kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
         print(fn.__name__, len(kernel.asm["cubin"]))

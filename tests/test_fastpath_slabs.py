@@ -113,6 +113,7 @@ for fn, signature, consts in [
     (fp.fl_slab_softmax_norm_kernel, dict(out_ptr=F32, in_ptr=F32, m_ptr=F32, s_ptr=F32, N="i32", MK="i32",
                                           rows_per_split="i32", splits="i32"), dict(K_C=7, BLOCK=1024)),
 ]:
+    consts = {**consts, "STAGES": None, "UNROLL": None}  # the row walk's loop options: Triton's defaults
     source = ASTSource(fn=fn, signature={**signature, **{k: "constexpr" for k in consts}}, constexprs=consts)
     print(fn.__name__, len(triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["cubin"]))
 """

@@ -776,8 +776,8 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
     ),
     "fastpath_mean_narrowed_before_scale": (
         (FASTPATH, "fl_reduce_rows_kernel",
-         "total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R) * scale",
-         "total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R).to(out_ptr.dtype.element_ty)"
+         "total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL) * scale",
+         "total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL).to(out_ptr.dtype.element_ty)"
          ".to(tl.float32) * scale", 1),
     ),
     "fastpath_split_partials_narrowed": (

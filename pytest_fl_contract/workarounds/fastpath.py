@@ -67,14 +67,14 @@ def accepts(op: Any, dim: Any) -> bool:
 
 @triton.jit
 def _sum_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-              LOG_R: tl.constexpr):
+              LOG_R: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr):
     """fp32 column sums of rows [n_start, n_end) (``col``: each column's offset of row 0,
     from ``_columns``): whole BLOCK_R blocks under the column mask alone, then the rest in whole blocks of BLOCK_R/2, /4, ... 1 rows (its binary
     digits: at most LOG_R more steps, never a row mask)."""
     rows = tl.arange(0, BLOCK_R)
     n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
     acc = tl.zeros([BLOCK_R, BLOCK_K], dtype=tl.float32)
-    for n0 in range(n_start, n_full, BLOCK_R):
+    for n0 in tl.range(n_start, n_full, BLOCK_R, num_stages=STAGES, loop_unroll_factor=UNROLL):
         ptrs = in_ptr + (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
         acc += tl.load(ptrs, mask=kmask[None, :], other=0.0).to(tl.float32)
     total = tl.sum(acc, axis=0)
@@ -97,7 +97,7 @@ def _fold_rows(x, m, s):
 
 @triton.jit
 def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                        LOG_R: tl.constexpr):
+                        LOG_R: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr):
     """Column max and sum of exp over rows [n_start, n_end), online, same row walk.  Tiles
     of 32 columns or more keep a max and a sum per element and fold the rows once, at the
     end: folding across rows at every step (across threads, often across warps) made
@@ -111,7 +111,7 @@ def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.const
     if BLOCK_K >= 32:
         mt = tl.full([BLOCK_R, BLOCK_K], float("-inf"), dtype=tl.float32)
         st = tl.zeros([BLOCK_R, BLOCK_K], dtype=tl.float32)
-        for n0 in range(n_start, n_full, BLOCK_R):
+        for n0 in tl.range(n_start, n_full, BLOCK_R, num_stages=STAGES, loop_unroll_factor=UNROLL):
             offs = (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
             x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
             m_new = tl.maximum(mt, x)
@@ -122,7 +122,7 @@ def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.const
         m_safe = tl.where(m == float("-inf"), 0.0, m)
         s = tl.sum(st * tl.exp(mt - m_safe[None, :]), axis=0)
     else:
-        for n0 in range(n_start, n_full, BLOCK_R):
+        for n0 in tl.range(n_start, n_full, BLOCK_R, num_stages=STAGES, loop_unroll_factor=UNROLL):
             offs = (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
             x = tl.load(in_ptr + offs, mask=kmask[None, :], other=float("-inf")).to(tl.float32)
             m, s = _fold_rows(x, m, s)
@@ -138,10 +138,11 @@ def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.const
 
 @triton.jit
 def _softmax_write_rows(out_ptr, in_ptr, n_start, n_end, col, kmask, K, m, inv,
-                        BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr):
+                        BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, STAGES: tl.constexpr,
+                        UNROLL: tl.constexpr):
     rows = tl.arange(0, BLOCK_R)
     n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
-    for n0 in range(n_start, n_full, BLOCK_R):
+    for n0 in tl.range(n_start, n_full, BLOCK_R, num_stages=STAGES, loop_unroll_factor=UNROLL):
         offs = (n0 + rows)[:, None].to(tl.int64) * K + col[None, :]
         x = tl.load(in_ptr + offs, mask=kmask[None, :], other=0.0).to(tl.float32)
         y = tl.exp(x - m[None, :]) * inv[None, :]
@@ -184,47 +185,52 @@ def _split_rows(N, rows_per_split):
 
 @triton.jit
 def fl_reduce_rows_kernel(out_ptr, in_ptr, MK, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                          LOG_R: tl.constexpr, FLAT: tl.constexpr):
+                          LOG_R: tl.constexpr, FLAT: tl.constexpr,
+    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
-    total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R) * scale
+    total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL) * scale
     tl.store(out_ptr + c, total.to(out_ptr.dtype.element_ty), mask=cmask)
 
 
 @triton.jit
 def fl_reduce_rows_split_kernel(
-    part_ptr, in_ptr, MK, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr
+    part_ptr, in_ptr, MK, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
+    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None
 ):
     """Partial sums of ``rows_per_split`` rows each, into part[(split, m, k)] (fp32):
     when cdiv(M * K, BLOCK_K) programs alone cannot fill the GPU (few, long columns)."""
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
-    part = _sum_rows(in_ptr, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R)
+    part = _sum_rows(in_ptr, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
     tl.store(part_ptr + pid_s * MK + c, part, mask=cmask)
 
 
 @triton.jit
 def fl_softmax_rows_kernel(out_ptr, in_ptr, MK, N, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                           LOG_R: tl.constexpr, FLAT: tl.constexpr):
+                           LOG_R: tl.constexpr, FLAT: tl.constexpr,
+    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
-    m, s = _softmax_stats_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R)
-    _softmax_write_rows(out_ptr, in_ptr, 0, N, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
+    m, s = _softmax_stats_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
+    _softmax_write_rows(out_ptr, in_ptr, 0, N, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
 
 
 @triton.jit
 def fl_softmax_stats_split_kernel(
-    m_ptr, s_ptr, in_ptr, MK, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr
+    m_ptr, s_ptr, in_ptr, MK, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
+    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None
 ):
     """Per split of rows: the column max and sum of exp, into (split, m, k)."""
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
-    m, s = _softmax_stats_rows(in_ptr, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R)
+    m, s = _softmax_stats_rows(in_ptr, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
     tl.store(m_ptr + pid_s * MK + c, m, mask=cmask)
     tl.store(s_ptr + pid_s * MK + c, s, mask=cmask)
 
 
 @triton.jit
 def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, MK, N, K, rows_per_split, splits,
-                                 BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr):
+                                 BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
+    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
     """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
@@ -240,7 +246,7 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, MK, N, K, rows_p
         mi = tl.load(m_ptr + stat, mask=cmask, other=float("-inf"))
         s += tl.load(s_ptr + stat, mask=cmask, other=0.0) * tl.exp(mi - m_safe)
         stat += MK
-    _softmax_write_rows(out_ptr, in_ptr, n_start, n_end, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R)
+    _softmax_write_rows(out_ptr, in_ptr, n_start, n_end, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
 
 
 # Tiny K (``tilemodel.slabs``): a program reads its m's rows [n_start, n_end) as
@@ -268,7 +274,7 @@ def _slab(N, K_C: tl.constexpr, rows_per_split, SPLIT: tl.constexpr):
 
 
 @triton.jit
-def _slab_sums(in_ptr, start, end, K_C: tl.constexpr, BLOCK: tl.constexpr):
+def _slab_sums(in_ptr, start, end, K_C: tl.constexpr, BLOCK: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr):
     """Per-lane fp32 sums over the run [start, end): lane j holds k = j % K_C."""
     STEP: tl.constexpr = (BLOCK // K_C) * K_C
     j = tl.arange(0, BLOCK)
@@ -276,7 +282,7 @@ def _slab_sums(in_ptr, start, end, K_C: tl.constexpr, BLOCK: tl.constexpr):
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     steps = (end - start) // STEP
     full = start + steps * STEP
-    for i in range(0, steps):  # a step count, not addresses: the interpreter's range yields Python ints
+    for i in tl.range(0, steps, num_stages=STAGES, loop_unroll_factor=UNROLL):  # a step count, not addresses: the interpreter's range yields Python ints
         acc += tl.load(in_ptr + (start + i * STEP) + j, mask=lanes, other=0.0).to(tl.float32)
     acc += tl.load(in_ptr + full + j, mask=lanes & (full + j < end), other=0.0).to(tl.float32)
     return acc
@@ -284,11 +290,11 @@ def _slab_sums(in_ptr, start, end, K_C: tl.constexpr, BLOCK: tl.constexpr):
 
 @triton.jit
 def fl_slab_sum_kernel(out_ptr, in_ptr, N, MK, rows_per_split, scale, K_C: tl.constexpr, BLOCK: tl.constexpr,
-                       SPLIT: tl.constexpr):
+                       SPLIT: tl.constexpr, STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
     """Sums (times ``scale``) of one m's rows per k into out[m, k]; SPLIT: fp32 partials of
     ``rows_per_split`` rows into part[(split, m, k)], reduced by ``fl_reduce_rows_kernel``."""
     pid_s, start, end = _slab(N, K_C, rows_per_split, SPLIT)
-    acc = _slab_sums(in_ptr, start, end, K_C, BLOCK)
+    acc = _slab_sums(in_ptr, start, end, K_C, BLOCK, STAGES, UNROLL)
     kj = tl.arange(0, BLOCK) % K_C
     first = pid_s * MK + tl.program_id(0).to(tl.int64) * K_C
     for kk in tl.static_range(K_C):
@@ -300,7 +306,7 @@ def fl_slab_sum_kernel(out_ptr, in_ptr, N, MK, rows_per_split, scale, K_C: tl.co
 
 
 @triton.jit
-def _slab_stats(in_ptr, start, end, K_C: tl.constexpr, BLOCK: tl.constexpr):
+def _slab_stats(in_ptr, start, end, K_C: tl.constexpr, BLOCK: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr):
     """Per-lane running max and sum of exp over the run (an element at a time: no fold
     across threads in the loop)."""
     STEP: tl.constexpr = (BLOCK // K_C) * K_C
@@ -308,7 +314,7 @@ def _slab_stats(in_ptr, start, end, K_C: tl.constexpr, BLOCK: tl.constexpr):
     lanes = j < STEP
     m = tl.full([BLOCK], float("-inf"), dtype=tl.float32)
     s = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in range(0, (end - start) // STEP + 1):
+    for i in tl.range(0, (end - start) // STEP + 1, num_stages=STAGES, loop_unroll_factor=UNROLL):
         p = start + i * STEP
         x = tl.load(in_ptr + p + j, mask=lanes & (p + j < end), other=float("-inf")).to(tl.float32)
         m_new = tl.maximum(m, x)
@@ -335,11 +341,12 @@ def _slab_fold(m, s, K_C: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _slab_write(out_ptr, in_ptr, start, end, lane_m, inv, K_C: tl.constexpr, BLOCK: tl.constexpr):
+def _slab_write(out_ptr, in_ptr, start, end, lane_m, inv, K_C: tl.constexpr, BLOCK: tl.constexpr, STAGES: tl.constexpr,
+                UNROLL: tl.constexpr):
     STEP: tl.constexpr = (BLOCK // K_C) * K_C
     j = tl.arange(0, BLOCK)
     lanes = j < STEP
-    for i in range(0, (end - start) // STEP + 1):
+    for i in tl.range(0, (end - start) // STEP + 1, num_stages=STAGES, loop_unroll_factor=UNROLL):
         p = start + i * STEP
         keep = lanes & (p + j < end)
         x = tl.load(in_ptr + p + j, mask=keep, other=0.0).to(tl.float32)
@@ -347,18 +354,20 @@ def _slab_write(out_ptr, in_ptr, start, end, lane_m, inv, K_C: tl.constexpr, BLO
 
 
 @triton.jit
-def fl_slab_softmax_kernel(out_ptr, in_ptr, N, K_C: tl.constexpr, BLOCK: tl.constexpr):
+def fl_slab_softmax_kernel(out_ptr, in_ptr, N, K_C: tl.constexpr, BLOCK: tl.constexpr, STAGES: tl.constexpr = None,
+                           UNROLL: tl.constexpr = None):
     _, start, end = _slab(N, K_C, N, False)
-    m, s = _slab_stats(in_ptr, start, end, K_C, BLOCK)
+    m, s = _slab_stats(in_ptr, start, end, K_C, BLOCK, STAGES, UNROLL)
     lane_m, lane_s = _slab_fold(m, s, K_C, BLOCK)
-    _slab_write(out_ptr, in_ptr, start, end, lane_m, 1.0 / lane_s, K_C, BLOCK)
+    _slab_write(out_ptr, in_ptr, start, end, lane_m, 1.0 / lane_s, K_C, BLOCK, STAGES, UNROLL)
 
 
 @triton.jit
-def fl_slab_softmax_stats_kernel(m_ptr, s_ptr, in_ptr, N, MK, rows_per_split, K_C: tl.constexpr, BLOCK: tl.constexpr):
+def fl_slab_softmax_stats_kernel(m_ptr, s_ptr, in_ptr, N, MK, rows_per_split, K_C: tl.constexpr, BLOCK: tl.constexpr,
+                                 STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
     """Per split of rows: each k's max and sum of exp, into (split, m, k)."""
     pid_s, start, end = _slab(N, K_C, rows_per_split, True)
-    m, s = _slab_stats(in_ptr, start, end, K_C, BLOCK)
+    m, s = _slab_stats(in_ptr, start, end, K_C, BLOCK, STAGES, UNROLL)
     lane_m, lane_s = _slab_fold(m, s, K_C, BLOCK)
     j = tl.arange(0, BLOCK)
     first = pid_s * MK + tl.program_id(0).to(tl.int64) * K_C
@@ -368,7 +377,7 @@ def fl_slab_softmax_stats_kernel(m_ptr, s_ptr, in_ptr, N, MK, rows_per_split, K_
 
 @triton.jit
 def fl_slab_softmax_norm_kernel(out_ptr, in_ptr, m_ptr, s_ptr, N, MK, rows_per_split, splits, K_C: tl.constexpr,
-                                BLOCK: tl.constexpr):
+                                BLOCK: tl.constexpr, STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
     """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
     _, start, end = _slab(N, K_C, rows_per_split, True)
     j = tl.arange(0, BLOCK)
@@ -383,7 +392,7 @@ def fl_slab_softmax_norm_kernel(out_ptr, in_ptr, m_ptr, s_ptr, N, MK, rows_per_s
     for _ in range(0, splits):
         lane_s += tl.load(s_ptr + stat) * tl.exp(tl.load(m_ptr + stat) - m_safe)
         stat += MK
-    _slab_write(out_ptr, in_ptr, start, end, lane_m, 1.0 / lane_s, K_C, BLOCK)
+    _slab_write(out_ptr, in_ptr, start, end, lane_m, 1.0 / lane_s, K_C, BLOCK, STAGES, UNROLL)
 
 
 def _log2(block_r: int) -> int:

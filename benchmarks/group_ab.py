@@ -1,0 +1,148 @@
+"""A candidate plan for tiny K over very many m (item 3 of issue 32), timed before it is built
+into the fast path: each program loads G whole m's, a (G, N * K) block of the input that is
+one contiguous run, as a (G, W) tile (W: N * K to a power of two) under a column-only mask
+(j < N * K); rows past M are clamped to the last m, never masked, so no row condition exists
+for a defect to drop (a clamped row re-reads and re-writes the last m's values, the same
+bits).  Each k is reduced in registers (lanes j % K == k).  Softmax reads its tile once.
+
+    python benchmarks/group_ab.py [--tiles 1024,2048,4096] [--json PATH] op:MxNxK:dim:dtype ...
+
+Against the model's own pick (tiles or slabs) and FlagGems' native kernel, do_bench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+
+import triton
+import triton.language as tl
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from bench_reductions import copy_bandwidth, parse  # noqa: E402
+
+
+@triton.jit
+def group_sum_kernel(out_ptr, in_ptr, M, NK, scale, K_C: tl.constexpr, KP: tl.constexpr, G: tl.constexpr,
+                     W: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    m = tl.minimum(pid * G + tl.arange(0, G), M - 1)
+    j = tl.arange(0, W)
+    x = tl.load(in_ptr + m[:, None] * NK + j[None, :], mask=(j < NK)[None, :], other=0.0).to(tl.float32)
+    kj = j % K_C
+    kc = tl.arange(0, KP)
+    out = tl.zeros([G, KP], dtype=tl.float32)
+    for kk in tl.static_range(K_C):
+        total = tl.sum(tl.where((kj == kk)[None, :], x, 0.0), axis=1)
+        out = tl.where((kc == kk)[None, :], total[:, None], out)
+    tl.store(out_ptr + m[:, None] * K_C + kc[None, :], (out * scale).to(out_ptr.dtype.element_ty), mask=(kc < K_C)[None, :])
+
+
+@triton.jit
+def group_softmax_kernel(out_ptr, in_ptr, M, NK, K_C: tl.constexpr, G: tl.constexpr, W: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    m = tl.minimum(pid * G + tl.arange(0, G), M - 1)
+    j = tl.arange(0, W)
+    offs = m[:, None] * NK + j[None, :]
+    cols = (j < NK)[None, :]
+    x = tl.load(in_ptr + offs, mask=cols, other=float("-inf")).to(tl.float32)
+    kj = (j % K_C)[None, :]
+    lane_m = tl.full([G, W], float("-inf"), dtype=tl.float32)
+    for kk in tl.static_range(K_C):
+        mk = tl.max(tl.where(kj == kk, x, float("-inf")), axis=1)
+        lane_m = tl.where(kj == kk, mk[:, None], lane_m)
+    m_safe = tl.where(lane_m == float("-inf"), 0.0, lane_m)
+    e = tl.exp(x - m_safe)
+    lane_s = tl.zeros([G, W], dtype=tl.float32)
+    for kk in tl.static_range(K_C):
+        sk = tl.sum(tl.where(kj == kk, e, 0.0), axis=1)
+        lane_s = tl.where(kj == kk, sk[:, None], lane_s)
+    tl.store(out_ptr + offs, (e / lane_s).to(out_ptr.dtype.element_ty), mask=cols)
+
+
+def group_call(op: str, x, K: int, tile: int):
+    import torch
+
+    M, NK = x.shape[0], x.shape[1] * x.shape[2]
+    W = triton.next_power_of_2(NK)
+    G = max(1, tile // W)
+    warps = max(4, min(16, G * W // 256))
+    grid = (triton.cdiv(M, G),)
+    if op == "softmax":
+        def call():
+            out = torch.empty_like(x)
+            group_softmax_kernel[grid](out, x, M, NK, K_C=K, G=G, W=W, num_warps=warps)
+            return out
+    else:
+        scale = 1.0 / x.shape[1] if op == "mean" else 1.0
+
+        def call():
+            out = x.new_empty((M, K))
+            group_sum_kernel[grid](out, x, M, NK, scale, K_C=K, KP=triton.next_power_of_2(K), G=G, W=W, num_warps=warps)
+            return out
+    return call, (G, W, warps)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("shapes", nargs="+", help="op:MxNxK:1:dtype (3-D, dim 1)")
+    parser.add_argument("--tiles", default="1024,2048,4096")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+
+    import torch
+
+    from pytest_fl_contract.registry import ops
+    from pytest_fl_contract.workarounds import fastpath
+    from pytest_fl_contract.workarounds import tilemodel as tm
+
+    device = fastpath.device_info("cuda")
+    bench = functools.partial(triton.testing.do_bench, warmup=5, rep=25, return_mode="median")
+    copy_gbs = copy_bandwidth(bench, "cuda")
+    print(f"{device.source}; copy {copy_gbs:.0f} GB/s", flush=True)
+    rows, wrong = [], 0
+    for spec in args.shapes:
+        op, shape, dim, dtype = parse(spec)
+        M, N, K = shape
+        x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
+        nbytes = x.numel() * x.element_size()
+        traffic = 3 * nbytes if op == "softmax" else nbytes + nbytes // N
+        entry = ops.get(op)
+        native = functools.partial(entry.invoke, entry.fn(), x, entry.dim_arg(dim))
+        want = torch.softmax(x.double(), dim) if op == "softmax" else x.double().sum(dim) / (N if op == "mean" else 1)
+        kind = "softmax" if op == "softmax" else "reduce"
+        plan = tm.pick(M, N, K, device, x.element_size(), kind)
+        if isinstance(plan, tm.SlabPlan):
+            current = (fastpath.SlabSoftmax(shape, dim, None, plan, x.device) if kind == "softmax"
+                       else fastpath.SlabReduce(shape, dim, False, op == "mean", plan, device, x.device))
+        else:
+            current = (fastpath.Softmax(shape, dim, None, plan, x.device) if kind == "softmax"
+                       else fastpath.Reduce(shape, dim, False, op == "mean", plan, device, x.device))
+        row = {"case": spec, "bytes": nbytes, "plan": vars(plan), "native_ms": bench(native),
+               "current_ms": bench(functools.partial(current.run, x)), "groups": []}
+        for tile in (int(t) for t in args.tiles.split(",")):
+            call, (G, W, warps) = group_call(op, x, K, tile)
+            got = call().double().reshape(want.shape)
+            err = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+            ms = bench(call)
+            row["groups"].append({"tile": tile, "G": G, "W": W, "warps": warps, "ms": ms, "rel_error": err,
+                                  "share": traffic / ms / 1e6 / copy_gbs})
+            wrong += not err <= (1e-4 if dtype == "float32" else 1e-2)
+        rows.append(row)
+        best = min(row["groups"], key=lambda g: g["ms"])
+        print(f"{spec:32} {nbytes / 2**20:8.1f} MB  native {row['native_ms']:.4f}  current {vars(plan)} "
+              f"{row['current_ms']:.4f} ({100 * traffic / row['current_ms'] / 1e6 / copy_gbs:.0f}%)  group "
+              + "  ".join(f"G{g['G']}xW{g['W']} {g['ms']:.4f} ({100 * g['share']:.0f}%, err {g['rel_error']:.0e})"
+                          for g in row["groups"])
+              + f"  best {row['current_ms'] / best['ms']:.2f}x the current", flush=True)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as sink:
+                json.dump({"device_model": device.source, "copy_gbs": copy_gbs, "rows": rows}, sink, indent=1)
+    print(f"correctness: {wrong} group timings outside tolerance of float64 torch")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
