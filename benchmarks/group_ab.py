@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import json
 import sys
 
@@ -25,50 +26,52 @@ from bench_reductions import copy_bandwidth, parse  # noqa: E402
 
 
 @triton.jit
+def _group_rows(M, NK, G: tl.constexpr, W: tl.constexpr):
+    """This program's m (clamped to M - 1, int64) and its lanes' offsets within an m's run."""
+    m = tl.minimum(tl.program_id(0).to(tl.int64) * G + tl.arange(0, G), M - 1)
+    return m, tl.arange(0, W)
+
+
+@triton.jit
 def group_sum_kernel(out_ptr, in_ptr, M, NK, scale, K_C: tl.constexpr, KP: tl.constexpr, G: tl.constexpr,
                      W: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    m = tl.minimum(pid * G + tl.arange(0, G), M - 1)
-    j = tl.arange(0, W)
+    """Sums (times ``scale``) per k of G m's into out[m, k], stored as one (G, KP) block."""
+    m, j = _group_rows(M, NK, G, W)
     x = tl.load(in_ptr + m[:, None] * NK + j[None, :], mask=(j < NK)[None, :], other=0.0).to(tl.float32)
-    kj = j % K_C
-    kc = tl.arange(0, KP)
+    kj = (j % K_C)[None, :]
+    kc = tl.arange(0, KP)[None, :]
     out = tl.zeros([G, KP], dtype=tl.float32)
     for kk in tl.static_range(K_C):
-        total = tl.sum(tl.where((kj == kk)[None, :], x, 0.0), axis=1)
-        out = tl.where((kc == kk)[None, :], total[:, None], out)
-    tl.store(out_ptr + m[:, None] * K_C + kc[None, :], (out * scale).to(out_ptr.dtype.element_ty), mask=(kc < K_C)[None, :])
+        out = tl.where(kc == kk, tl.sum(tl.where(kj == kk, x, 0.0), axis=1)[:, None], out)
+    tl.store(out_ptr + m[:, None] * K_C + kc, (out * scale).to(out_ptr.dtype.element_ty), mask=kc < K_C)
 
 
 @triton.jit
 def group_softmax_kernel(out_ptr, in_ptr, M, NK, K_C: tl.constexpr, G: tl.constexpr, W: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
-    m = tl.minimum(pid * G + tl.arange(0, G), M - 1)
-    j = tl.arange(0, W)
+    """Softmax per k of G m's: each k's max and sum of exp handed to its lanes; one read."""
+    m, j = _group_rows(M, NK, G, W)
     offs = m[:, None] * NK + j[None, :]
     cols = (j < NK)[None, :]
     x = tl.load(in_ptr + offs, mask=cols, other=float("-inf")).to(tl.float32)
     kj = (j % K_C)[None, :]
     lane_m = tl.full([G, W], float("-inf"), dtype=tl.float32)
     for kk in tl.static_range(K_C):
-        mk = tl.max(tl.where(kj == kk, x, float("-inf")), axis=1)
-        lane_m = tl.where(kj == kk, mk[:, None], lane_m)
-    m_safe = tl.where(lane_m == float("-inf"), 0.0, lane_m)
-    e = tl.exp(x - m_safe)
+        lane_m = tl.where(kj == kk, tl.max(tl.where(kj == kk, x, float("-inf")), axis=1)[:, None], lane_m)
+    e = tl.exp(x - lane_m)  # an all -inf column: NaN, torch's answer
     lane_s = tl.zeros([G, W], dtype=tl.float32)
     for kk in tl.static_range(K_C):
-        sk = tl.sum(tl.where(kj == kk, e, 0.0), axis=1)
-        lane_s = tl.where(kj == kk, sk[:, None], lane_s)
+        lane_s = tl.where(kj == kk, tl.sum(tl.where(kj == kk, e, 0.0), axis=1)[:, None], lane_s)
     tl.store(out_ptr + offs, (e / lane_s).to(out_ptr.dtype.element_ty), mask=cols)
 
 
-def group_call(op: str, x, K: int, tile: int):
+def group_call(op: str, x, K: int, tile: int, per_thread: int = 8):
+    """``tile`` elements a program, ``per_thread`` of them a thread."""
     import torch
 
     M, NK = x.shape[0], x.shape[1] * x.shape[2]
     W = triton.next_power_of_2(NK)
     G = max(1, tile // W)
-    warps = max(4, min(16, G * W // 256))
+    warps = max(1, min(16, G * W // (32 * per_thread)))
     grid = (triton.cdiv(M, G),)
     if op == "softmax":
         def call():
@@ -92,6 +95,7 @@ def main() -> int:
     parser.add_argument("--json")
     args = parser.parse_args()
 
+    import flag_gems  # noqa: F401  (its ops modules: the native entry points)
     import torch
 
     from pytest_fl_contract.registry import ops
@@ -122,8 +126,8 @@ def main() -> int:
                        else fastpath.Reduce(shape, dim, False, op == "mean", plan, device, x.device))
         row = {"case": spec, "bytes": nbytes, "plan": vars(plan), "native_ms": bench(native),
                "current_ms": bench(functools.partial(current.run, x)), "groups": []}
-        for tile in (int(t) for t in args.tiles.split(",")):
-            call, (G, W, warps) = group_call(op, x, K, tile)
+        for tile, per_thread in itertools.product((int(t) for t in args.tiles.split(",")), (8, 16)):
+            call, (G, W, warps) = group_call(op, x, K, tile, per_thread)
             got = call().double().reshape(want.shape)
             err = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
             ms = bench(call)
@@ -134,7 +138,7 @@ def main() -> int:
         best = min(row["groups"], key=lambda g: g["ms"])
         print(f"{spec:32} {nbytes / 2**20:8.1f} MB  native {row['native_ms']:.4f}  current {vars(plan)} "
               f"{row['current_ms']:.4f} ({100 * traffic / row['current_ms'] / 1e6 / copy_gbs:.0f}%)  group "
-              + "  ".join(f"G{g['G']}xW{g['W']} {g['ms']:.4f} ({100 * g['share']:.0f}%, err {g['rel_error']:.0e})"
+              + "  ".join(f"G{g['G']}xW{g['W']}w{g['warps']} {g['ms']:.4f} ({100 * g['share']:.0f}%, err {g['rel_error']:.0e})"
                           for g in row["groups"])
               + f"  best {row['current_ms'] / best['ms']:.2f}x the current", flush=True)
         if args.json:

@@ -55,6 +55,7 @@ def main() -> int:
     parser.add_argument("--json")
     args = parser.parse_args()
 
+    import flag_gems  # noqa: F401  (its ops modules: the native entry points)
     import torch
     import triton
 

@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent('''
     ]
     for (fn, signature, (block_r, block_k)), flat in itertools.product(CASES, (False, True)):
         consts = {"BLOCK_R": block_r, "BLOCK_K": block_k, "LOG_R": block_r.bit_length() - 1, "FLAT": flat,
-                  "STAGES": None, "UNROLL": None}
+                  "STAGES": None, "UNROLL": fp.SOFTMAX_UNROLL if fn is fp.fl_softmax_rows_kernel else None}
         source = ASTSource(fn=fn, signature={**signature, **{k: "constexpr" for k in consts}}, constexprs=consts)
         kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
         print(fn.__name__, len(kernel.asm["cubin"]))
