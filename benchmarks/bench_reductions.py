@@ -73,6 +73,23 @@ def copy_bandwidth(bench, dev: str) -> float:
     return 2 * src.numel() * 4 / bench(lambda: dst.copy_(src)) / 1e6
 
 
+def traffic(name: str, shape: tuple[int, ...], dim: int, nbytes: int) -> int:
+    """Bytes a call moves: softmax reads twice (statistics, then values) and writes once; a
+    sum reads once and writes 1/N as much."""
+    return 3 * nbytes if name == "softmax" else nbytes + nbytes // shape[dim]
+
+
+def cuda_timing():
+    """(the fast path's device, do_bench at its median, the copy ceiling in GB/s): what the
+    A/B scripts (loop_ab.py, group_ab.py) time with."""
+    import triton
+
+    from pytest_fl_contract.workarounds import fastpath
+
+    bench = functools.partial(triton.testing.do_bench, warmup=5, rep=25, return_mode="median")
+    return fastpath.device_info("cuda"), bench, copy_bandwidth(bench, "cuda")
+
+
 def back_to_back(fn, budget_s: float = 0.02) -> float:
     """Milliseconds a call of ``fn`` in a stream of back-to-back calls (no L2 flush): what a
     model calling it in a loop pays, host and GPU overlapped.  do_bench's median (a flush
@@ -120,8 +137,7 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
     native = op.fn()
     wrapped = mr.make_wrapper(native, mr.Target(op, op.entries[0]))
     nbytes = x.numel() * x.element_size()
-    # softmax reads twice (statistics, then values) and writes once; a sum reads once
-    traffic = 3 * nbytes if name == "softmax" else nbytes + nbytes // shape[dim]
+    moved_bytes = traffic(name, shape, dim, nbytes)
     calls = {"torch": functools.partial(op.torch_fn, x, dim, False),
              "native": functools.partial(op.invoke, native, x, op.dim_arg(dim)),
              "fast": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim))}
@@ -152,7 +168,7 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
     if moved and not graph:
         with fastpath.disabled():
             row["moved"] = bench(calls["fast"])
-    row["fast_gbs"] = traffic / row["fast"] / 1e6
+    row["fast_gbs"] = moved_bytes / row["fast"] / 1e6
     row["fast_copy_share"] = row["fast_gbs"] / copy_gbs
     return row
 

@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from bench_reductions import copy_bandwidth, parse  # noqa: E402
+from bench_reductions import cuda_timing, parse, traffic  # noqa: E402
 
 
 @triton.jit
@@ -102,9 +102,7 @@ def main() -> int:
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import tilemodel as tm
 
-    device = fastpath.device_info("cuda")
-    bench = functools.partial(triton.testing.do_bench, warmup=5, rep=25, return_mode="median")
-    copy_gbs = copy_bandwidth(bench, "cuda")
+    device, bench, copy_gbs = cuda_timing()
     print(f"{device.source}; copy {copy_gbs:.0f} GB/s", flush=True)
     rows, wrong = [], 0
     for spec in args.shapes:
@@ -112,7 +110,7 @@ def main() -> int:
         M, N, K = shape
         x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
         nbytes = x.numel() * x.element_size()
-        traffic = 3 * nbytes if op == "softmax" else nbytes + nbytes // N
+        moved = traffic(op, shape, dim, nbytes)
         entry = ops.get(op)
         native = functools.partial(entry.invoke, entry.fn(), x, entry.dim_arg(dim))
         want = torch.softmax(x.double(), dim) if op == "softmax" else x.double().sum(dim) / (N if op == "mean" else 1)
@@ -132,12 +130,12 @@ def main() -> int:
             err = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
             ms = bench(call)
             row["groups"].append({"tile": tile, "G": G, "W": W, "warps": warps, "ms": ms, "rel_error": err,
-                                  "share": traffic / ms / 1e6 / copy_gbs})
+                                  "share": moved / ms / 1e6 / copy_gbs})
             wrong += not err <= (1e-4 if dtype == "float32" else 1e-2)
         rows.append(row)
         best = min(row["groups"], key=lambda g: g["ms"])
         print(f"{spec:32} {nbytes / 2**20:8.1f} MB  native {row['native_ms']:.4f}  current {vars(plan)} "
-              f"{row['current_ms']:.4f} ({100 * traffic / row['current_ms'] / 1e6 / copy_gbs:.0f}%)  group "
+              f"{row['current_ms']:.4f} ({100 * moved / row['current_ms'] / 1e6 / copy_gbs:.0f}%)  group "
               + "  ".join(f"G{g['G']}xW{g['W']}w{g['warps']} {g['ms']:.4f} ({100 * g['share']:.0f}%, err {g['rel_error']:.0e})"
                           for g in row["groups"])
               + f"  best {row['current_ms'] / best['ms']:.2f}x the current", flush=True)

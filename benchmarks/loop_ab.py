@@ -16,7 +16,7 @@ import math
 import sys
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from bench_reductions import copy_bandwidth, parse  # noqa: E402
+from bench_reductions import cuda_timing, parse, traffic  # noqa: E402
 
 DEFAULT_VARIANTS = "none:none,2:none,3:none,none:2,none:4,3:2"
 
@@ -57,21 +57,17 @@ def main() -> int:
 
     import flag_gems  # noqa: F401  (its ops modules: the native entry points)
     import torch
-    import triton
 
     from pytest_fl_contract.registry import ops
-    from pytest_fl_contract.workarounds import fastpath
 
-    device = fastpath.device_info("cuda")
-    bench = functools.partial(triton.testing.do_bench, warmup=5, rep=25, return_mode="median")
-    copy_gbs = copy_bandwidth(bench, "cuda")
+    device, bench, copy_gbs = cuda_timing()
     print(f"{device.source}; copy {copy_gbs:.0f} GB/s; variants (STAGES, UNROLL) {args.variants}", flush=True)
     rows, wrong = [], []
     for spec in args.shapes:
         op, shape, dim, dtype = parse(spec)
         x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
         nbytes = x.numel() * x.element_size()
-        traffic = 3 * nbytes if op == "softmax" else nbytes + nbytes // shape[dim]
+        moved = traffic(op, shape, dim, nbytes)
         entry = ops.get(op)
         native_ms = bench(functools.partial(entry.invoke, entry.fn(), x, entry.dim_arg(dim)))
         want = torch.softmax(x.double(), dim) if op == "softmax" else x.double().sum(dim) / (shape[dim] if op == "mean" else 1)
@@ -91,7 +87,7 @@ def main() -> int:
             base = got if base is None else base
             err = float((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-30))
             ms = bench(functools.partial(call.run, x))
-            timed.append({"stages": stages, "unroll": unroll, "ms": ms, "share": traffic / ms / 1e6 / copy_gbs,
+            timed.append({"stages": stages, "unroll": unroll, "ms": ms, "share": moved / ms / 1e6 / copy_gbs,
                           "same_bits": same, "rel_error": err})
             if not err <= (1e-4 if dtype == "float32" else 1e-2):
                 wrong.append(f"{spec} STAGES={stages} UNROLL={unroll}: error {err:.1e}")
