@@ -90,6 +90,34 @@ def cuda_timing():
     return fastpath.device_info("cuda"), bench, copy_bandwidth(bench, "cuda")
 
 
+def planned(op: str, shape: tuple[int, ...], dim: int, x, device):
+    """(the model's plan, the fast path's planned call) of one case, built as the fast path
+    builds it (``fastpath.prepare``'s classes): the A/B scripts time it and change its launches."""
+    from pytest_fl_contract.util import mnk
+    from pytest_fl_contract.workarounds import fastpath
+    from pytest_fl_contract.workarounds import tilemodel as tm
+
+    M, N, K = mnk(shape, dim)
+    kind = "softmax" if op == "softmax" else "reduce"
+    plan = tm.pick(M, N, K, device, x.element_size(), kind)
+    if isinstance(plan, tm.SlabPlan):
+        call = (fastpath.SlabSoftmax(shape, dim, None, plan, x.device) if kind == "softmax"
+                else fastpath.SlabReduce(shape, dim, False, op == "mean", plan, device, x.device))
+    else:
+        call = (fastpath.Softmax(shape, dim, None, plan, x.device) if kind == "softmax"
+                else fastpath.Reduce(shape, dim, False, op == "mean", plan, device, x.device))
+    return plan, call
+
+
+def reference(op: str, x, dim: int):
+    """The case's float64 answer (sum, mean or softmax over ``dim``)."""
+    import torch
+
+    if op == "softmax":
+        return torch.softmax(x.double(), dim)
+    return x.double().sum(dim) / (x.shape[dim] if op == "mean" else 1)
+
+
 def back_to_back(fn, budget_s: float = 0.02) -> float:
     """Milliseconds a call of ``fn`` in a stream of back-to-back calls (no L2 flush): what a
     model calling it in a loop pays, host and GPU overlapped.  do_bench's median (a flush

@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from bench_reductions import cuda_timing, parse, traffic  # noqa: E402
+from bench_reductions import cuda_timing, parse, planned, reference, traffic  # noqa: E402
 
 
 @triton.jit
@@ -99,29 +99,20 @@ def main() -> int:
     import torch
 
     from pytest_fl_contract.registry import ops
-    from pytest_fl_contract.workarounds import fastpath
-    from pytest_fl_contract.workarounds import tilemodel as tm
 
     device, bench, copy_gbs = cuda_timing()
     print(f"{device.source}; copy {copy_gbs:.0f} GB/s", flush=True)
     rows, wrong = [], 0
     for spec in args.shapes:
         op, shape, dim, dtype = parse(spec)
-        M, N, K = shape
+        K = shape[2]  # (M, N, K), dim 1
         x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
         nbytes = x.numel() * x.element_size()
         moved = traffic(op, shape, dim, nbytes)
         entry = ops.get(op)
         native = functools.partial(entry.invoke, entry.fn(), x, entry.dim_arg(dim))
-        want = torch.softmax(x.double(), dim) if op == "softmax" else x.double().sum(dim) / (N if op == "mean" else 1)
-        kind = "softmax" if op == "softmax" else "reduce"
-        plan = tm.pick(M, N, K, device, x.element_size(), kind)
-        if isinstance(plan, tm.SlabPlan):
-            current = (fastpath.SlabSoftmax(shape, dim, None, plan, x.device) if kind == "softmax"
-                       else fastpath.SlabReduce(shape, dim, False, op == "mean", plan, device, x.device))
-        else:
-            current = (fastpath.Softmax(shape, dim, None, plan, x.device) if kind == "softmax"
-                       else fastpath.Reduce(shape, dim, False, op == "mean", plan, device, x.device))
+        want = reference(op, x, dim)
+        plan, current = planned(op, shape, dim, x, device)
         row = {"case": spec, "bytes": nbytes, "plan": vars(plan), "native_ms": bench(native),
                "current_ms": bench(functools.partial(current.run, x)), "groups": []}
         for tile, per_thread in itertools.product((int(t) for t in args.tiles.split(",")), (8, 16)):

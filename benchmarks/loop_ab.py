@@ -16,7 +16,7 @@ import math
 import sys
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from bench_reductions import cuda_timing, parse, traffic  # noqa: E402
+from bench_reductions import cuda_timing, parse, planned, reference, traffic  # noqa: E402
 
 DEFAULT_VARIANTS = "none:none,2:none,3:none,none:2,none:4,3:2"
 
@@ -29,23 +29,6 @@ def variants(text: str) -> list[tuple[int | None, int | None]]:
         return [(one(a), one(b)) for a, b in (v.split(":") for v in text.split(","))]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: STAGES:UNROLL pairs, comma-separated (none for the default)") from None
-
-
-def planned(op: str, shape: tuple[int, ...], dim: int, x, device):
-    from pytest_fl_contract.util import mnk
-    from pytest_fl_contract.workarounds import fastpath
-    from pytest_fl_contract.workarounds import tilemodel as tm
-
-    M, N, K = mnk(shape, dim)
-    kind = "softmax" if op == "softmax" else "reduce"
-    plan = tm.pick(M, N, K, device, x.element_size(), kind)
-    if isinstance(plan, tm.SlabPlan):
-        call = (fastpath.SlabSoftmax(shape, dim, None, plan, x.device) if kind == "softmax"
-                else fastpath.SlabReduce(shape, dim, False, op == "mean", plan, device, x.device))
-    else:
-        call = (fastpath.Softmax(shape, dim, None, plan, x.device) if kind == "softmax"
-                else fastpath.Reduce(shape, dim, False, op == "mean", plan, device, x.device))
-    return plan, call
 
 
 def main() -> int:
@@ -70,7 +53,7 @@ def main() -> int:
         moved = traffic(op, shape, dim, nbytes)
         entry = ops.get(op)
         native_ms = bench(functools.partial(entry.invoke, entry.fn(), x, entry.dim_arg(dim)))
-        want = torch.softmax(x.double(), dim) if op == "softmax" else x.double().sum(dim) / (shape[dim] if op == "mean" else 1)
+        want = reference(op, x, dim)
         timed, base = [], None
         for stages, unroll in args.variants:
             plan, call = planned(op, shape, dim, x, device)

@@ -186,7 +186,7 @@ def _split_rows(N, rows_per_split):
 @triton.jit
 def fl_reduce_rows_kernel(out_ptr, in_ptr, MK, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                           LOG_R: tl.constexpr, FLAT: tl.constexpr,
-    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
+                          STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL) * scale
     tl.store(out_ptr + c, total.to(out_ptr.dtype.element_ty), mask=cmask)
@@ -208,7 +208,7 @@ def fl_reduce_rows_split_kernel(
 @triton.jit
 def fl_softmax_rows_kernel(out_ptr, in_ptr, MK, N, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                            LOG_R: tl.constexpr, FLAT: tl.constexpr,
-    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
+                           STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     m, s = _softmax_stats_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
     _softmax_write_rows(out_ptr, in_ptr, 0, N, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
@@ -230,7 +230,7 @@ def fl_softmax_stats_split_kernel(
 @triton.jit
 def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, MK, N, K, rows_per_split, splits,
                                  BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
-    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
+                                 STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
     """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
