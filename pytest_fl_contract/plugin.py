@@ -308,9 +308,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _hardware_plugins(config: pytest.Config, session: LaneSession) -> list[tuple[str, Any]]:
     """What a hardware lane adds: the device watch always; under xdist the schedule (every
-    process) and the memory ledger (workers, which share it by the run's id)."""
+    process) and the memory ledger (workers, which share it by the run's id; the controller
+    removes it at the end)."""
     from .hardware.devicehealth import DeviceWatch
-    from .hardware.ledger import LedgerPlugin
+    from .hardware.ledger import LedgerOwner, LedgerPlugin
     from .hardware.schedule import Schedule
 
     s = session.settings
@@ -322,6 +323,8 @@ def _hardware_plugins(config: pytest.Config, session: LaneSession) -> list[tuple
     if workerinput is not None:
         runid = str(workerinput.get("testrunuid", os.getppid()))
         plugins.append(("fl_contract_ledger", lambda: LedgerPlugin(runid, s.platform.device_type, session.pick_device)))
+    elif xdist:
+        plugins.append(("fl_contract_ledger_owner", LedgerOwner))
     return plugins
 
 

@@ -6,11 +6,12 @@ import json
 import multiprocessing
 import os
 import time
+import uuid
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_fl_contract.hardware.ledger import Claim, Ledger, admit, budget_gib
+from pytest_fl_contract.hardware.ledger import Claim, Ledger, admit, budget_gib, ledger_path
 
 
 def test_admit_counts_only_live_claims_and_lets_a_case_run_alone():
@@ -94,11 +95,18 @@ def test_heavy(i):
 
 
 def test_xdist_workers_never_run_two_heavy_cases_at_once(pytester, run_subprocess):
+    runid = uuid.uuid4().hex
     pytester.makeconftest(FAKE_DEVICE)
-    pytester.makepyfile(test_heavy=HEAVY)
+    pytester.makepyfile(test_heavy=HEAVY, test_ledger_there=f"""
+import os, pytest
+@pytest.mark.requires_device_memory(1)
+def test_the_workers_share_the_ledger():
+    assert os.path.exists({str(ledger_path(runid))!r})
+""")
     result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-no-workaround", "-p", "xdist", "-n", "3",
-                            "--junitxml=lane.xml")
-    result.assert_outcomes(passed=3)
+                            f"--testrunuid={runid}", "--junitxml=lane.xml")
+    result.assert_outcomes(passed=4)
+    assert not ledger_path(runid).exists()  # the controller removed it: runs used to leave one each
     spans = sorted(json.loads(line) for line in (pytester.path / "spans.txt").read_text().splitlines())
     assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:])), spans
     assert (pytester.path / "lane.xml").read_text().count('name="fl_memory_wait_s"') == 0  # xunit2: no per-case properties

@@ -96,11 +96,32 @@ class Ledger:
         self._edit(lambda cs: [c for c in cs if not (c.pid == os.getpid() and c.nodeid == nodeid)])
 
 
+def ledger_path(runid: str) -> Path:
+    return Path(tempfile.gettempdir()) / f"fl-contract-ledger-{runid}.json"
+
+
+class LedgerOwner:
+    """The controller's side: the ledger outlives every worker (a replaced one joins it), so
+    the controller, which started them, removes it when the run ends; runs used to leave one
+    file each in the temporary directory."""
+
+    def __init__(self) -> None:
+        self.paths: set[Path] = set()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        self.paths.add(ledger_path(str(node.workerinput["testrunuid"])))
+
+    def pytest_unconfigure(self) -> None:
+        for path in self.paths:
+            path.unlink(missing_ok=True)
+
+
 class LedgerPlugin:
     """Registered on hardware lanes run with xdist: all workers of a run share one file."""
 
     def __init__(self, runid: str, device_type: str, pick_device: Callable[[], Any] = lambda: None) -> None:
-        self.path = Path(tempfile.gettempdir()) / f"fl-contract-ledger-{runid}.json"
+        self.path = ledger_path(runid)
         self.device_type = device_type
         self.pick_device = pick_device  # the worker's own device first: never a context on device 0
         self._ledger: Ledger | None = None
