@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pytest_fl_contract.cli import main
@@ -80,15 +82,41 @@ def test_a_recorded_killer_that_no_longer_kills_falls_back_to_the_search(tmp_pat
     for name in killers:
         assert verdicts[name].status == "killed" and verdicts[name].tries == 2, run.table(list(verdicts.values()))
         *before, last = verdicts[name].nodes
-        assert len(before) <= 1 and all(n.startswith("reductions/test_") and "::" in n for n in verdicts[name].nodes)
+        assert len(before) <= 2 and all(n.startswith("reductions/test_") and "::" in n for n in verdicts[name].nodes)
         assert last.split("::", 1)[1] == verdicts[name].killers[0].split(":", 1)[1]
     assert "2 searched past a recorded killer" in run.table(list(verdicts.values()))
+    # neither needs a case before its killer: what --record-killers keeps is the killer alone
+    cut = run.minimal([replace(v, nodes=("reductions/test_empty.py::test_empty_and_unit_dims[sum-0x5-d0]", *v.nodes))
+                       for v in verdicts.values()], ROOT / "contracts" / "reductions", 2)
+    assert [v.nodes for v in cut] == [v.nodes[-1:] for v in verdicts.values()]
     path = tmp_path / "killers.json"
     path.write_text('{"gone": ["reductions/test_x.py::test_y"], "keepdim_ignored": "stale::x", '
                     '"mean_wrong_count": "reductions/test_x.py::test_y"}')
     assert run.record(list(verdicts.values()), path) == 3  # "gone" left the zoo
     assert run.recorded_killers(path)["keepdim_ignored"] == verdicts["keepdim_ignored"].nodes
     assert run.recorded_killers(path)["mean_wrong_count"] == ("reductions/test_x.py::test_y",)  # a string: read
+
+
+def test_minimal_keeps_the_earlier_case_a_kill_needs(monkeypatch):
+    """A defect that an earlier call sets up (a scalar bound at the first launch) keeps that
+    call; the killer alone, and after the case just before it, are tried first; a mutant no
+    shorter record kills keeps its whole one."""
+    tried = []
+
+    def fake_zoo(names, contracts, jobs, killers, search):
+        assert not search  # a shorter record that does not kill is an answer, not a search
+        tried.append(dict(killers))
+        return [run.Verdict(n, "killed" if killers[n][0] == needs[n] else "survived", (), 1.0) for n in names]
+
+    needs = {"setup_by_first": "first", "needs_all": "none"}
+    monkeypatch.setattr(run, "run_zoo", fake_zoo)
+    verdicts = [run.Verdict(n, "killed", ("x",), 1.0, nodes=("first", "before", "killer")) for n in needs]
+    verdicts.append(run.Verdict("alone", "killed", ("x",), 1.0, nodes=("killer",)))
+    cut = {v.mutant: v.nodes for v in run.minimal(verdicts, ROOT, 2)}
+    assert cut == {"setup_by_first": ("first", "killer"), "needs_all": ("first", "before", "killer"),
+                   "alone": ("killer",)}
+    assert [t["setup_by_first"] for t in tried] == [("killer",), ("before", "killer"), ("first", "killer")]
+    assert all("alone" not in t for t in tried)
 
 
 def test_malformed_killers_are_no_killers(tmp_path):

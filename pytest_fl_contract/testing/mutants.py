@@ -49,13 +49,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class _Killer:
-    """Writes the first failing case's node id, and the case that ran before it, absolute (a
-    later run passes them from any directory): the zoo runs the two first next time.  The
-    case before comes along for defects that a call before sets up; where the one before is
-    not the call that did (bound_to_first_scalar_n), the zoo searches, as without a record."""
+    """Writes the first failing case's node id after the session's first case and the case
+    that ran before it, absolute (a later run passes them from any directory).  Those two
+    come along for defects that an earlier call sets up (a memoised plan, a scalar bound at
+    the first launch); ``fl-contract mutants --record-killers`` keeps only the ones the kill
+    needs."""
 
     def __init__(self, rootpath: Path, path: Path) -> None:
-        self.rootpath, self.path, self.done, self.before = rootpath, path, False, ""
+        self.rootpath, self.path, self.done, self.first, self.before = rootpath, path, False, "", ""
 
     def _absolute(self, nodeid: str) -> str:
         file, sep, rest = nodeid.partition("::")
@@ -66,10 +67,11 @@ class _Killer:
             return
         if not report.failed:
             if report.when == "call":
+                self.first = self.first or report.nodeid
                 self.before = report.nodeid
             return
         self.done = True
-        nodes = [self.before, report.nodeid] if self.before and self.before != report.nodeid else [report.nodeid]
+        nodes = [n for n in dict.fromkeys((self.first, self.before)) if n and n != report.nodeid] + [report.nodeid]
         self.path.write_text("".join(self._absolute(n) + "\n" for n in nodes))
 
 

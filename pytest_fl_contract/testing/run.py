@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +72,14 @@ def _argv(mutant: Mutant, contracts: Path, workdir: Path, every: bool, killer: t
 
 
 def _tries(mutant: Mutant, contracts: Path, workdir: Path, every: bool,
-           killers: dict[str, tuple[str, ...]]) -> list[list[str]]:
-    """The argvs to run in turn until one fails a case: the recorded killer, then the search."""
-    search = _argv(mutant, contracts, workdir, every)
+           killers: dict[str, tuple[str, ...]], search: bool = True) -> list[list[str]]:
+    """The argvs to run in turn until one fails a case: the recorded killer, then the search
+    (unless ``search`` is off: only the killer, as ``minimal`` tries them)."""
+    whole = _argv(mutant, contracts, workdir, every)
     killer = () if every else killers.get(mutant.name, ())
     if not killer or not all((contracts.parent / node.split("::", 1)[0]).is_file() for node in killer):
-        return [search]
-    return [_argv(mutant, contracts, workdir, every, killer), search]
+        return [whole]
+    return [_argv(mutant, contracts, workdir, every, killer), *([whole] if search else [])]
 
 
 def _verdict(mutant: Mutant, code: int, workdir: Path, contracts: Path, output: str, seconds: float,
@@ -103,12 +104,12 @@ def _verdict(mutant: Mutant, code: int, workdir: Path, contracts: Path, output: 
 
 
 def run_one(mutant: Mutant, contracts: Path, workdir: Path, every: bool = False,
-            killers: dict[str, tuple[str, ...]] | None = None) -> Verdict:
+            killers: dict[str, tuple[str, ...]] | None = None, search: bool = True) -> Verdict:
     """One mutant's contract runs, each in a process of its own: killed at the first failing
     contract (-x); with ``every``, every contract of the mutated op runs and each that fails
     is a killer."""
     start, code, output = time.monotonic(), 0, ""
-    tries = _tries(mutant, contracts, workdir, every, killers or {})
+    tries = _tries(mutant, contracts, workdir, every, killers or {}, search)
     for argv in tries:
         done = subprocess.run([sys.executable, "-m", "pytest", *argv], capture_output=True, text=True, cwd=workdir,
                               timeout=900)
@@ -120,13 +121,13 @@ def run_one(mutant: Mutant, contracts: Path, workdir: Path, every: bool = False,
 
 
 def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, every: bool,
-            killers: dict[str, tuple[str, ...]]) -> list[Verdict] | None:
+            killers: dict[str, tuple[str, ...]], search: bool = True) -> list[Verdict] | None:
     """Every mutant through the fork server (``forkzoo``); None when it could not warm up."""
     from .forkzoo import WARM_FAILED
 
     runs = []
     for m in mutants:
-        first, *then = _tries(m, contracts, workdir, every, killers)
+        first, *then = _tries(m, contracts, workdir, every, killers, search)
         runs.append({"name": m.name, "argv": first, **({"then": then[0]} if then else {})})
     spec = workdir / "spec.json"
     spec.write_text(json.dumps({"platform": "cpu", "workdir": str(workdir), "jobs": jobs, "timeout": 900,
@@ -156,17 +157,43 @@ def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, ev
 
 
 def run_zoo(names: list[str], contracts: Path, jobs: int, every: bool = False,
-            killers: dict[str, tuple[str, ...]] | None = None) -> list[Verdict]:
+            killers: dict[str, tuple[str, ...]] | None = None, search: bool = True) -> list[Verdict]:
     """Through the fork server; each mutant in a process of its own where it cannot warm up.
-    ``killers``: the recorded ones (default: ``killers.json``; {} searches every selection)."""
+    ``killers``: the recorded ones (default: ``killers.json``; {} searches every selection);
+    ``search`` off: a killer that does not kill is the verdict (survived)."""
     mutants = [get(n) for n in names] if names else list(MUTANTS.values())
     known = recorded_killers() if killers is None else killers
     with tempfile.TemporaryDirectory(prefix="fl-mutants-") as tmp:
-        forked = _forked(mutants, contracts, Path(tmp), jobs, every, known)
+        forked = _forked(mutants, contracts, Path(tmp), jobs, every, known, search)
         if forked is not None:
             return forked
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            return list(pool.map(lambda m: run_one(m, contracts, Path(tmp), every, known), mutants))
+            return list(pool.map(lambda m: run_one(m, contracts, Path(tmp), every, known, search), mutants))
+
+
+def _shorter(nodes: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """What to try in place of the recorded cases, fewest first: the killer alone, then after
+    one of the cases recorded before it (the one just before first)."""
+    *earlier, killer = nodes
+    return [c for c in [(killer,), *[(node, killer) for node in reversed(earlier)]] if c != nodes]
+
+
+def minimal(verdicts: list[Verdict], contracts: Path, jobs: int) -> list[Verdict]:
+    """Each killed mutant's fewest recorded cases that still kill it in a run of their own.
+    The search writes the killer after the session's first case and the one before it, which
+    a few defects need (a memoised plan, a scalar bound at the first launch); running them
+    before every other killer made the zoo a quarter slower on every CI run."""
+    trying = {v.mutant: _shorter(v.nodes) for v in verdicts if v.status == "killed" and len(v.nodes) > 1}
+    kept: dict[str, tuple[str, ...]] = {}
+    while trying:
+        trial = {name: cands[0] for name, cands in trying.items()}
+        for v in run_zoo(list(trial), contracts, jobs, killers=trial, search=False):
+            if v.status == "killed":
+                kept[v.mutant] = trial[v.mutant]
+            trying[v.mutant].pop(0)
+            if v.status == "killed" or not trying[v.mutant]:
+                del trying[v.mutant]
+    return [replace(v, nodes=kept.get(v.mutant, v.nodes)) for v in verdicts]
 
 
 def record(verdicts: list[Verdict], path: Path = KILLERS) -> int:
@@ -237,5 +264,6 @@ def main(args: Any) -> int:
     print(every_killer_table(verdicts) if every else table(verdicts))
     print(f"zoo wall time: {time.monotonic() - start:.1f}s")
     if getattr(args, "record_killers", False) and not every:
+        verdicts = minimal(verdicts, contracts, args.jobs or os.cpu_count() or 1)
         print(f"recorded killers: {record(verdicts)} in {KILLERS}")
     return 0 if all(v.status == "killed" for v in verdicts) else 1
