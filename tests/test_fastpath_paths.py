@@ -71,3 +71,32 @@ def test_the_cpu_lanes_reach_every_split_and_slab_path():
     for kind in paths.KINDS:
         found = {p.name for p in paths.path_shapes(kind, CPU, 4, 1 << 22)}
         assert found == {p.name for p in paths.every_path(kind)} - (unreached if kind == "softmax" else set())
+
+
+@settings(max_examples=150, deadline=None)
+@given(M=st.integers(1, 3000), N=st.integers(2, 100_000), K=st.integers(1, 5000),
+       dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16]), op=st.sampled_from(["sum", "mean", "softmax"]))
+def test_every_row_walk_launch_takes_the_largest_k_div_that_divides_its_rows(M, N, K, dtype, op):
+    """A K_DIV that does not divide the K it launches with would tell the compiler rows start
+    aligned where they do not (misaligned vector loads on hardware, invisible to the
+    interpreter); one below K's divisor loads elements one by one again."""
+    import math
+    from unittest import mock
+
+    row = ops.get(op)
+    x = torch.empty((M, N, K), dtype=dtype, device="meta")
+    kind = paths.kind_of(row.fastpath)
+    planned = fastpath.prepare(row, x, {"dim": 1} if kind == "softmax" else {"dim": [1], "keepdim": False}, mr.route)
+    if planned is None:
+        return
+    launched = []
+    with mock.patch.object(fastpath._Site, "__call__", lambda site, *args: launched.append((site, args))):
+        planned.run(x)
+    assert launched
+    for site, args in launched:
+        kernel = getattr(fastpath, site.name)
+        if "K" not in kernel.arg_names:  # the slabs: K is a constexpr there, alignment known exactly
+            assert "K_DIV" not in site.meta
+            continue
+        rows = args[kernel.arg_names.index("K")]
+        assert site.meta["K_DIV"] == math.gcd(rows, fastpath.VECTOR), (site.name, rows, site.meta)

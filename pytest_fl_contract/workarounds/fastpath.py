@@ -23,6 +23,7 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -186,7 +187,9 @@ def _split_rows(N, rows_per_split):
 @triton.jit
 def fl_reduce_rows_kernel(out_ptr, in_ptr, MK, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                           LOG_R: tl.constexpr, FLAT: tl.constexpr,
-                          STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
+                          STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1):
+    if K_DIV > 1:  # the plan's divisor of K, proven by arithmetic: row starts load as vectors
+        K = (K // K_DIV) * K_DIV
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL) * scale
     tl.store(out_ptr + c, total.to(out_ptr.dtype.element_ty), mask=cmask)
@@ -195,10 +198,12 @@ def fl_reduce_rows_kernel(out_ptr, in_ptr, MK, N, K, scale, BLOCK_R: tl.constexp
 @triton.jit
 def fl_reduce_rows_split_kernel(
     part_ptr, in_ptr, MK, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
-    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None
+    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1
 ):
     """Partial sums of ``rows_per_split`` rows each, into part[(split, m, k)] (fp32):
     when cdiv(M * K, BLOCK_K) programs alone cannot fill the GPU (few, long columns)."""
+    if K_DIV > 1:  # the plan's divisor of K, proven by arithmetic: row starts load as vectors
+        K = (K // K_DIV) * K_DIV
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
     part = _sum_rows(in_ptr, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
@@ -208,7 +213,9 @@ def fl_reduce_rows_split_kernel(
 @triton.jit
 def fl_softmax_rows_kernel(out_ptr, in_ptr, MK, N, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                            LOG_R: tl.constexpr, FLAT: tl.constexpr,
-                           STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
+                           STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1):
+    if K_DIV > 1:  # the plan's divisor of K, proven by arithmetic: row starts load as vectors
+        K = (K // K_DIV) * K_DIV
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     m, s = _softmax_stats_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
     _softmax_write_rows(out_ptr, in_ptr, 0, N, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
@@ -217,9 +224,11 @@ def fl_softmax_rows_kernel(out_ptr, in_ptr, MK, N, K, BLOCK_R: tl.constexpr, BLO
 @triton.jit
 def fl_softmax_stats_split_kernel(
     m_ptr, s_ptr, in_ptr, MK, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
-    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None
+    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1
 ):
     """Per split of rows: the column max and sum of exp, into (split, m, k)."""
+    if K_DIV > 1:  # the plan's divisor of K, proven by arithmetic: row starts load as vectors
+        K = (K // K_DIV) * K_DIV
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
     m, s = _softmax_stats_rows(in_ptr, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
@@ -230,8 +239,10 @@ def fl_softmax_stats_split_kernel(
 @triton.jit
 def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, MK, N, K, rows_per_split, splits,
                                  BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
-                                 STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
+                                 STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1):
     """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
+    if K_DIV > 1:  # the plan's divisor of K, proven by arithmetic: row starts load as vectors
+        K = (K // K_DIV) * K_DIV
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
     m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
@@ -502,9 +513,19 @@ def _runner(kernel: Any, grid: tuple[int, ...], meta: dict[str, Any], args: tupl
 SOFTMAX_UNROLL = 2
 
 
-def _meta(plan: Plan) -> dict[str, int]:
+# Elements of the narrowest dtype a 16-byte load holds.  Triton loads a row as vectors only
+# where it can prove the row's start aligned, and it specialises an integer argument on
+# 16 | K alone: for every other K (most shapes) each thread loaded its elements one by one,
+# 2 bytes at a time in half precision.  The plan passes K's largest power-of-two divisor up
+# to this (``K_DIV``) and the kernel rebuilds K from it, so the alignment follows by
+# arithmetic (results README, "Vector loads of rows").
+VECTOR = 8
+
+
+def _meta(plan: Plan, K: int) -> dict[str, int]:
+    """The constexprs of a row-walk launch over rows of ``K`` elements."""
     return {"BLOCK_R": plan.block_r, "BLOCK_K": plan.block_k, "LOG_R": _log2(plan.block_r), "FLAT": plan.flat,
-            "num_warps": plan.warps}
+            "K_DIV": math.gcd(K, VECTOR), "num_warps": plan.warps}
 
 
 class _Planned:
@@ -553,7 +574,7 @@ class Reduce(_Planned):
             del out_shape[d]
         self.out_shape = tuple(out_shape)  # the kernel writes (M, K) contiguously: any view of it
         self.sizes, self.scale = (M * K, N, K), 1.0 / N if mean else 1.0
-        meta = _meta(plan)
+        meta = _meta(plan, K)
         if plan.splits == 1:
             self.first = _Site("fl_reduce_rows_kernel", (programs(M, K, plan),), meta)
             self.split: tuple[Any, ...] | None = None
@@ -561,7 +582,7 @@ class Reduce(_Planned):
         rows_per_split, splits = split_rows(N, plan.splits, plan.block_r)
         second = second_plan(splits, M * K, device)  # partials are fp32: (1, splits, M * K), one launch
         self.first = _Site("fl_reduce_rows_split_kernel", (programs(M, K, plan), 1, splits), meta)
-        self.second = _Site("fl_reduce_rows_kernel", (programs(1, M * K, second),), _meta(second))
+        self.second = _Site("fl_reduce_rows_kernel", (programs(1, M * K, second),), _meta(second, M * K))
         self.split = ((splits, M, K), (M * K, N, K, rows_per_split), (M * K, splits, M * K))
 
     def run(self, x: Any) -> Any:
@@ -583,7 +604,7 @@ class Softmax(_Planned):
         super().__init__(where)
         M, N, K = mnk(shape, d)
         self.shape, self.out_dtype, self.sizes = tuple(shape), out_dtype, (M * K, N, K)
-        meta = _meta(plan)
+        meta = _meta(plan, K)
         if plan.splits == 1:
             if not plan.flat and plan.block_k >= 32:
                 meta["UNROLL"] = SOFTMAX_UNROLL
@@ -628,7 +649,7 @@ class SlabReduce(_Planned):
         self.first = _Site("fl_slab_sum_kernel", (M, 1, splits), {"SPLIT": splits > 1, **meta})
         if splits > 1:
             second = second_plan(splits, M * K, device)
-            self.second = _Site("fl_reduce_rows_kernel", (programs(1, M * K, second),), _meta(second))
+            self.second = _Site("fl_reduce_rows_kernel", (programs(1, M * K, second),), _meta(second, M * K))
             self.split = ((splits, M, K), (M * K, splits, M * K))
 
     def run(self, x: Any) -> Any:
