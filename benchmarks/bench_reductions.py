@@ -90,16 +90,17 @@ def cuda_timing():
     return fastpath.device_info("cuda"), bench, copy_bandwidth(bench, "cuda")
 
 
-def planned(op: str, shape: tuple[int, ...], dim: int, x, device):
+def planned(op: str, shape: tuple[int, ...], dim: int, x, device, plan=None):
     """(the model's plan, the fast path's planned call) of one case, built as the fast path
-    builds it (``fastpath.prepare``'s classes): the A/B scripts time it and change its launches."""
+    builds it (``fastpath.prepare``'s classes): the A/B scripts time it and change its launches.
+    ``plan``: this one instead of the model's (a sweep's recorded plan)."""
     from pytest_fl_contract.util import mnk
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import tilemodel as tm
 
     M, N, K = mnk(shape, dim)
     kind = "softmax" if op == "softmax" else "reduce"
-    plan = tm.pick(M, N, K, device, x.element_size(), kind)
+    plan = tm.pick(M, N, K, device, x.element_size(), kind) if plan is None else plan
     if isinstance(plan, tm.SlabPlan):
         call = (fastpath.SlabSoftmax(shape, dim, None, plan, x.device) if kind == "softmax"
                 else fastpath.SlabReduce(shape, dim, False, op == "mean", plan, device, x.device))

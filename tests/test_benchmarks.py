@@ -219,3 +219,31 @@ def test_target_bands_refuse_what_is_not_a_sweep_in_one_line(tmp_path: Path, mon
     assert target_bands.main([str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("target_bands: ")
+
+
+def test_kernel_resources_reads_load_widths_and_residency(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The static profile's arithmetic (benchmarks/kernel_resources.py; the compile itself is
+    tests/test_fastpath_compiles.py's): SASS load widths, sm_90 residency, sweep rows."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import kernel_resources as kr
+
+    assert [kr.load_width(op) for op in ("LDG.E.128", "LDG.E.U16", "LDG.E", "LDG.E.64.CONSTANT", "LDG.E.EL.128",
+                                         "LDG.E.S8")] == [16, 2, 4, 8, 16, 1]
+    assert kr.resident(32, 4, 0) == (16, "warps")  # 64 warps an SM: four-warp programs, 16 of them
+    assert kr.resident(56, 4, 1024) == (9, "registers")  # 56 -> 1792 a warp: 65536 // 7168
+    assert kr.resident(40, 4, 100 * 1024) == (2, "shared")
+    sweep = tmp_path / "sweep.json"
+    row = {"op": "sum", "shape": [4, 5000, 9000], "dim": 1, "dtype": "float16", "plan": {"block": 2048, "splits": 2},
+           "bytes": 4 * 5000 * 9000 * 2, "fast_copy_share": 0.5}
+    small = dict(row, shape=[2, 3, 4], bytes=48)
+    sweep.write_text(json.dumps({"rows": [row, row, small]}))
+    [(spec, plan, share)] = kr.measured_cases([str(sweep)], 64)
+    assert spec == "sum:4x5000x9000:1:float16" and share == 0.5 and type(plan).__name__ == "SlabPlan"
+    rows = [{"case": "sum:1x2x3:1:float16", "share": s, "sites": [{"in_flight_kb": kb}]} for s, kb in ((0.4, 20), (0.6, 30),
+                                                                                                       (0.8, 30))]
+    assert "| float16 | 24 - 40 | 2 | 70% |" in kr.bands(rows) and "| float16 | 16 - 24 | 1 | 40% |" in kr.bands(rows)
+    (tmp_path / "bad.json").write_text('{"rows": [{"op": "sum"}]}')
+    monkeypatch.setattr(sys, "argv", ["kernel_resources.py", "--measured", str(tmp_path / "bad.json")])
+    with pytest.raises(SystemExit) as exit_:
+        kr.main()
+    assert exit_.value.code == 2 and "not a bench_reductions.py run" in capsys.readouterr().err
