@@ -3,6 +3,7 @@ against GPU time per call, for the workaround's wrapper and FlagGems' native ker
 the GPU time of other tile plans around the model's choice.
 
     python benchmarks/profile_fastpath.py "sum:8x1523x65:1:float16" ... [--plans]
+    ncu ... python benchmarks/profile_fastpath.py --ncu "sum:8x1523x65:1:float16" ...
 
 Host time is taken while the GPU sleeps (every launch only queues), GPU time with
 torch.profiler (kernels only, no launch gaps); ``bench_reductions.py``'s do_bench figure
@@ -58,6 +59,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("shapes", nargs="+")
     parser.add_argument("--plans", action="store_true", help="also time tile plans around the model's")
+    parser.add_argument("--ncu", action="store_true",
+                        help="only launch: each case's fast path and native twice (the second of each warm), for "
+                             "Nsight Compute to read their counters; no timing")
     args = parser.parse_args()
 
     import flag_gems  # noqa: F401
@@ -86,6 +90,13 @@ def main() -> int:
         plan = fastpath.pick(M, N, K, device, x.element_size(), kind)
         arguments = {"dim": op.dim_arg(dim), **({} if op.keepdim == "none" else {"keepdim": False})}
         direct = functools.partial(fastpath.try_fast, op, x, arguments, mr.route)
+        if args.ncu:
+            for call in (direct, direct, functools.partial(op.invoke, native, x, op.dim_arg(dim))):
+                call()
+            op.invoke(native, x, op.dim_arg(dim))
+            torch.cuda.synchronize()
+            print(f"{spec}: launched, plan={plan}", flush=True)
+            continue
         calls = {"native": functools.partial(op.invoke, native, x, op.dim_arg(dim)),
                  "wrapper": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)), "direct": direct}
         parts = []

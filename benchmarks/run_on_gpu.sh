@@ -151,6 +151,22 @@ print(fastpath.device_info('cuda').source)" ;;
       softmax:2x1266x34:1:bfloat16 mean:1x15x2229:1:float16 sum:81x2x141:1:float32 softmax:2x5x6240:1:bfloat16 \
       sum:4054x255x54:1:bfloat16 sum:220x14x83424:1:bfloat16 sum:20884x1773x6:1:float16 sum:5027x53x1277:1:bfloat16 \
       mean:224421x24x16:1:float32 sum:5x71786x2:1:bfloat16} 2>&1 | tee "$OUT/profile.txt" ;;
-  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, limits, realmodels, lane, forced, sweep, shapes, startup, workerprofile, profile)"; exit 2 ;;
+  loopab)
+    # the row walks' options on chosen cases (loop_ab.py: STAGES:UNROLL, :1 without the plan's
+    # K_DIV), one op:MxNxK:dim:dtype a line in SHAPES_FILE
+    [ -r "${SHAPES_FILE:-}" ] || { echo "loopab: SHAPES_FILE (op:MxNxK:dim:dtype a line) is not a readable file"; exit 2; }
+    timeout "${SWEEP_TIMEOUT:-560}" python3 "$ROOT/benchmarks/loop_ab.py" --variants "${LOOP_VARIANTS:-none:none,none:none:1}" \
+      $(grep -v '^#' "$SHAPES_FILE") --json "$OUT/loopab$SWEEP_TAG.json" > "$OUT/loopab$SWEEP_TAG.txt" 2>&1
+    echo "loopab$SWEEP_TAG: exit $?"; tail -8 "$OUT/loopab$SWEEP_TAG.txt" ;;
+  ncu)
+    # Nsight Compute's sections for the fast path's and native's launches of NCU_CASES (machines
+    # on Firecracker read the counters, gVisor ones do not: the device README's KINDS.md)
+    timeout "${PROFILE_TIMEOUT:-420}" ncu --clock-control none --kernel-name "regex:${NCU_KERNELS:-fl_|non_inner}" \
+      --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+      --section MemoryWorkloadAnalysis --csv --page details python3 "$ROOT/benchmarks/profile_fastpath.py" --ncu \
+      ${NCU_CASES:-sum:537x110x1555:1:bfloat16 sum:537x110x1555:1:float32 softmax:4x150x65536:1:bfloat16 \
+      softmax:4x150x65536:1:float32 mean:5x10850x2184:1:float16 mean:5x10850x2184:1:float32} > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+    echo "ncu: exit $?"; tail -3 "$OUT/ncu.err"; grep -c . "$OUT/ncu.csv" ;;
+  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, limits, realmodels, lane, forced, sweep, shapes, startup, workerprofile, profile, loopab, ncu)"; exit 2 ;;
   esac
 done
