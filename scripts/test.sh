@@ -8,10 +8,11 @@ bash scripts/setup.sh || exit 1
 .venv/bin/ruff check . || exit 1
 .venv/bin/mypy pytest_fl_contract || exit 1
 bash scripts/pytest-range.sh || exit 1
+# --durations: the slowest tests in every CI log, what its 20 minutes are spent on
 # one torch thread a process: two xdist workers, the zoo's forked mutants and the pytest runs
 # the tests start share the cores, and OpenMP pools that each take all of them spin
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
-.venv/bin/python -m pytest tests -p xdist -n auto --dist loadgroup -q "$@"
+.venv/bin/python -m pytest tests -p xdist -n auto --dist loadgroup -q --durations=25 "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "no tests ran: treating pytest's exit 5 as a failure"
