@@ -10,7 +10,7 @@ static profile, for the bands a timing cannot explain.
 
     python benchmarks/kernel_resources.py [--no-k-div] [--json PATH] op:MxNxK:dim:dtype ...
     python benchmarks/kernel_resources.py --real-models
-    python benchmarks/kernel_resources.py --no-k-div --measured results/h200-sweep-....json ...
+    python benchmarks/kernel_resources.py --no-k-div [--no-unroll] --measured results/h200-sweep-....json ...
 """
 
 from __future__ import annotations
@@ -182,8 +182,14 @@ def main() -> int:
                              "share beside (repeatable); with --no-k-div, as they ran before K_DIV")
     parser.add_argument("--min-mb", type=float, default=64.0, help="--measured: cases over this many MB read")
     parser.add_argument("--no-k-div", action="store_true", help="launch as before K_DIV (K_DIV=1): loads Triton proves alone")
+    parser.add_argument("--no-unroll", action="store_true",
+                        help="one-launch softmax tiles not unrolled, as sweeps before fastpath.SOFTMAX_UNROLL ran them")
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.no_unroll:
+        from pytest_fl_contract.workarounds import fastpath
+
+        fastpath.SOFTMAX_UNROLL = None
     todo: list[tuple[str, Any, float | None]] = [(spec, None, None) for spec in args.shapes]
     if args.real_models:
         from real_models import cases
@@ -211,7 +217,7 @@ def main() -> int:
         print("\n".join(["", *bands([row for row in rows if "share" in row])]))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"target": "sm_90", "k_div": not args.no_k_div, "rows": rows}, f, indent=1)
+            json.dump({"target": "sm_90", "k_div": not args.no_k_div, "unroll": not args.no_unroll, "rows": rows}, f, indent=1)
     return 0
 
 
