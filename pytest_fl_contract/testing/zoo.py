@@ -822,6 +822,20 @@ def _plan_key_drops(position: int) -> Callable[[], None]:
     return apply
 
 
+def _k_div_any() -> None:
+    """The plan hands its row walks a K_DIV that need not divide K (the vector width whatever
+    K is): on hardware, loads misaligned by the compiler's belief; on the interpreter the
+    kernels' K = (K // K_DIV) * K_DIV drops the rows' last columns, which the contracts see."""
+    from ..workarounds import fastpath
+
+    original = fastpath._meta
+
+    def meta(plan, K):
+        return {**original(plan, K), "K_DIV": fastpath.VECTOR}
+
+    fastpath._meta = meta
+
+
 def _kernel_edits(name: str) -> Callable[[], None]:
     def apply() -> None:
         from .rejit import rejit
@@ -1315,6 +1329,9 @@ MUTANTS: dict[str, Mutant] = {
         _fast_path_mutant("fastpath_whole_blocks_column_mask_dropped", "a sum's whole row blocks load without their column "
                "mask (a compiler that finds it redundant): padded columns read past the input, never stored",
                "(sum or mean) and fast_path"),
+        Mutant("fastpath_k_div_not_a_divisor", "the fast path's row walks take K_DIV = 8 whatever K is: the compiler "
+               "believes rows start aligned where they do not", "(sum or mean or softmax) and fast_path", _k_div_any,
+               args=FORCED),
         Mutant("fastpath_plan_key_without_dim", "the fast path memoises plans without the dim: the same shape "
                "reduced over another dim reuses the first dim's plan", "(sum or mean or softmax) and (dim or fast_path)", _plan_key_drops(4), args=FORCED),
         Mutant("fastpath_plan_key_without_keepdim", "the fast path memoises plans without keepdim: the second form "
