@@ -181,8 +181,8 @@ def _shorter(nodes: tuple[str, ...]) -> list[tuple[str, ...]]:
 def minimal(verdicts: list[Verdict], contracts: Path, jobs: int) -> list[Verdict]:
     """Each killed mutant's fewest recorded cases that still kill it in a run of their own.
     The search writes the killer after the session's first case and the one before it, which
-    a few defects need (a memoised plan, a scalar bound at the first launch); running them
-    before every other killer made the zoo a quarter slower on every CI run."""
+    a few defects need (a memoised plan, a scalar bound at the first launch); every other
+    killer ran a passing case before it on every CI run."""
     trying = {v.mutant: _shorter(v.nodes) for v in verdicts if v.status == "killed" and len(v.nodes) > 1}
     kept: dict[str, tuple[str, ...]] = {}
     while trying:

@@ -159,6 +159,15 @@ def _softmax_write_rows(out_ptr, in_ptr, n_start, n_end, col, kmask, K, m, inv,
 
 
 @triton.jit
+def _aligned(K, K_DIV: tl.constexpr):
+    """K, rebuilt from the plan's divisor of it (``VECTOR``): Triton proves a row's start
+    aligned by arithmetic, and loads the row as vectors."""
+    if K_DIV > 1:
+        K = (K // K_DIV) * K_DIV
+    return K
+
+
+@triton.jit
 def _columns(MK, N, K, BLOCK_K: tl.constexpr, FLAT: tl.constexpr):
     """This program's output columns c = m * K + k (int64), where each column's row 0 lies
     in the input (m * N * K + k), and the column mask: one condition on columns, broadcast
@@ -188,8 +197,7 @@ def _split_rows(N, rows_per_split):
 def fl_reduce_rows_kernel(out_ptr, in_ptr, MK, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                           LOG_R: tl.constexpr, FLAT: tl.constexpr,
                           STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1):
-    if K_DIV > 1:  # the plan's divisor of K, proven by arithmetic: row starts load as vectors
-        K = (K // K_DIV) * K_DIV
+    K = _aligned(K, K_DIV)
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL) * scale
     tl.store(out_ptr + c, total.to(out_ptr.dtype.element_ty), mask=cmask)
@@ -202,8 +210,7 @@ def fl_reduce_rows_split_kernel(
 ):
     """Partial sums of ``rows_per_split`` rows each, into part[(split, m, k)] (fp32):
     when cdiv(M * K, BLOCK_K) programs alone cannot fill the GPU (few, long columns)."""
-    if K_DIV > 1:  # the plan's divisor of K, proven by arithmetic: row starts load as vectors
-        K = (K // K_DIV) * K_DIV
+    K = _aligned(K, K_DIV)
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
     part = _sum_rows(in_ptr, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
@@ -214,8 +221,7 @@ def fl_reduce_rows_split_kernel(
 def fl_softmax_rows_kernel(out_ptr, in_ptr, MK, N, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
                            LOG_R: tl.constexpr, FLAT: tl.constexpr,
                            STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1):
-    if K_DIV > 1:  # the plan's divisor of K, proven by arithmetic: row starts load as vectors
-        K = (K // K_DIV) * K_DIV
+    K = _aligned(K, K_DIV)
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     m, s = _softmax_stats_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
     _softmax_write_rows(out_ptr, in_ptr, 0, N, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
@@ -227,8 +233,7 @@ def fl_softmax_stats_split_kernel(
     STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1
 ):
     """Per split of rows: the column max and sum of exp, into (split, m, k)."""
-    if K_DIV > 1:  # the plan's divisor of K, proven by arithmetic: row starts load as vectors
-        K = (K // K_DIV) * K_DIV
+    K = _aligned(K, K_DIV)
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
     m, s = _softmax_stats_rows(in_ptr, n_start, n_end, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
@@ -241,8 +246,7 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, MK, N, K, rows_p
                                  BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
                                  STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1):
     """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
-    if K_DIV > 1:  # the plan's divisor of K, proven by arithmetic: row starts load as vectors
-        K = (K // K_DIV) * K_DIV
+    K = _aligned(K, K_DIV)
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     pid_s, n_start, n_end = _split_rows(N, rows_per_split)
     m = tl.full([BLOCK_K], float("-inf"), dtype=tl.float32)
