@@ -91,18 +91,14 @@ def launches(op: str, shape: tuple[int, ...], dim: int, dtype: str, k_div: bool,
              plan: Any = None) -> tuple[Any, list[tuple[Any, tuple]]]:
     """(the plan, [(site, args)]) of the case's planned call (the model's plan, or ``plan``),
     launched on meta tensors."""
-    from unittest import mock
-
     import torch
 
-    from pytest_fl_contract.workarounds import fastpath
+    from pytest_fl_contract.testing.spy import planned_launches
     from pytest_fl_contract.workarounds import tilemodel as tm
 
     x = torch.empty(shape, dtype=getattr(torch, dtype), device="meta")
     plan, call = planned(op, shape, dim, x, tm.Device(**H200), plan)
-    seen: list[tuple[Any, tuple]] = []
-    with mock.patch.object(fastpath._Site, "__call__", lambda site, *args: seen.append((site, args))):
-        call.run(x)
+    seen = planned_launches(call, x)
     for site, _ in seen:
         if not k_div and "K_DIV" in site.meta:
             site.meta["K_DIV"] = 1

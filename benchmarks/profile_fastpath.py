@@ -91,9 +91,9 @@ def main() -> int:
         arguments = {"dim": op.dim_arg(dim), **({} if op.keepdim == "none" else {"keepdim": False})}
         direct = functools.partial(fastpath.try_fast, op, x, arguments, mr.route)
         if args.ncu:
-            for call in (direct, direct, functools.partial(op.invoke, native, x, op.dim_arg(dim))):
+            native_call = functools.partial(op.invoke, native, x, op.dim_arg(dim))
+            for call in (direct, direct, native_call, native_call):
                 call()
-            op.invoke(native, x, op.dim_arg(dim))
             torch.cuda.synchronize()
             print(f"{spec}: launched, plan={plan}", flush=True)
             continue

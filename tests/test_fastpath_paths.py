@@ -81,7 +81,8 @@ def test_every_row_walk_launch_takes_the_largest_k_div_that_divides_its_rows(M, 
     aligned where they do not (misaligned vector loads on hardware, invisible to the
     interpreter); one below K's divisor loads elements one by one again."""
     import math
-    from unittest import mock
+
+    from pytest_fl_contract.testing.spy import planned_launches
 
     row = ops.get(op)
     x = torch.empty((M, N, K), dtype=dtype, device="meta")
@@ -89,9 +90,7 @@ def test_every_row_walk_launch_takes_the_largest_k_div_that_divides_its_rows(M, 
     planned = fastpath.prepare(row, x, {"dim": 1} if kind == "softmax" else {"dim": [1], "keepdim": False}, mr.route)
     if planned is None:
         return
-    launched = []
-    with mock.patch.object(fastpath._Site, "__call__", lambda site, *args: launched.append((site, args))):
-        planned.run(x)
+    launched = planned_launches(planned, x)
     assert launched
     for site, args in launched:
         kernel = getattr(fastpath, site.name)

@@ -1,5 +1,6 @@
 """A test instrument: which Triton kernels a call launched (inner vs non-inner, FlagGems'
-or the workaround's), on a GPU or the interpreter; the routing contracts read it."""
+or the workaround's), on a GPU or the interpreter; the routing contracts read it.  And what
+a fast-path planned call would launch, without launching it."""
 
 from __future__ import annotations
 
@@ -52,6 +53,19 @@ class _SpiedKernel:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._kernel, name)
+
+
+def planned_launches(call: Any, x: Any) -> list[tuple[Any, tuple[Any, ...]]]:
+    """(site, arguments) of each launch ``call.run(x)`` makes (a ``fastpath`` planned call),
+    no kernel run: ``x`` may live on the meta device."""
+    from unittest import mock
+
+    from ..workarounds import fastpath
+
+    seen: list[tuple[Any, tuple[Any, ...]]] = []
+    with mock.patch.object(fastpath._Site, "__call__", lambda site, *args: seen.append((site, args))):
+        call.run(x)
+    return seen
 
 
 @contextlib.contextmanager
