@@ -166,7 +166,7 @@ print(fastpath.device_info('cuda').source)" ;;
       --section MemoryWorkloadAnalysis --csv --page details python3 "$ROOT/benchmarks/profile_fastpath.py" --ncu \
       ${NCU_CASES:-sum:537x110x1555:1:bfloat16 sum:537x110x1555:1:float32 softmax:4x150x65536:1:bfloat16 \
       softmax:4x150x65536:1:float32 mean:5x10850x2184:1:float16 mean:5x10850x2184:1:float32} > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
-    echo "ncu: exit $?"; tail -3 "$OUT/ncu.err"; grep -c . "$OUT/ncu.csv" ;;
+    echo "ncu: exit $?"; tail -3 "$OUT/ncu.err"; python3 "$ROOT/benchmarks/ncu_summary.py" "$OUT/ncu.csv" | tee "$OUT/ncu.txt" ;;
   *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, limits, realmodels, lane, forced, sweep, shapes, startup, workerprofile, profile, loopab, ncu)"; exit 2 ;;
   esac
 done

@@ -247,3 +247,30 @@ def test_kernel_resources_reads_load_widths_and_residency(tmp_path: Path, monkey
     with pytest.raises(SystemExit) as exit_:
         kr.main()
     assert exit_.value.code == 2 and "not a bench_reductions.py run" in capsys.readouterr().err
+
+
+def test_ncu_summary_reads_the_committed_counters_one_line_a_launch(monkeypatch, capsys) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import ncu_summary
+
+    path = BENCHMARKS / "results" / "h200-ncu-2026-12-05.csv.gz"
+    launches = ncu_summary.launches(path)
+    assert len(launches) == 28  # six cases, the fast path's and native's launches, twice each
+    first = launches[0]
+    assert first["kernel"] == "fl_reduce_rows_kernel" and first["grid"] == "(3759,1,1)"
+    assert float(first["DRAM Throughput"]) == pytest.approx(62.53)
+    assert ncu_summary.main([str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 29 and lines[1].split()[2] == "62.2"  # ns to us
+
+
+@pytest.mark.parametrize("content", ["", "garbage\n", '"a","b"\n"1","2"\n'])
+def test_ncu_summary_refuses_what_is_not_ncu_csv_in_one_line(tmp_path: Path, monkeypatch, capsys, content) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import ncu_summary
+
+    bad = tmp_path / "ncu.csv"
+    bad.write_text(content)
+    assert ncu_summary.main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("ncu_summary:")
