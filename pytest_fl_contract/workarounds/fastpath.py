@@ -579,11 +579,11 @@ class Reduce(_Planned):
         self.out_shape = tuple(out_shape)  # the kernel writes (M, K) contiguously: any view of it
         self.sizes, self.scale = (M * K, N, K), 1.0 / N if mean else 1.0
         meta = _meta(plan, K)
-        if plan.splits == 1:
+        rows_per_split, splits = split_rows(N, plan.splits, plan.block_r)
+        if splits == 1:  # one launch also where the rows, aligned, make one split (paths.path_of)
             self.first = _Site("fl_reduce_rows_kernel", (programs(M, K, plan),), meta)
             self.split: tuple[Any, ...] | None = None
             return
-        rows_per_split, splits = split_rows(N, plan.splits, plan.block_r)
         second = second_plan(splits, M * K, device)  # partials are fp32: (1, splits, M * K), one launch
         self.first = _Site("fl_reduce_rows_split_kernel", (programs(M, K, plan), 1, splits), meta)
         self.second = _Site("fl_reduce_rows_kernel", (programs(1, M * K, second),), _meta(second, M * K))
@@ -609,13 +609,13 @@ class Softmax(_Planned):
         M, N, K = mnk(shape, d)
         self.shape, self.out_dtype, self.sizes = tuple(shape), out_dtype, (M * K, N, K)
         meta = _meta(plan, K)
-        if plan.splits == 1:
+        rows_per_split, splits = split_rows(N, plan.splits, plan.block_r)
+        if splits == 1:
             if not plan.flat and plan.block_k >= 32:
                 meta["UNROLL"] = SOFTMAX_UNROLL
             self.first = _Site("fl_softmax_rows_kernel", (programs(M, K, plan),), meta)
             self.split: tuple[Any, ...] | None = None
             return
-        rows_per_split, splits = split_rows(N, plan.splits, plan.block_r)
         grid = (programs(M, K, plan), 1, splits)
         self.first = _Site("fl_softmax_stats_split_kernel", grid, meta)
         self.second = _Site("fl_softmax_norm_split_kernel", grid, meta)
