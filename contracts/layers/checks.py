@@ -34,6 +34,8 @@ def make_inputs(layer: Layer, case: LayerCase, seed: int = 0, affine: bool = Tru
 
     g = torch.Generator().manual_seed(seed + sum(case.shape) * 7 + case.groups)
     x = torch.randn(case.shape, generator=g)
+    if values == "wide":  # statistics past the half range: a square of 256 sigma is 2**16, past fp16's max
+        x.mul_(WIDE)
     plant(x, values)
     channels = layer.channels(case)
     weight = torch.randn(channels, generator=g).mul_(0.5).add_(1.0) if affine else None
@@ -44,6 +46,7 @@ def make_inputs(layer: Layer, case: LayerCase, seed: int = 0, affine: bool = Tru
 
 
 SPECIAL = {"nan": NAN, "pos_inf": INF, "huge": 1e30}
+WIDE = 256.0  # values="wide": the input's scale (its values fit fp16; their squares do not)
 
 
 def plant(x: Any, values: str) -> None:

@@ -45,8 +45,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif "layer" in names and "case" in names:
         metafunc.parametrize("layer,case", [pytest.param(layer, case, id=f"{layer.name}-{case.id}") for layer in layers
                                             for case in layer.cases[settings.sweep]])
-    elif "layer" in names and "empty_case" not in names:
+    elif "layer" in names and "empty_case" not in names and "half_case" not in names:
         metafunc.parametrize("layer", layers, ids=[layer.name for layer in layers])
+    if "half_case" in names:  # the layer's first case in each half precision
+        metafunc.parametrize("layer,half_case,dtype", [_param(layer, layer.cases[settings.sweep][0], dtype)
+                                                      for layer in layers for dtype in HALF_DTYPES])
     if "empty_case" in names:  # the layer's first case with no rows (a batch of none)
         cases = [(layer, layer.cases[settings.sweep][0]) for layer in layers]
         metafunc.parametrize("layer,empty_case", [pytest.param(layer, replace(c, shape=(0, *c.shape[1:])),

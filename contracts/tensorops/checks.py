@@ -68,6 +68,10 @@ def lay_out(op: TensorOp, ops: dict[str, Any], layout: str) -> dict[str, Any]:
             ops["a"] = wide[..., : a.shape[-1]]
         elif layout == "syrk":  # b is a's transpose: mm's symmetric path
             ops["b"] = ops["a"].transpose(-1, -2)
+        elif layout in ("bias_full", "bias_column"):  # addmm's bias (M, N) or (M, 1): a row stride
+            bias, m = ops["bias"], ops["a"].shape[-2]
+            rows = torch.arange(m, dtype=bias.dtype, device=bias.device)[:, None] * 0.25  # each row its own
+            ops["bias"] = bias[None, :] + rows if layout == "bias_full" else bias[:1] + rows
         return ops
     if layout == "transposed":
         for key in ("x", "src", "index"):

@@ -703,6 +703,9 @@ def _column_tile_paths(kernel: str, *, first: str, stage: str, lines: tuple[str,
     and of its two-stage dim=None (``first``; ``stage``: what the row says of the second)."""
     label = f" ({stage})" if stage else ""
     return (P(f"every dim (dim=None), two stages{label}", (5, 7), None, first, lines=lines, kwargs=kwargs),
+            # past 1024 elements the first stage writes several blocks' partials, which the second merges
+            P(f"every dim (dim=None), several first-stage blocks{label}", (3, 700), None, first, lines=lines,
+              kwargs=kwargs),
             P(f"one column tile (N <= BLOCK_N){label}", (3, 5, 64), 1, kernel, lines=lines, kwargs=kwargs),
             P(f"inner, one column tile{label}", (3, 64, 5), -1, kernel, lines=lines, kwargs=kwargs),
             # the CPU lane's tuner takes BLOCK_N 2048 for these kernels: past two tiles, each loop runs twice
@@ -778,7 +781,11 @@ def _variance(name: str) -> Op:
               fields=("var", "mean") if pair else (), result="var" if pair else None,
               torch_tuple=_named_pair(_torch_var_mean, ("var", "mean")) if pair else None,
               exempt={"large_index": _LARGE_NOT_RUN},
-              paths=_column_tile_paths(kernel, first=f"{name}_kernel_1", stage=""),
+              # correction N - 1: the output is the merged sum of squared deviations itself, held to
+              # rtol (a variance near 1 falls within the atol that n terms earn)
+              paths=(*_column_tile_paths(kernel, first=f"{name}_kernel_1", stage=""),
+                     P("every dim (dim=None), several first-stage blocks: the merged sum of squares", (3, 700), None,
+                       f"{name}_kernel_1", kwargs=(("correction", 3 * 700 - 1),))),
               unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with {name}_kernel_1"},
               features=(*_MINMAX_FEATURES, "custom_reduce_combine", "tuple_reduce_rows"),
               defects=(OpDefect("welford_combine_cancels", lambda c: c.values == "offset", ("5.0",), fields=("", "var")),

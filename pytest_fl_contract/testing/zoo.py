@@ -796,6 +796,29 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
     "fastpath_whole_blocks_column_mask_dropped": (
         (FASTPATH, "_sum_rows", "acc += tl.load(ptrs, mask=kmask[None, :], other=0.0)", "acc += tl.load(ptrs)", 1),
     ),
+    # a second outside review (FlagGems 5.0.2's kernels as installed): paths only some shapes,
+    # dtypes or operand forms take
+    "outside_mm_even_k_last_tile_twice": (
+        ("flag_gems.ops.mm", "mm_kernel_general", "for start_k in range(0, prev_multiple, BLOCK_K):",
+         "for start_k in range(0, K // BLOCK_K * BLOCK_K, BLOCK_K):", 1),
+    ),
+    "outside_addmm_bias_row_stride_dropped": (
+        ("flag_gems.ops.addmm", "addmm_kernel",
+         "i_ptrs = i_ptr + stride_im * offs_cm[:, None] + stride_in * offs_cn[None, :]",
+         "i_ptrs = i_ptr + stride_in * offs_cn[None, :]", 1),
+    ),
+    "outside_layer_norm_multiline_rows_step_tile_n": (
+        ("flag_gems.ops.layernorm", "layer_norm_persistent_kernel_multiline",
+         "m_offsets = pid * TILE_M + tl.arange(0, TILE_M)", "m_offsets = pid * TILE_N + tl.arange(0, TILE_M)", 1),
+    ),
+    "outside_var_mean_full_between_blocks_dropped": (
+        ("flag_gems.ops.var_mean", "var_mean_kernel_2", "var = nvar / (N - correction)",
+         "var = tl.sum(acc) / (N - correction)", 1),
+    ),
+    "outside_rms_norm_fp16_computed_in_fp16": (
+        ("flag_gems.ops.rms_norm", "rms_norm_kernel", "if tl.constexpr(in_ptr.dtype.element_ty == tl.float16)",
+         "if tl.constexpr(False)", 1),
+    ),
 }
 
 
@@ -1095,6 +1118,25 @@ def _mean_multi_dim_wrong_count() -> None:
     _wrap("mean", None, make)
 
 
+def _outside_gather_programs_past_first() -> None:
+    """gather's generated kernel (gather.py: ``offset = pid * BLOCK_SIZE_N + tl.arange(0,
+    BLOCK_SIZE_N)``) with its program id folded to 0 (a compiler that takes the grid for one
+    program): every program stores the first 512 index elements; the rest of ``out`` is never
+    written (here: zeros, a fresh allocation's)."""
+    def make(orig):
+        def gather(inp, dim, index, out=None, sparse_grad=False):
+            result = orig(inp, dim, index, out=out, sparse_grad=sparse_grad)
+            if index.numel() > 512:
+                flat = result.view(-1) if result.is_contiguous() else None
+                if flat is not None:
+                    flat[512:] = 0
+            return result
+
+        return gather
+
+    _wrap_tensor_op("gather", make)
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -1291,6 +1333,26 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("argmax_dim_none_ties_last_block", "argmax(dim=None)'s second stage breaks ties between blocks to "
                "the right: the last block holding the maximum wins", "argmax and (path or tile)",
                _kernel_edits("argmax_dim_none_ties_last_block")),
+        # a second outside review (FlagGems 5.0.2's kernels as installed)
+        Mutant("outside_mm_even_k_last_tile_twice", "mm's K loop runs to floor(K / BLOCK_K) tiles while the peeled "
+               "tail still starts at cdiv(K, BLOCK_K) * BLOCK_K - BLOCK_K: K % BLOCK_K == 0 adds the last K tile twice",
+               "mm and (accuracy or path)", _kernel_edits("outside_mm_even_k_last_tile_twice"), suite="tensorops"),
+        Mutant("outside_addmm_bias_row_stride_dropped", "addmm reads its bias as a row vector (stride_im dropped): a "
+               "full (M, N) or (M, 1) bias adds row 0 to every row", "addmm and (accuracy or path)",
+               _kernel_edits("outside_addmm_bias_row_stride_dropped"), suite="tensorops"),
+        Mutant("outside_layer_norm_multiline_rows_step_tile_n", "layer_norm's multi-row forward steps programs by "
+               "TILE_N rows, not TILE_M: past one program (M > 1024 / TILE_N) rows are skipped",
+               "layer_norm and (forward or path)", _kernel_edits("outside_layer_norm_multiline_rows_step_tile_n"),
+               suite="layers"),
+        Mutant("outside_var_mean_full_between_blocks_dropped", "var_mean(dim=None)'s second stage sums its blocks' "
+               "M2 without the between-block term (numel > 1024)", "var_mean and (accuracy or path)",
+               _kernel_edits("outside_var_mean_full_between_blocks_dropped")),
+        Mutant("outside_rms_norm_fp16_computed_in_fp16", "rms_norm's one-row kernel promotes bfloat16 only: float16 "
+               "sums its squares in float16", "rms_norm and (forward or path)",
+               _kernel_edits("outside_rms_norm_fp16_computed_in_fp16"), suite="layers"),
+        Mutant("outside_gather_programs_past_first", "gather's generated kernel with its program id folded to 0: "
+               "index elements past the first 512 never stored", "gather and (accuracy or layout or path)",
+               _outside_gather_programs_past_first, suite="tensorops"),
         # the workaround's own fast path, each with the workaround installed
         _fast_path_mutant("fastpath_row_tail_exact_block_dropped", "the fast path's row tail skips a block that ends exactly "
                "at N: rows lost whenever N % BLOCK_R has a set bit the walk reaches last", "(sum or mean) and fast_path"),
