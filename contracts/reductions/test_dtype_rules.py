@@ -40,6 +40,18 @@ def test_input_dtypes(flag_gems, fl_device, fl_settings, any_op, dtype_case, dty
     assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, what=f"{dtype} input, dim {case.dim}")
 
 
+@pytest.mark.parametrize("values", ["int32_wide"])  # a known defect's predicate sees it (Call.values)
+@pytest.mark.parametrize("dtype", ["int32"])
+@pytest.mark.parametrize("dtype_case", CASES, ids=lambda c: c.id)
+def test_integer_results_past_int32(flag_gems, fl_device, fl_settings, any_op, dtype_case, dtype, values):
+    """int32 inputs near 2**30: torch sums and multiplies int32 in int64 (its result's dtype),
+    so two of them pass 2**31; a kernel that accumulates in int32 wraps.  Integer results are
+    exact modulo 2**64 in any order, so they must equal torch's."""
+    op, case = any_op, fitted(dtype_case, any_op, fl_settings.sweep)
+    x = typed(make_input(case, "float32", fl_device, op=op), dtype) + 2**30
+    assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, what=f"int32 input near 2**30, dim {case.dim}")
+
+
 @pytest.mark.parametrize("dtype", ["float32", pytest.param("float64", marks=_marks("float64"))])
 @pytest.mark.parametrize("values", ["dtype_arg"])
 @pytest.mark.parametrize("dtype_case", CASES, ids=lambda c: c.id)

@@ -903,6 +903,15 @@ def _half_blocks(call: Call) -> bool:
     return call.dtype in ("float16", "bfloat16") and k > 1 and n > 4096
 
 
+def _int32_scan_wraps(call: Call) -> bool:
+    """cumsum over a non-inner dim (its (A, B, C) blocks: scan_part_sum_abc_kernel) casts an
+    integer input to int32 before it scans, and stores into torch's int64 result: past 2**31
+    a prefix wraps (found by an outside review's defect of the inner row scan, which sums in
+    int64; flag_gems 5.0.2 and 5.4.0.dev0)."""
+    m, n, k = _mnk(call)
+    return call.values == "int32_wide" and k > 1
+
+
 def _cumsum_like(name: str, lines: tuple[str, ...] = ()) -> Op:
     """cumsum (both lines, out= too) and cumprod (5.4): a row scan for K == 1, (A, B, C)
     blocks with a carry pass for K > 1."""
@@ -933,7 +942,8 @@ def _cumsum_like(name: str, lines: tuple[str, ...] = ()) -> Op:
               params=(_dtype_param((None, "float64"), ("float32",)), _dtype_param(("float32",), ("float16",))),
               paths=paths, unreached=unreached, features=_SCAN_FEATURES,
               defects=(OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
-                       *((_EMPTY, _FP64_ASKED, OpDefect("cumsum_half_rounded_twice", _half_blocks)) if name == "cumsum" else ()),
+                       *((_EMPTY, _FP64_ASKED, OpDefect("cumsum_half_rounded_twice", _half_blocks),
+                          OpDefect("cumsum_int32_accumulator", _int32_scan_wraps)) if name == "cumsum" else ()),
                        *((OpDefect("out_not_resized", lambda c: c.layout == "out_wrong_size", corrupts=True),
                           OpDefect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"))
                          if name == "cumsum" else ())))

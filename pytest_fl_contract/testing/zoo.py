@@ -811,6 +811,12 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
         ("flag_gems.ops.layernorm", "layer_norm_persistent_kernel_multiline",
          "m_offsets = pid * TILE_M + tl.arange(0, TILE_M)", "m_offsets = pid * TILE_N + tl.arange(0, TILE_M)", 1),
     ),
+    "outside_cumsum_row_int32_accumulator": (
+        ("flag_gems.ops.cumsum", "reduce_then_scan_root_scan_kernel_row",
+         "acc_dtype: tl.constexpr = get_scan_accum_type(in_ptr.type.element_ty)",
+         "acc_dtype: tl.constexpr = tl.int32 if in_ptr.type.element_ty.is_int() "
+         "else get_scan_accum_type(in_ptr.type.element_ty)", 1),
+    ),
     "outside_var_mean_full_between_blocks_dropped": (
         ("flag_gems.ops.var_mean", "var_mean_kernel_2", "var = nvar / (N - correction)",
          "var = tl.sum(acc) / (N - correction)", 1),
@@ -1344,6 +1350,9 @@ MUTANTS: dict[str, Mutant] = {
                "TILE_N rows, not TILE_M: past one program (M > 1024 / TILE_N) rows are skipped",
                "layer_norm and (forward or path)", _kernel_edits("outside_layer_norm_multiline_rows_step_tile_n"),
                suite="layers"),
+        Mutant("outside_cumsum_row_int32_accumulator", "cumsum's row scan (N <= 16384) accumulates integers in "
+               "int32, as scan_part_sum_abc_kernel does, and stores into the int64 result: wraps past 2**31",
+               "cumsum and (path or tile or integer_results)", _kernel_edits("outside_cumsum_row_int32_accumulator")),
         Mutant("outside_var_mean_full_between_blocks_dropped", "var_mean(dim=None)'s second stage sums its blocks' "
                "M2 without the between-block term (numel > 1024)", "var_mean and (accuracy or path)",
                _kernel_edits("outside_var_mean_full_between_blocks_dropped")),
