@@ -68,6 +68,14 @@ def lay_out(op: TensorOp, ops: dict[str, Any], layout: str) -> dict[str, Any]:
             ops["a"] = wide[..., : a.shape[-1]]
         elif layout == "syrk":  # b is a's transpose: mm's symmetric path
             ops["b"] = ops["a"].transpose(-1, -2)
+        elif layout == "batch_broadcast":  # each operand's first batch, expanded: batch stride 0
+            ops["a"], ops["b"] = (t[:1].expand(t.shape) for t in (ops["a"], ops["b"]))
+        elif layout == "batch_strided":  # each operand every other batch of one twice as long
+            for key in ("a", "b"):
+                t = ops[key]
+                wide = torch.zeros((2 * t.shape[0], *t.shape[1:]), dtype=t.dtype, device=t.device)
+                wide[::2] = t
+                ops[key] = wide[::2]
         elif layout in ("bias_full", "bias_column"):  # addmm's bias (M, N) or (M, 1): a row stride
             bias, m = ops["bias"], ops["a"].shape[-2]
             rows = torch.arange(m, dtype=bias.dtype, device=bias.device)[:, None] * 0.25  # each row its own

@@ -292,6 +292,9 @@ LAYERS: tuple[Layer, ...] = (
           paths=(L("forward, a group's (channels, HW) tile a program", LayerCase((3, 8, 5), groups=4),
                    "group_norm_kernel"),
                  L("backward: dx", LayerCase((3, 8, 5), groups=4), "group_norm_backward_kernel", backward=True),
+                 # its launcher leaves BLOCK_HW_SIZE at 128: past it the dx sums loop over HW tiles
+                 L("backward: dx past one 128-wide HW tile", LayerCase((2, 4, 129), groups=2),
+                   "group_norm_backward_kernel", backward=True),
                  L("backward: weight and bias gradients over the batch", LayerCase((3, 8, 5), groups=4),
                    "weight_bias_backward_kernel", backward=True)),
           row_folds=("group_norm_kernel", "group_norm_backward_kernel", "weight_bias_backward_kernel"),
@@ -309,6 +312,9 @@ LAYERS: tuple[Layer, ...] = (
           gems_names=("batch_norm", "batch_norm_backward"), functional="batch_norm", affine=("weight", "bias"),
           cases=_BATCH,
           paths=(L("forward, training: a channel a program over (batch, spatial) tiles", LayerCase((5, 3, 7)),
+                   "batch_norm_forward_kernel"),
+                 # BLOCK_M is min(2048, next_pow2(batch)): past 2048 the Welford walk steps over batch tiles
+                 L("forward, training: a batch past one 2048-row tile", LayerCase((2049, 2, 3)),
                    "batch_norm_forward_kernel"),
                  L("backward", LayerCase((5, 3, 7)), "batch_norm_backward_kernel", backward=True)),
           row_folds=("batch_norm_forward_kernel", "batch_norm_backward_kernel"), features=_ROW_FEATURES,

@@ -519,6 +519,8 @@ _MEAN_PATHS = (
 _SOFTMAX_PATHS = (
     P("non-inner, one tile", (3, 5, 64), 1, "softmax_kernel_non_inner", True),
     P("non-inner, online max across row tiles", (1, 513, 64), 1, "softmax_kernel_non_inner", False),
+    # two m: a pass that drops pid_m's offset writes the second m over the first
+    P("non-inner, row tiles of two m", (2, 513, 64), 1, "softmax_kernel_non_inner", False),
     P("inner, one tile", (3, 5), 1, "softmax_kernel_inner", True),
     P("inner, tiles and a partial last one", (1, 32769), 1, "softmax_kernel_inner", False),
     P("inner, whole tiles only", (1, 36864), 1, "softmax_kernel_inner", False),
@@ -954,9 +956,9 @@ def _cum_extreme(name: str) -> Op:
     torch's indices exactly (the last index of a tie, as torch's kernels take it)."""
     part = "max" if name == "cummax" else "min"
     paths = (P("one slice (M == K == 1)", (5,), 0, f"scan_part_{part}_kernel"),
-             P("one slice past 4096: blocks and their carry", (4097,), 0, f"add_base_{part}_kernel"),
+             P("one slice past 4096: blocks and their carry", (4097,), 0, f"add_base_{part}_kernel", loop=True),
              P("M * K <= 16: (A, B, C) blocks", (2, 5, 3), 1, f"scan_part_{part}_abc_kernel"),
-             P("M * K <= 16 past 4096: the carry pass", (1, 4097, 2), 1, f"add_base_{part}_abc_kernel"),
+             P("M * K <= 16 past 4096: the carry pass", (1, 4097, 2), 1, f"add_base_{part}_abc_kernel", loop=True),
              P("M * K > 16: one program per (m, k), a loop over B", (3, 5, 8), 1, f"scan_part_{part}_abc_loop_kernel"),
              P("M * K > 16 past 4096: 1024-wide blocks, each carried into the next", (2, 4097, 9), 1,
                f"scan_part_{part}_abc_loop_kernel", loop=True),

@@ -408,7 +408,12 @@ OPS: tuple[TensorOp, ...] = (
              grid=_GRID["addmm"], large=_LARGE["addmm"]),
     TensorOp("bmm", MATMUL, "flag_gems.ops.bmm", "bmm", ("bmm", "bmm_out"), _BMM, out=True,
              paths=(P("a batch a grid axis: K tail masked (DIVISIBLE_K off)", M((2, 13, 19, 17)), "bmm_kernel"),
-                    P("K a multiple of TILE_K: no K mask", M((2, 13, 64, 17)), "bmm_kernel")),
+                    P("K a multiple of TILE_K: no K mask", M((2, 13, 64, 17)), "bmm_kernel"),
+                    # attention broadcasts one operand over the batch; a strided batch steps past K * N
+                    P("operands broadcast over the batch (batch stride 0)", M((3, 7, 5, 6)), "bmm_kernel",
+                      layout="batch_broadcast"),
+                    P("operands every other batch of a larger tensor", M((3, 7, 5, 6)), "bmm_kernel",
+                      layout="batch_strided")),
              kernels=("bmm_kernel",), features=_MATMUL_FEATURES,
              defects=(OpDefect("bmm_empty_log2_key", _bmm_empty, hardware_only=True),
                       OpDefect("grid_z_over_limit", _bmm_batch_on_grid_z),

@@ -825,6 +825,48 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
         ("flag_gems.ops.rms_norm", "rms_norm_kernel", "if tl.constexpr(in_ptr.dtype.element_ty == tl.float16)",
          "if tl.constexpr(False)", 1),
     ),
+    # a third outside review (FlagGems 5.0.2's kernels as installed): families the second did not touch
+    "outside2_cummax_carry_ties_keep_the_carry": (
+        ("flag_gems.ops.cummax", "add_base_max_kernel",
+         "out_vals >= last_part_max_via_max, out_indices, last_part_max_index_via_max",
+         "out_vals > last_part_max_via_max, out_indices, last_part_max_index_via_max", 1),
+        ("flag_gems.ops.cummax", "add_base_max_abc_kernel",
+         "out_vals >= last_part_max_via_max, out_indices, last_part_max_index_via_max",
+         "out_vals > last_part_max_via_max, out_indices, last_part_max_index_via_max", 1),
+    ),
+    "outside2_softmax_non_inner_write_pass_row_offset_dropped": (
+        ("flag_gems.ops.softmax", "softmax_kernel_non_inner",
+         "offsets = pid_m * N * K + n_offsets[:, None] * K + k_offsets\n            mask = (n_offsets[:, None] < N) & (k_offsets[None, :] < K)",
+         "offsets = n_offsets[:, None] * K + k_offsets\n            mask = (n_offsets[:, None] < N) & (k_offsets[None, :] < K)", 1),
+    ),
+    "outside2_index_select_indices_masked_by_n": (
+        ("flag_gems.ops.index_select", "index_select_kernel",
+         "indices = tl.load(index + cols_offsets, mask=(cols_offsets < index_len), other=0)",
+         "indices = tl.load(index + cols_offsets, mask=(cols_offsets < N), other=0)", 1),
+    ),
+    "outside2_batch_norm_welford_step_of_the_row_tile": (
+        ("flag_gems.ops.batch_norm", "batch_norm_forward_kernel",
+         "step = m_step * n_num_steps + n_step + 1", "step = n_step + 1", 1),
+    ),
+    "outside2_bmm_b_batch_stride_assumed_contiguous": (
+        ("flag_gems.ops.bmm", "bmm_kernel", "B += pid_b * stride_bb", "B += pid_b * K * N", 1),
+    ),
+    "outside2_argmin_split_k_cross_tile_ties_last": (
+        ("flag_gems.ops.argmin", "argmin_split_K_kernel_merged", "mask = local_min < global_min",
+         "mask = local_min <= global_min", 1),
+    ),
+    "outside2_group_norm_backward_sums_first_hw_tile": (
+        ("flag_gems.ops.groupnorm", "group_norm_backward_kernel", "for off in range(0, HW, BLOCK_HW_SIZE):",
+         "for off in range(0, BLOCK_HW_SIZE, BLOCK_HW_SIZE):", 1),
+    ),
+    "outside2_std_full_bessel_hard_coded": (
+        ("flag_gems.ops.std", "_std_reduce_kernel", "var = var * N / tl.maximum(N - correction, 1.0)",
+         "var = var * N / tl.maximum(N - 1, 1.0)", 1),
+    ),
+    "outside2_count_nonzero_combine_counts_blocks": (
+        ("flag_gems.ops.count_nonzero", "count_nonzero_combin_kernel_1", "nonzero_count += tl.sum(x)",
+         "nonzero_count += tl.sum((x != 0).to(tl.int64))", 1),
+    ),
 }
 
 
@@ -1143,6 +1185,27 @@ def _outside_gather_programs_past_first() -> None:
     _wrap_tensor_op("gather", make)
 
 
+def _outside2_index_add_duplicates_last_wins() -> None:
+    """index_add's generated kernel with its ``tl.atomic_add`` lowered to a load, an add and a
+    store (the bfloat16 fallback its own TODO sketches, or a vendor without atomics on that
+    dtype): lanes of one block that hit the same output read the same old value, the last
+    store wins - of a repeated index only the last source slice is added."""
+    import torch
+
+    def make(orig):
+        def index_add(inp, dim, index, src, alpha=1):
+            flat = index.reshape(-1)
+            if flat.numel() < 2 or torch.unique(flat).numel() == flat.numel():
+                return orig(inp, dim, index, src, alpha=alpha)
+            last = {int(v): i for i, v in enumerate(flat.tolist())}
+            keep = torch.tensor(sorted(last.values()), dtype=torch.long, device=index.device)
+            return orig(inp, dim, flat.index_select(0, keep), src.index_select(dim, keep), alpha=alpha)
+
+        return index_add
+
+    _wrap_tensor_op("index_add", make)
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -1362,6 +1425,39 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("outside_gather_programs_past_first", "gather's generated kernel with its program id folded to 0: "
                "index elements past the first 512 never stored", "gather and (accuracy or layout or path)",
                _outside_gather_programs_past_first, suite="tensorops"),
+        # a third outside review (FlagGems 5.0.2's kernels as installed)
+        Mutant("outside2_cummax_carry_ties_keep_the_carry", "cummax's carry pass (one slice past 4096, or M * K <= 16 "
+               "past 4096) keeps the carried index when a later block's value ties it (torch takes the later index)",
+               "cummax and (tile or path)", _kernel_edits("outside2_cummax_carry_ties_keep_the_carry")),
+        Mutant("outside2_softmax_non_inner_write_pass_row_offset_dropped", "non-inner softmax's loop kernel (N past "
+               "one tile) writes its second pass at row 0 whatever pid_m: rows past the first unwritten",
+               "softmax and (path or tile)", _kernel_edits("outside2_softmax_non_inner_write_pass_row_offset_dropped")),
+        Mutant("outside2_index_select_indices_masked_by_n", "index_select masks its index load by N (the input "
+               "dim, which its BLOCK_N heuristic reads) not index_len: past N indices select element 0",
+               "index_select and accuracy", _kernel_edits("outside2_index_select_indices_masked_by_n"), suite="tensorops"),
+        Mutant("outside2_batch_norm_welford_step_of_the_row_tile", "batch_norm's Welford counts its step within a "
+               "row tile only (batch > 2048: BLOCK_M tiles of the batch): the running mean is divided wrongly",
+               "batch_norm and (forward or path)", _kernel_edits("outside2_batch_norm_welford_step_of_the_row_tile"),
+               suite="layers"),
+        Mutant("outside2_bmm_b_batch_stride_assumed_contiguous", "bmm steps B's batch by K * N, not its stride: a "
+               "broadcast (stride 0) or non-contiguous batch of B is read wrongly", "bmm and (accuracy or path or layout)",
+               _kernel_edits("outside2_bmm_b_batch_stride_assumed_contiguous"), suite="tensorops"),
+        Mutant("outside2_argmin_split_k_cross_tile_ties_last", "argmin's split-K kernel merges row tiles with <=: a "
+               "tie in a later tile takes the index", "argmin and (tile or path)",
+               _kernel_edits("outside2_argmin_split_k_cross_tile_ties_last")),
+        Mutant("outside2_group_norm_backward_sums_first_hw_tile", "group_norm's dx kernel (BLOCK_HW_SIZE 128 by "
+               "default) sums dx_hat and dx_hat * x_hat over its first HW tile only: HW > 128 off",
+               "group_norm and (backward or path)", _kernel_edits("outside2_group_norm_backward_sums_first_hw_tile"),
+               suite="layers"),
+        Mutant("outside2_std_full_bessel_hard_coded", "std(dim=None)'s reduce pass divides by N - 1 whatever "
+               "correction= says (the dim kernels honour it)", "std and (param or path)",
+               _kernel_edits("outside2_std_full_bessel_hard_coded")),
+        Mutant("outside2_count_nonzero_combine_counts_blocks", "count_nonzero's combine pass (N > 2048) counts its "
+               "nonzero partial counts (a copy of the first pass) instead of summing them",
+               "count_nonzero and (accuracy or path)", _kernel_edits("outside2_count_nonzero_combine_counts_blocks")),
+        Mutant("outside2_index_add_duplicates_last_wins", "index_add's atomic_add lowered to load + add + store: of a "
+               "repeated index only the last source slice is added", "index_add and accuracy",
+               _outside2_index_add_duplicates_last_wins, suite="tensorops"),
         # the workaround's own fast path, each with the workaround installed
         _fast_path_mutant("fastpath_row_tail_exact_block_dropped", "the fast path's row tail skips a block that ends exactly "
                "at N: rows lost whenever N % BLOCK_R has a set bit the walk reaches last", "(sum or mean) and fast_path"),
