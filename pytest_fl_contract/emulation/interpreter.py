@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ..config.platforms import EMULATOR_ENV
 from ..imports import after_import
 from ..util import FlContractError, installed_version
-from . import device
+from . import device, dispatch
 from .profiles import DeviceProfile
 
 TESTED: dict[str, tuple[str, ...]] = {
@@ -51,6 +51,33 @@ class _NoDevice:
     __exit__ = lambda self, *exc: False  # noqa: E731
 
 
+class PhiloxGenerator:
+    """The emulated device's default generator as FlagGems' random ops read it: a CUDA
+    generator's state is its Philox seed and offset, two int64 (``philox_backend_seed_offset``
+    takes them, advances the offset and sets the state back).  ``torch.manual_seed`` seeds it
+    (through ``torch.cuda.manual_seed_all``), so a seeded call draws the same bits again."""
+
+    def __init__(self, seed: int = 67280421310721) -> None:
+        self.seed, self.offset = seed, 0
+
+    def get_state(self) -> Any:
+        import torch
+
+        return torch.tensor([self.seed, self.offset], dtype=torch.int64).view(torch.uint8)
+
+    def set_state(self, state: Any) -> None:
+        import torch
+
+        self.seed, self.offset = (int(v) for v in state.view(torch.int64)[-2:])
+
+    def manual_seed(self, seed: int) -> PhiloxGenerator:
+        self.seed, self.offset = int(seed) & 0xFFFF_FFFF_FFFF_FFFF, 0
+        return self
+
+    def initial_seed(self) -> int:
+        return self.seed
+
+
 def _cuda_shim(profile: DeviceProfile) -> dict[str, Any]:
     """The attributes of ``torch.cuda`` that FlagGems' heuristics and entry points read.
 
@@ -64,7 +91,11 @@ def _cuda_shim(profile: DeviceProfile) -> dict[str, Any]:
         L2_cache_size=profile.l2_cache_bytes,
         total_memory=profile.total_memory,
     )
+    generator = PhiloxGenerator()
     return {
+        "default_generators": (generator,),
+        "manual_seed": lambda seed: generator.manual_seed(seed) and None,
+        "manual_seed_all": lambda seed: generator.manual_seed(seed) and None,
         "get_device_properties": lambda device=None: props,
         "get_device_name": lambda device=None: profile.device_name,
         "get_device_capability": lambda device=None: profile.capability,
@@ -728,6 +759,25 @@ def no_discarded_overflow_checks(interpreter: Any) -> None:
         builder.options = replace(builder.options, sanitize_overflow=False)
 
 
+def bool_scalar_arguments(interpreter: Any) -> None:
+    """A bool scalar argument (``isclose_func``'s ``zero_tol``) is an ``i1`` to the compiler;
+    the interpreter makes it an int32 array of type int1 and refuses it ("numpy data itemsize
+    (32 bits) exceeds dtype primitive_bitwidth (1 bits)"): FlagGems' isclose, and with it
+    ``torch.testing.assert_close`` under ``flag_gems.enable()``, could not run.  It gets a
+    bool array."""
+    import numpy as np
+    import triton.language as tl
+
+    original = interpreter._implicit_cvt
+
+    def implicit_cvt(arg: Any) -> Any:
+        if isinstance(arg, bool):
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.bool_), tl.int1), tl.int1)
+        return original(arg)
+
+    interpreter._implicit_cvt = implicit_cvt
+
+
 def _first_three(grid: Any) -> Any:
     if callable(grid):
         return lambda meta: tuple(grid(meta))[:3]
@@ -878,7 +928,9 @@ def activate(profile: DeviceProfile) -> None:
     compiled_grid_axes(interpreter)
     bf16_arithmetic(interpreter)
     no_discarded_overflow_checks(interpreter)
+    bool_scalar_arguments(interpreter)
     device.install()  # the memory guard at once; injected defects pass through it too
+    dispatch.install()  # FlagGems' fallbacks to torch reach torch's CPU kernels, not FlagGems again
 
     _stub_missing_modules(found["flag_gems"])
     _alias_vendor_libdevice(profile.vendor)
@@ -887,6 +939,7 @@ def activate(profile: DeviceProfile) -> None:
         ("flag_gems.utils.libentry", _patch_libentry),
         ("flag_gems.utils.pointwise_dynamic", _patch_pointwise_dynamic),
         ("flag_gems.utils.limits", _patch_limits),
+        ("flag_gems", dispatch.rewrite_host_checks),  # the whole package: its ops and fused modules have run
     ):
         after_import(module, patch)  # right after each module runs, before anything imports from it
     _applied["profile"] = profile
