@@ -132,3 +132,17 @@ def test_aliases_of_one_platform_collapse():
 def test_unhashable_or_mistyped_arguments_are_marker_errors(mark):
     with pytest.raises(MarkerError):
         validate([mark.mark], REGISTRY)
+
+
+def test_a_defect_with_a_launch_trigger_is_a_conditional_xfail_that_takes_only_its_error():
+    from pytest_fl_contract.markers import xfail_mismatch
+
+    decision = evaluate_xfail(validate([M.known_defect("mm_fp32_small_k_shared_memory").mark], REGISTRY),
+                              ctx("nvidia"))
+    assert decision is not None and decision.conditional and not decision.strict
+
+    class OutOfResources(Exception):
+        pass
+
+    assert xfail_mismatch(decision, "call", OutOfResources("shared memory")) is None
+    assert xfail_mismatch(decision, "call", AssertionError("values")) is not None

@@ -184,3 +184,35 @@ def test_failing_install_stops_the_run_with_one_line(pytester, run_subprocess):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(["*workaround badinstall: install() failed: RuntimeError: no registrar*"])
     assert "test_later" not in result.stdout.str() or "passed" not in result.stdout.str()
+
+
+LAUNCH_CASES = """
+import pytest
+
+class OutOfResources(Exception):
+    pass
+
+@pytest.mark.known_defect("mm_fp32_small_k_shared_memory")
+def test_a_config_past_the_device():
+    raise OutOfResources("out of resource: shared memory, Required: 327704, Hardware limit: 232448")
+
+@pytest.mark.known_defect("mm_fp32_small_k_shared_memory")
+def test_a_config_that_fits():
+    pass
+
+@pytest.mark.known_defect("mm_fp32_small_k_shared_memory")
+def test_wrong_numbers_are_not_the_launch():
+    assert False
+"""
+
+
+def test_a_defect_triggered_by_the_launch_is_decided_when_the_call_runs(pytester, run_subprocess):
+    """mm_fp32_small_k_shared_memory shows where the config FlagGems' tuner picks needs more
+    shared memory than the card has (an H200 and an H100 differ): the launch's OutOfResources
+    is the known defect, a call whose config fits is a plain pass (no strict XPASS on the card
+    the predicate was not written on), and a wrong answer is a failure."""
+    pytester.makepyfile(test_launch=LAUNCH_CASES)
+    result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-no-workaround", "-rA")
+    result.assert_outcomes(passed=1, failed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["*known defect mm_fp32_small_k_shared_memory fails with OutOfResources, not "
+                                 "AssertionError*"])

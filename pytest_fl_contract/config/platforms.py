@@ -26,8 +26,13 @@ _PLATFORM_KEYS = {
     "description", "aliases", "vendor", "device_type", "capabilities", "defects", "exclude_defects",
     "emulation", "copy_source",
 }
-_DEFECT_KEYS = {"id", "whose", "description", "feature", "seen", "seen_on", "ops", "workaround", "faults", "fails_with"}
+_DEFECT_KEYS = {"id", "whose", "description", "feature", "seen", "seen_on", "ops", "workaround", "faults", "fails_with",
+                "trigger"}
 WHOSE = ("compiler", "flag_gems")
+# launch_resources: the defect shows where a launch's config (the one FlagGems' tuner picks on
+# this device) needs more than the device has - decided when the call runs, by the error the
+# launch raises, never by a shape seen on one card
+TRIGGERS = ("launch_resources",)
 # A known-defect xfail holds only for the failures its defect produces: the contract's own
 # assertion always, and the exception types a defect lists.  These never are a defect's:
 # they say the lane's environment is broken, not its kernels.
@@ -52,6 +57,7 @@ class Defect:
     whose: str = "compiler"  # compiler (a vendor's Triton) | flag_gems (FlagGems' own code)
     feature: str = ""  # the compiler feature, as a bug report and the probe table name it
     seen: tuple[str, ...] = ()  # where it was seen: devices and stacks, FlagGems versions
+    trigger: str | None = None  # TRIGGERS: what decides at run time whether a call runs into it
 
     @property
     def flag_gems(self) -> bool:
@@ -158,6 +164,11 @@ def _validate_defect(defect: Any, source: str, where: str, whose: str | None = N
     for key in ("feature", "seen_on", "workaround"):
         if key in defect and not isinstance(defect[key], str):
             raise _fail(source, f"{where}.{key}", "expected a string")
+    if "trigger" in defect:
+        if defect["trigger"] not in TRIGGERS:
+            raise _fail(source, f"{where}.trigger", f"one of {', '.join(TRIGGERS)}")
+        if not defect.get("fails_with"):
+            raise _fail(source, f"{where}.fails_with", "a defect with a trigger names the error its launch raises")
     if not isinstance(defect.get("faults", False), bool):
         raise _fail(source, f"{where}.faults", "expected true or false")
     for name in _check_str_list(defect.get("fails_with", []), source, f"{where}.fails_with"):
@@ -336,7 +347,8 @@ def _defect(entry: dict[str, Any], source: str) -> Defect:
     seen = tuple(entry.get("seen", ())) + ((entry["seen_on"],) if entry.get("seen_on") else ())
     return Defect(entry["id"], " ".join(entry["description"].split()), tuple(entry.get("ops", ())),
                   entry.get("workaround"), entry.get("faults", False), tuple(entry.get("fails_with", ())),
-                  entry.get("whose", "compiler"), " ".join(entry.get("feature", "").split()), seen)
+                  entry.get("whose", "compiler"), " ".join(entry.get("feature", "").split()), seen,
+                  entry.get("trigger"))
 
 
 def _with_common(name: str, entry: dict[str, Any], catalogue: Mapping[str, Defect], inherited: list[Defect],

@@ -267,16 +267,16 @@ def _src_not_like_input(call: TensorCall) -> bool:
     return call.layout == "transposed_src"
 
 
-def _fp32_small_k(call: TensorCall) -> bool:
-    """Seen on an H200 (flag_gems 5.0.2 and 5.4.0.dev0): mm's general kernel in fp32 with K of at most 32
-    (K = 0, 7, 19; 70, 129, 257 and 300 ran, as did fp16 and bf16) fails to launch: "out of
-    resource: shared memory, Required 327696 to 426008, Hardware limit 232448" - its tuner keys
-    such a K as at most 32 and launches a config no Hopper holds.  The symmetric kernel and an
-    empty M or N (answered before the launch) are not affected."""
+def _general_kernel_launch(call: TensorCall) -> bool:
+    """A call that launches mm's general kernel (not the symmetric one; an empty M or N is
+    answered before any launch): whether it runs into mm_fp32_small_k_shared_memory is the
+    config its tuner picks on the device (an H200 failed fp32 with K of at most 32, an H100
+    also (13, 256, 17)), so the defect's trigger decides when the call runs (the launch's
+    OutOfResources), not a shape seen on one card."""
     if len(call.shape) != 3 or call.layout == "syrk":
         return False
     m, k, n = call.shape
-    return call.dtype == "float32" and m > 0 and n > 0 and k <= 32
+    return m > 0 and n > 0
 
 
 def _bmm_empty(call: TensorCall) -> bool:
@@ -394,7 +394,7 @@ OPS: tuple[TensorOp, ...] = (
                     P("a @ a.T past one tile: the mirrored stores", M((41, 17, 41)), "mm_kernel_syrk", layout="syrk")),
              kernels=("mm_kernel_general", "mm_kernel_syrk"), features=_MATMUL_FEATURES,
              defects=(OpDefect("matmul_empty_k_reads_before", _empty_k),
-                      OpDefect("mm_fp32_small_k_shared_memory", _fp32_small_k, hardware_only=True)),
+                      OpDefect("mm_fp32_small_k_shared_memory", _general_kernel_launch, hardware_only=True)),
              large=_LARGE["mm"]),
     TensorOp("addmm", MATMUL, "flag_gems.ops.addmm", "addmm", ("addmm", "addmm_out"), _MM, out=True,
              paths=(P("bias + a @ b: K tiles under (m, k) and (k, n) masks", M((13, 19, 17)), "addmm_kernel"),
