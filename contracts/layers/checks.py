@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_fl_contract.contracts.enabling import scope_text, use_gems
+
 from pytest_fl_contract.registry.layers import Layer, LayerCase
 
 INF, NAN = float("inf"), float("nan")
@@ -97,9 +99,10 @@ def _dispatched(gems: Any, name: str) -> bool:
 
 
 def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any = None,
-        backward: bool = False, transposed: bool = False) -> dict[str, Any]:
+        backward: bool = False, transposed: bool = False, enabling: str = "include") -> dict[str, Any]:
     """The layer on ``inputs`` in ``dtype`` on ``device`` (``gems``: the flag_gems module,
-    whose entry points serve the call; None: torch itself), with its gradients when
+    whose entry points serve the call, with the row's or every op enabled (``enabling``);
+    None: torch itself), with its gradients when
     ``backward``: {"y", "dx", "dweight", "dbias", "running_mean", "running_var"} on the CPU.
     cuDNN is off for the call (torch's CUDA batch norm would take it, never FlagGems), and a
     call whose forward (or dispatched backward) never reached FlagGems fails."""
@@ -119,7 +122,7 @@ def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: st
     wanted = {layer.forward} | ({layer.backward} if backward and gems is not None and _dispatched(gems, layer.backward)
                                   else set())
     count = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
-    scope = gems.use_gems(include=list(layer.gems_names)) if gems is not None else contextlib.nullcontext()
+    scope = use_gems(gems, layer.gems_names, enabling) if gems is not None else contextlib.nullcontext()
     with count as seen, torch.backends.cudnn.flags(enabled=False), scope:
         y = layer.torch_call(x, weight, bias, case, stats)
         if backward:
@@ -127,7 +130,7 @@ def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: st
     if gems is not None and x.numel():
         missing = sorted(wanted - seen)
         assert not missing, (f"{layer.name}: torch dispatch never reached FlagGems' {', '.join(missing)} "
-                             f"(use_gems(include={list(layer.gems_names)})): the contract tested torch's own kernels")
+                             f"({scope_text(layer.gems_names, enabling)}): the contract tested torch's own kernels")
     out = {"y": y.detach()}
     if backward:
         out.update(dx=x.grad, dweight=None if weight is None else weight.grad, dbias=None if bias is None else bias.grad)
@@ -205,15 +208,16 @@ def outcome(call: Any) -> tuple[str, Any]:
 
 
 def check(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any,
-          backward: bool = False, transposed: bool = False, what: str = "") -> None:
+          backward: bool = False, transposed: bool = False, what: str = "", enabling: str = "include") -> None:
     """FlagGems through dispatch against torch in float64 (the same inputs, rounded to the
     call's dtype); where torch refuses the call, FlagGems must refuse it too."""
     inputs = rounded(inputs, dtype)
     kind, want = outcome(lambda: reference(layer, case, inputs, backward))
     if kind == "raises":
         got_kind, got = outcome(lambda: run(layer, case, inputs, device=device, dtype=dtype, gems=gems,
-                                            backward=backward, transposed=transposed))
+                                            backward=backward, transposed=transposed, enabling=enabling))
         assert got_kind == "raises", f"{what}{layer.name}: torch raises {want}, FlagGems returned a result"
         return
-    got = run(layer, case, inputs, device=device, dtype=dtype, gems=gems, backward=backward, transposed=transposed)
+    got = run(layer, case, inputs, device=device, dtype=dtype, gems=gems, backward=backward, transposed=transposed,
+              enabling=enabling)
     compare(layer, case, got, want, dtype, what)

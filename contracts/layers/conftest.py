@@ -14,7 +14,7 @@ from pytest_fl_contract.registry.ops import flag_gems_version
 DTYPES = ("float32",)
 HALF_DTYPES = ("float16", "bfloat16")
 DTYPE_CAPABILITY = {"bfloat16": "bf16", "float64": "fp64"}
-GRADIENTS = ("backward", "affine", "determinism", "layout", "empty", "large_index")  # the contracts that check gradients too
+GRADIENTS = ("backward", "affine", "determinism", "layout", "empty", "large_index", "enabled")  # the contracts that check gradients too
 
 
 def chosen_layers() -> list[Layer]:
@@ -45,8 +45,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif "layer" in names and "case" in names:
         metafunc.parametrize("layer,case", [pytest.param(layer, case, id=f"{layer.name}-{case.id}") for layer in layers
                                             for case in layer.cases[settings.sweep]])
-    elif "layer" in names and "empty_case" not in names and "half_case" not in names:
+    elif "layer" in names and not {"empty_case", "half_case", "first_case"} & set(names):
         metafunc.parametrize("layer", layers, ids=[layer.name for layer in layers])
+    if "first_case" in names:  # the layer's first case (every FlagGems op enabled)
+        metafunc.parametrize("layer,first_case", [pytest.param(layer, layer.cases[settings.sweep][0],
+                                                               id=f"{layer.name}-{layer.cases[settings.sweep][0].id}")
+                                                  for layer in layers])
     if "half_case" in names:  # the layer's first case in each half precision
         metafunc.parametrize("layer,half_case,dtype", [_param(layer, layer.cases[settings.sweep][0], dtype)
                                                       for layer in layers for dtype in HALF_DTYPES])

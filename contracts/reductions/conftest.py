@@ -10,12 +10,14 @@ from pytest_fl_contract.contracts.reductions import fresh
 from pytest_fl_contract.contracts.reductions.sweeps import (
     DTYPE_CAPABILITY,
     DTYPES,
+    ENABLED_CASE,
     HALF_DTYPES,
     KEEPDIM_CASES,
     PARTIAL_TILE_CASES,
     REAL_CASE,
     Case,
     cases_for,
+    differentiable,
     fitted,
     half_cases,
     ops_for,
@@ -86,7 +88,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # the rest would repeat the row's own call
         chosen = [op for op in ops if not (quick and op.interpreter == "toy") and not _scan_view(op)]
         paired = next((name for name in per_op_cases if name in names), None)
-        if paired is None:
+        if "enabled_case" in names:  # forward for every row, backward where torch differentiates it
+            combos = [(op, fitted(ENABLED_CASE, op, settings.sweep), direction) for op in chosen
+                      for direction in ("forward", "backward") if direction == "forward" or differentiable(op)]
+            metafunc.parametrize("op,enabled_case,direction", [pytest.param(*c, id=f"{c[0].name}-{c[1].id}-{c[2]}")
+                                                                for c in combos])
+        elif paired is None:
             metafunc.parametrize("op", chosen, ids=[op.name for op in chosen])
         else:  # each op with its cases as it runs them (``fitted``: the families' cut extents)
             combos: dict = {}
@@ -196,7 +203,8 @@ def call_of(params: dict, routed: bool = False, contract: str = "") -> Call | No
     extra = {k: params[k] for k in ("dtype", "layout", "values", "placement") if isinstance(params.get(k), str)}
     param = params.get("param")
     kwargs = ((param.name, params.get("value")),) if param is not None else ()
-    return Call(case.shape, case.dim, routed=routed, kwargs=kwargs, contract=contract, **extra)
+    return Call(case.shape, case.dim, routed=routed, kwargs=kwargs, contract=contract,
+                backward=params.get("direction") == "backward", **extra)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

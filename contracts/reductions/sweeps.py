@@ -449,6 +449,21 @@ def assert_agrees(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: bo
     assert problem is None, f"{what}: {problem}" if what else problem
 
 
+ENABLED_CASE = Case((3, 5, 64), 1)  # every FlagGems op enabled (test_enabled): one non-inner case a row
+
+
+def differentiable(op: Op) -> bool:
+    """torch gives the op's result a gradient (not an index, a count or a boolean): asked of
+    torch on a small float64 input, not kept as a list."""
+    import torch
+
+    x = torch.zeros(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    try:
+        return bool(op.torch_fn(x, 1, False).requires_grad)
+    except Exception:  # torch refuses a float input (an integer-only op): nothing to differentiate
+        return False
+
+
 def fitted(case: Case, op: Op, sweep_name: str) -> Case:
     """The case an op runs: on the interpreter, ops whose kernels combine element by element
     (``interpreter == "toy"``: prod's tl.reduce) get every size cut to at most 3 (0 and 1

@@ -1,7 +1,9 @@
 """Through torch dispatch: flag_gems.use_gems() registers the (possibly wrapped) entry
-points with aten, and torch.sum / mean / softmax / ... must reach the same contract."""
+points with aten, and torch.sum / mean / softmax / ... must reach the same contract (every
+FlagGems op enabled: test_enabled.py)."""
 
 import pytest
+from pytest_fl_contract.contracts.enabling import use_gems
 from pytest_fl_contract.contracts.reductions.sweeps import Case, check, fitted, make_input
 
 # use_gems() overrides aten kernels on purpose; torch warns about it once per process.
@@ -14,6 +16,6 @@ CASES = [Case((3, 5, 64), 1), Case((13, 64), 0), Case((3, 64, 5), -1)]
 def test_torch_dispatch(flag_gems, fl_device, fl_settings, op, dispatch_case):
     case = fitted(dispatch_case, op, fl_settings.sweep)
     x = make_input(case, "float32", fl_device)
-    with flag_gems.use_gems(include=list(op.gems_names)):
+    with use_gems(flag_gems, op.gems_names):
         got = op.torch_fn(x, case.dim, False)
     check(op, got, x, case.dim)

@@ -12,6 +12,7 @@ import contextlib
 import math
 from typing import Any
 
+from pytest_fl_contract.contracts.enabling import scope_text, use_gems
 from pytest_fl_contract.contracts.layers.checks import counted, outcome
 
 from pytest_fl_contract.registry.tensorops import INDEX, MATMUL, TensorCase, TensorOp
@@ -107,7 +108,7 @@ def prepared(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layo
 
 
 def run(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layout: str = "contiguous", gems: Any = None,
-        out: bool = False) -> Any:
+        out: bool = False, enabling: str = "include") -> Any:
     """The op on ``ops`` through torch dispatch (``gems``: FlagGems' entry points serve it; None:
     torch itself), the result on the CPU; ``out``: through its out= form, which must return
     the buffer it was given.  A call that never reached FlagGems fails."""
@@ -120,13 +121,13 @@ def run(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layout: s
         buffer = torch.full(shape, float("nan"), dtype=getattr(torch, dtype), device=device)
     wanted = {op.entry + ("_out" if out else "")} if gems is not None else set()
     count = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
-    scope = gems.use_gems(include=list(op.gems_names)) if gems is not None else contextlib.nullcontext()
+    scope = use_gems(gems, op.gems_names, enabling) if gems is not None else contextlib.nullcontext()
     with count as seen, scope:
         result = op.call(torch, given, buffer)
     if gems is not None and result.numel():
         missing = sorted(wanted - seen)
         assert not missing, (f"{op.name}: torch dispatch never reached FlagGems' {', '.join(missing)} "
-                             f"(use_gems(include={list(op.gems_names)})): the contract tested torch's own kernels")
+                             f"({scope_text(op.gems_names, enabling)}): the contract tested torch's own kernels")
     if buffer is not None:
         assert result.data_ptr() == buffer.data_ptr(), f"{op.name}(out=): returned a tensor that is not out"
     return result.detach().cpu()
@@ -165,17 +166,63 @@ def compare(op: TensorOp, case: TensorCase, got: Any, want: Any, dtype: str, wha
 
 
 def check(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, device: str, dtype: str, gems: Any,
-          layout: str = "contiguous", out: bool = False, what: str = "") -> None:
+          layout: str = "contiguous", out: bool = False, what: str = "", enabling: str = "include") -> None:
     """FlagGems through dispatch against torch in float64; where torch refuses the call,
     FlagGems must refuse it too."""
     ops = rounded(ops, dtype)
     kind, want = outcome(lambda: reference(op, ops, layout))
     if kind == "raises":
-        got_kind, _ = outcome(lambda: run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out))
+        got_kind, _ = outcome(lambda: run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out,
+                                          enabling=enabling))
         assert got_kind == "raises", f"{what}{op.name}: torch raises {want}, FlagGems returned a result"
         return
-    got = run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out)
+    got = run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out, enabling=enabling)
     compare(op, case, got, want, dtype, what)
 
 
-__all__ = ["INDEX", "MATMUL", "check", "compare", "lay_out", "reference", "run", "tolerance", "wraps"]
+def gradients(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, gems: Any = None,
+              enabling: str = "include") -> dict[str, Any]:
+    """The float operands' gradients of the op's call through autograd (``gems``: under its
+    registration; None: torch itself), the upstream gradient seeded by the result's shape."""
+    import torch
+
+    given = prepared(op, ops, device=device, dtype=dtype, layout="contiguous")
+    leaves = {k: v.detach().clone().requires_grad_() for k, v in given.items()
+              if k in FLOATS and hasattr(v, "is_floating_point") and v.is_floating_point()}
+    given.update(leaves)
+    def scope() -> Any:
+        return use_gems(gems, op.gems_names, enabling) if gems is not None else contextlib.nullcontext()
+
+    with scope():
+        result = op.call(torch, given, None)
+    g = torch.Generator().manual_seed(11 + result.numel())  # drawn by torch's own CPU generator
+    upstream = torch.randn(result.shape, generator=g, dtype=torch.float64).to(device=device, dtype=result.dtype)
+    with scope():
+        result.backward(upstream)
+    return {k: (None if v.grad is None else v.grad.detach().cpu()) for k, v in leaves.items()}
+
+
+def check_gradients(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, device: str, gems: Any,
+                    enabling: str = "include", what: str = "") -> None:
+    """Each float operand's fp32 gradient against float64 autograd of the same values: a
+    gradient folds the other operand's extents (a matmul's M or N), so its tolerance is the
+    forward's over the case's largest extent."""
+    import torch
+
+    ops = rounded(ops, "float32")
+    want = gradients(op, ops, device="cpu", dtype="float64")
+    got = gradients(op, ops, device=device, dtype="float32", gems=gems, enabling=enabling)
+    widest = TensorCase((max(case.shape),) * 3) if op.family == MATMUL else case
+    for key, ref in want.items():
+        value = got.get(key)
+        assert (value is None) == (ref is None), f"{what}{op.name}: gradient of {key}: {value} where torch has {ref}"
+        if ref is None:
+            continue
+        assert tuple(value.shape) == tuple(ref.shape), \
+            f"{what}{op.name}: gradient of {key} has shape {tuple(value.shape)}, torch {tuple(ref.shape)}"
+        torch.testing.assert_close(value.double(), ref.to(value.dtype).double(), equal_nan=True,
+                                   **tolerance(op, widest, "float32"),
+                                   msg=lambda m, k=key: f"{what}{op.name} {case.id}: gradient of {k}: {m}")
+
+
+__all__ = ["INDEX", "MATMUL", "check", "check_gradients", "gradients", "compare", "lay_out", "reference", "run", "tolerance", "wraps"]

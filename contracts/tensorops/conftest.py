@@ -62,6 +62,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif "tensor_op" in names and "layout" in names:
         metafunc.parametrize("tensor_op,layout", [pytest.param(op, layout, id=f"{op.name}-{layout}") for op in ops
                                                   for layout in op.layouts if layout != "contiguous"])
+    elif "tensor_op" in names and "first_case" in names:  # each op's first case (every FlagGems op enabled)
+        metafunc.parametrize("tensor_op,first_case", [pytest.param(op, op.cases[settings.sweep][0],
+                                                                   id=f"{op.name}-{op.cases[settings.sweep][0].id}")
+                                                      for op in ops])
     elif "tensor_op" in names and "out_op" not in names:
         metafunc.parametrize("tensor_op", ops, ids=[op.name for op in ops])
     if "out_op" in names:

@@ -102,6 +102,7 @@ class Call:
     placement: str = "current"  # current | other: the input lives on another device than the current one
     kwargs: tuple[tuple[str, Any], ...] = ()  # a swept keyword parameter and its value (test_params)
     contract: str = ""  # the contract asking (aliasing checks storage, not values)
+    backward: bool = False  # the case takes the input's gradient through autograd
 
     @property
     def reduced(self) -> tuple[int, ...]:
@@ -790,7 +791,8 @@ def _variance(name: str) -> Op:
                        f"{name}_kernel_1", kwargs=(("correction", 3 * 700 - 1),))),
               unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with {name}_kernel_1"},
               features=(*_MINMAX_FEATURES, "custom_reduce_combine", "tuple_reduce_rows"),
-              defects=(OpDefect("welford_combine_cancels", lambda c: c.values == "offset", ("5.0",), fields=("", "var")),
+              defects=(*((OpDefect("composite_autograd_lost", lambda c: c.backward),) if not pair else ()),
+                       OpDefect("welford_combine_cancels", lambda c: c.values == "offset", ("5.0",), fields=("", "var")),
                        OpDefect("var_partials_in_input_dtype", lambda c: c.dtype in ("float16", "bfloat16")
                                 and len(c.reduced) == len(c.shape) and c.reduced_size > 1),
                        # an H200 returns torch's inf there: numpy's evaluation order gives inf - inf
@@ -860,7 +862,14 @@ def _all_any(name: str) -> Op:
               exempt={"large_index": _LARGE_NOT_RUN, "large_inputs": "a truth value: large values change nothing"},
               paths=tuple(paths), unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with "
                                                                   f"{name}_kernel_1"},
-              features=_MINMAX_FEATURES, defects=(_EMPTY_REDUCED,))
+              features=_MINMAX_FEATURES,
+              # 5.4's all_dim casts with inp.bool(): FlagGems' _to_copy when every op is enabled
+              defects=(_EMPTY_REDUCED, OpDefect("float_to_bool_truncates", _enabled_float_cast, ("5.4",))))
+
+
+def _enabled_float_cast(call: Call) -> bool:
+    """A float input cast to bool by FlagGems' own _to_copy: with every op enabled."""
+    return call.contract == "enabled" and call.dtype.startswith(("float", "bfloat"))
 
 
 def _count_nonzero() -> Op:
@@ -974,7 +983,13 @@ def _cum_extreme(name: str) -> Op:
               exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN}, paths=paths,
               features=(*_SCAN_FEATURES, "scan_tuple_combine"),
               defects=(OpDefect("cum_extreme_bool_as_int64", _dtype_in("bool")), _EMPTY,
-                       OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1))))
+                       OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
+                       # its gradient is zeros.scatter_add_(dim, indices, grad): FlagGems' when every op is on
+                       OpDefect("scatter_add_same_shape_copy", lambda c: c.backward and _scans_non_last(c))))
+
+
+def _scans_non_last(call: Call) -> bool:
+    return bool(call.shape) and call.reduced[0] != len(call.shape) - 1
 
 
 def _logcumsumexp() -> Op:
