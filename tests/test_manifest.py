@@ -104,6 +104,16 @@ MALFORMED = [  # (manifest text, what the one line must say)
         "expect must be 'pass' or 'fail'",
     ),
     (lanes("  a:\n    platform: cpu\n    steps:\n      - use: nosuch\n"), "unknown shared step 'nosuch'"),
+    (lanes("  a:\n    platform: cpu\n    steps:\n      - name: s\n        flaggems_tests: [weather]\n"),
+     "or all; unknown: 'weather'"),
+    (lanes("  a:\n    platform: cpu\n    steps:\n      - name: s\n        flaggems_tests: matmul\n"),
+     "flaggems_tests names families: a list"),
+    (lanes("  a:\n    platform: cpu\n    steps:\n      - name: s\n        flaggems_tests: [matmul]\n"
+           "        contracts: layers\n"), "flaggems_tests runs pytest: it cannot go with"),
+    (lanes("  a:\n    platform: cpu\n    flaggems_tests_from: ''\n    steps:\n" + GOOD_STEP),
+     "flaggems_tests_from: a FlagGems wheel or directory"),
+    (lanes("  a:\n    platform: cpu\n    flaggems_tests_from: $HOME/x\n    steps:\n" + GOOD_STEP),
+     "flaggems_tests_from: a FlagGems wheel or directory"),
     (lanes("  a:\n    platform: cpu\n    steps:\n      - just a string\n"), "a step must be a mapping"),
     (lanes("  a: 3\n"), "lane 'a': a lane must be a mapping"),
     (
@@ -141,10 +151,15 @@ def test_errors_carry_line_numbers(tmp_path):
 def test_the_shipped_manifest_is_valid_and_covers_the_cpu_lanes():
     manifest = load(ROOT / "ci" / "manifest.yaml", REGISTRY)
     assert {"cpu", "iluvatar-emulated", "iluvatar-emulated-noworkaround"} <= set(manifest.lanes)
-    # every lane runs the contracts, but the one that runs FlagGems' own suite under the three CPU lanes
+    # every lane runs the contracts, but those that run FlagGems' own suite under the three CPU lanes, a line each
     suites = {name for name, lane in manifest.lanes.items() if not any(s.name == "op_contracts" for s in lane.steps)}
-    assert suites == {"flaggems-suite-fg54"}
-    assert [s.kind for s in manifest.lanes["flaggems-suite-fg54"].steps][-1] == "compare"
+    assert suites == {"flaggems-suite", "flaggems-suite-fg54"}
+    for name in suites:
+        steps = manifest.lanes[name].steps
+        assert [s.kind for s in steps][-1] == "compare"
+        assert {f for s in steps for f in s.flaggems_tests} == {"reductions", "min/max", "variance/norms",
+                                                                 "normalization", "matmul", "index", "scans"}
+    assert manifest.lanes["flaggems-suite"].flaggems_tests_from == "${FL_FLAGGEMS_54}"
     assert manifest.lanes["iluvatar-emulated-noworkaround"].steps[0].expect == "fail"
     with_lanes = {lane.platform for lane in manifest.lanes.values()}
     assert with_lanes >= {"nvidia", "iluvatar", "ascend", "mthreads", "enflame", "hygon"}

@@ -346,11 +346,42 @@ lanes:
         return main(["--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / f"r{which}")])
 
     assert go("0") == 0  # both fail test_b only
-    assert "other fails the same cases than reference: 0 more, 0 fewer, 1 in both" in capsys.readouterr().out
+    assert "other fails the same cases than reference: 0 more, 0 fewer, 1 in both, 2 passed in both" in \
+        capsys.readouterr().out
     assert go("1") == 1  # other fails test_c too
     out = capsys.readouterr().out
     assert "other fails other cases than reference: 1 more, 0 fewer, 1 in both" in out
     assert "test_pair::test_c" in (tmp_path / "r1" / "l" / "alike.xml").read_text()  # the comparison, in its case
+
+
+def test_a_compare_step_of_two_runs_that_proved_nothing_fails(tmp_path, capsys):
+    """Both steps errored in every case (a fixture raising ImportError: FlagGems' own suite
+    on a lane whose flag_gems cannot be imported): "the same failures" in both is no
+    agreement.  Nor is a run in which every case skipped."""
+    (tmp_path / "test_nothing.py").write_text(
+        "import os\nimport pytest\n\n@pytest.fixture\ndef gems():\n"
+        "    if os.environ.get('SKIP') == '1':\n        pytest.skip('no flag_gems here')\n"
+        "    raise ImportError('no flag_gems')\n\n"
+        "def test_a(gems): pass\n\ndef test_b(gems): pass\n")
+    manifest = tmp_path / "m.yaml"
+    for skip in ("0", "1"):
+        manifest.write_text(f"""version: 1
+shared_steps:
+  s:
+    pytest: ["{tmp_path}/test_nothing.py", -q, -p, no:cacheprovider, "--rootdir={tmp_path}"]
+    env: {{SKIP: "{skip}"}}
+    allow_failure: true
+lanes:
+  l:
+    platform: cpu
+    steps:
+      - {{name: reference, use: s}}
+      - {{name: other, use: s}}
+      - name: alike
+        compare: [reference, other]
+""")
+        assert main(["--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / f"r{skip}")]) == 1
+        assert "no case passed in both: the comparison shows nothing held" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("step, message", [

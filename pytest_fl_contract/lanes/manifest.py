@@ -31,9 +31,9 @@ SETUP_STEP = "setup"  # the name the lane's ``setup:`` commands run under
 PACKAGES_STEP = "packages"  # the name the lane's ``packages:`` install runs under
 TOP_KEYS = {"version", "defaults", "shared_steps", "lanes"}
 LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup", "packages",
-             "timeout_minutes", "pytest_args", "steps", "baseline"}
-STEP_KEYS = {"name", "use", "contracts", "pytest", "command", "compare", "args", "shell", "env", "timeout",
-             "allow_failure", "expect", "catch", "description", "output_cap"}
+             "timeout_minutes", "pytest_args", "steps", "baseline", "flaggems_tests_from"}
+STEP_KEYS = {"name", "use", "contracts", "flaggems_tests", "pytest", "command", "compare", "args", "shell", "env",
+             "timeout", "allow_failure", "expect", "catch", "description", "output_cap"}
 DEFAULT_KEYS = {"timeout", "output_cap"}
 
 
@@ -51,6 +51,7 @@ class Step:
     output_cap: int = DEFAULT_OUTPUT_CAP  # bytes of output its JUnit case keeps (head and tail)
     catch: tuple[str, ...] = ()  # expect: fail - ops each of which must fail a contract
     rerun: int = 0  # re-runs of each failing case (``run --rerun-failures``; not a manifest key)
+    flaggems_tests: tuple[str, ...] = ()  # families whose rows' FlagGems test files the step runs (lanes.owntests)
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,12 @@ class Lane:
     pytest_args: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()  # pip specs for the lane's own directory; ${VAR} comes from the environment
     baseline: str = ""  # a report to compare each run with (a path), or "last-green": the lane's last green run
+    flaggems_tests_from: str = ""  # a FlagGems wheel or directory whose own tests the lane runs; ${VAR} as packages
 
     def inputs(self) -> tuple[str, ...]:
         """The environment variables the lane's package specs name (``${VAR}``)."""
-        return tuple(dict.fromkeys(m for spec in self.packages for m in PACKAGE_VAR.findall(spec)))
+        specs = (*self.packages, self.flaggems_tests_from)
+        return tuple(dict.fromkeys(m for spec in specs for m in PACKAGE_VAR.findall(spec)))
 
 
 PACKAGE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -214,6 +217,17 @@ def _parse_step(
     suites = merged.get("contracts", ())
     if isinstance(suites, str):
         suites = [suites]
+    selection = safeyaml.texts(merged.get("flaggems_tests", []))
+    if "flaggems_tests" in merged:
+        from .owntests import check_selection
+
+        problem = check_selection(selection) if _str_list(selection) else "flaggems_tests names families: a list"
+        if problem:
+            raise err(_line(raw, "flaggems_tests"), problem, lane, name)
+        if "contracts" in merged or "command" in merged:
+            raise err(_line(raw, "flaggems_tests"), "flaggems_tests runs pytest: it cannot go with 'contracts' or "
+                      "'command'", lane, name)
+        merged.setdefault("pytest", [])
     if "contracts" in merged:
         from ..config.suites import SUITES
 
@@ -293,7 +307,8 @@ def _parse_step(
         raise err(_line(raw, "output_cap"), f"output_cap must be bytes in [{MIN_OUTPUT_CAP}, {MAX_OUTPUT_CAP}]",
                   lane, name)
     return Step(name, kind, value if isinstance(value, str) else tuple(value), tuple(suites), shell,
-                {k: str(v) for k, v in env.items()}, float(timeout), allow, expect, cap, tuple(catch))
+                {k: str(v) for k, v in env.items()}, float(timeout), allow, expect, cap, tuple(catch),
+                flaggems_tests=tuple(selection))
 
 
 def parse(text: str, path: str, registry: Registry) -> Manifest:
@@ -368,6 +383,11 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
             if not spec.strip() or spec.lstrip().startswith("-") or "$" in PACKAGE_VAR.sub("", spec):
                 raise err(_line(raw, "packages"), f"packages: {_show(spec)} is not a pip spec (a wheel path, a "
                           "version or a URL; ${VAR} for one the lane is given)", lane_name)
+        tests_from = raw.get("flaggems_tests_from", "")
+        if "flaggems_tests_from" in raw and (not isinstance(tests_from, str) or not tests_from.strip()
+                                             or _has_nul(tests_from) or "$" in PACKAGE_VAR.sub("", tests_from)):
+            raise err(_line(raw, "flaggems_tests_from"), "flaggems_tests_from: a FlagGems wheel or directory that "
+                      "ships flaggems_tests (${VAR} for one the lane is given)", lane_name)
         for key in ("pytest_args", "setup", "packages"):
             if _has_nul(raw.get(key)):
                 raise err(_line(raw, key), f"{key} cannot hold a NUL byte", lane_name)
@@ -417,6 +437,7 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
             pytest_args=tuple(raw.get("pytest_args", ())),
             packages=tuple(raw.get("packages", ())),
             baseline=baseline.strip(),
+            flaggems_tests_from=tests_from.strip(),
         )
     return Manifest(path, lanes)
 

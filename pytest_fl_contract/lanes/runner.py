@@ -227,10 +227,12 @@ def _compare_step(lane: Lane, step: Step, reports: Path, progress: TextIO) -> St
         state, detail, text = "error", junit.one_line(str(exc), 300), ""
     else:
         differ = result.differs
-        state = "failed" if differ else "passed"
+        state = "failed" if differ or not result.passed_in_both else "passed"
         detail = (f"{step.args[1]} fails {'other' if differ else 'the same'} cases than {step.args[0]}: "
                   f"{len(result.of('new_failures'))} more, {len(result.of('fixed'))} fewer, "
-                  f"{len(result.of('still_failing'))} in both")
+                  f"{len(result.of('still_failing'))} in both, {result.passed_in_both} passed in both")
+        if not result.passed_in_both:  # two runs that proved nothing agree on nothing
+            detail += " - no case passed in both: the comparison shows nothing held"
         text = compare.markdown(result)
     xml = junit.command_suite(lane.name, step.name, state, detail, text, time.monotonic() - start, text)
     report = reports / lane.name / f"{step.name}.xml"
@@ -259,6 +261,14 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
     env = {**os.environ, **lane.env, **step.env}
     if step.kind == "compare":
         return _compare_step(lane, step, reports, progress)
+    if step.flaggems_tests:  # the rows' FlagGems test files, found where the lane's FlagGems tests are now
+        from . import owntests
+
+        try:
+            found = owntests.files(step.flaggems_tests, owntests.directory(env))
+        except FlContractError as exc:
+            return broken(lane, step, reports, exc, progress, plain=True)
+        step = replace(step, args=(*map(str, found), *step.args))
     _say(progress, f"[{lane.name}] {step.name}: start ({step.kind}, timeout {step.timeout:g}s)")
     with _log_file(lane_dir / f"{step.name}.log", notes) as log:
         if step.kind == "pytest":
@@ -473,6 +483,7 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
         steps.insert(0, Step(SETUP_STEP, "command", ("bash", "-c", script)))
     skipped = None
     site = None
+    cleanup: list[Path] = []  # directories the lane made for itself
     results: list[StepResult] = []
     stop_reason = None
     if lane.packages:
@@ -483,6 +494,7 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
             stop_reason = f"lane skipped: {skipped}"
         else:
             site = tempfile.mkdtemp(prefix=f"fl-lane-{lane.name}-")
+            cleanup.append(Path(site))
             try:
                 steps.insert(0, package_step(lane, site, os.environ))
             except FlContractError as exc:  # a value that is no pip spec: the install is an error, nothing runs
@@ -491,6 +503,24 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
             path = lane.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
             lane = replace(lane, env={**lane.env, "FL_LANE_SITE": site,
                                       "PYTHONPATH": os.pathsep.join(p for p in (site, path) if p)})
+    if lane.flaggems_tests_from and skipped is None:
+        missing = missing_inputs(lane, os.environ)
+        if missing:
+            skipped = (f"{', '.join(missing)} not set: where this lane's FlagGems tests come from "
+                       f"({lane.flaggems_tests_from})")
+            stop_reason = f"lane skipped: {skipped}"
+        else:
+            from . import owntests
+
+            tests = Path(tempfile.mkdtemp(prefix=f"fl-lane-{lane.name}-tests-"))
+            spec = PACKAGE_VAR.sub(lambda m: os.environ[m.group(1)], lane.flaggems_tests_from).strip()
+            try:
+                owntests.unpack(spec, tests)
+            except FlContractError as exc:
+                results.append(broken(lane, Step("flaggems_tests", "command", ()), reports, exc, progress, plain=True))
+                stop_reason = "the lane's FlagGems tests could not be unpacked"
+            lane = replace(lane, env={**lane.env, "FL_LANE_TESTS": str(tests)})
+            cleanup.append(tests)
     if output_cap is not None:
         steps = [replace(s, output_cap=output_cap) for s in steps]
     if rerun_failures:
@@ -540,8 +570,8 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
         shown = result.verdict if result.step.expect == "pass" else f"{result.verdict} (expected fail)"
         mark = "ok" if result.ok else ("skipped" if skipped else "FAIL")
         rows.append((counts, f"{mark}: {shown}, {result.detail}"))
-    if site:
-        shutil.rmtree(site, ignore_errors=True)
+    for made in cleanup:
+        shutil.rmtree(made, ignore_errors=True)
     ok = all(r.ok for r in results) and cancel.signum is None and not skipped
     said = ""
     if lane.baseline and problem is None and not skipped and cancel.signum is None:

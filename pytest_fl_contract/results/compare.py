@@ -47,6 +47,7 @@ class Comparison:
     current: str
     changes: tuple[Change, ...]
     common: int  # cases in both
+    passed_in_both: int = 0  # cases both sides ran and passed: what agreement rests on
 
     def of(self, kind: str) -> list[Change]:
         return [c for c in self.changes if c.kind == kind]
@@ -110,8 +111,9 @@ def compare(baseline: LaneReport, current: LaneReport) -> Comparison:
         changes.append(Change(kind, key, shown.op, shown.contract, shown.defect or (old.defect if old else None),
                               old.outcome if old else "absent", new.outcome if new else "absent", shown.message,
                               new.rerun if new else None))
+    both = sum(1 for key in common if before[key].outcome == "passed" and after[key].outcome == "passed")
     return Comparison(f"{baseline.lane} ({baseline.path})", f"{current.lane} ({current.path})", tuple(changes),
-                      len(common))
+                      len(common), both)
 
 
 def _groups(changes: Iterable[Change]) -> str:
