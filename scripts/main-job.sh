@@ -4,8 +4,9 @@
 #   iluvatar-emulated                the Iluvatar defect injected, the workaround holds
 #   iluvatar-emulated-noworkaround   the same without the workaround: the contracts catch it
 # on PyPI's FlagGems 5.0.2; `--line fg54` runs the same lanes on the 5.4 line instead, and
-# FlagGems' own reduction tests under the three (flaggems-suite-fg54; FL_FLAGGEMS_54: its
-# pip spec; CI sets it).  Reports land in reports/, summaries here.
+# FlagGems' own tests (shipped in the 5.4 wheel) under the three, on 5.0.2 and on 5.4
+# (flaggems-suite-502-fg54, flaggems-suite-fg54; FL_FLAGGEMS_54: the wheel's pip spec; CI
+# sets it).  Reports land in reports/, summaries here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 suffix=""
@@ -15,7 +16,8 @@ status=0
 for lane in cpu iluvatar-emulated iluvatar-emulated-noworkaround; do
   .venv/bin/fl-contract run "$lane$suffix" --reports reports || status=1
 done
-if [ "$suffix" = "-fg54" ]; then  # FlagGems' own reduction tests ship in the 5.4 wheel: their lane too
+if [ "$suffix" = "-fg54" ]; then  # FlagGems' own tests ship in the 5.4 wheel: their lanes too
+  .venv/bin/fl-contract run flaggems-suite-502-fg54 --reports reports || status=1
   .venv/bin/fl-contract run flaggems-suite-fg54 --reports reports || status=1
 fi
 if [ "$status" -eq 0 ]; then

@@ -153,13 +153,13 @@ def test_the_shipped_manifest_is_valid_and_covers_the_cpu_lanes():
     assert {"cpu", "iluvatar-emulated", "iluvatar-emulated-noworkaround"} <= set(manifest.lanes)
     # every lane runs the contracts, but those that run FlagGems' own suite under the three CPU lanes, a line each
     suites = {name for name, lane in manifest.lanes.items() if not any(s.name == "op_contracts" for s in lane.steps)}
-    assert suites == {"flaggems-suite", "flaggems-suite-fg54"}
+    assert suites == {"flaggems-suite-502-fg54", "flaggems-suite-fg54"}
     for name in suites:
         steps = manifest.lanes[name].steps
         assert [s.kind for s in steps][-1] == "compare"
         assert {f for s in steps for f in s.flaggems_tests} == {"reductions", "min/max", "variance/norms",
                                                                  "normalization", "matmul", "index", "scans"}
-    assert manifest.lanes["flaggems-suite"].flaggems_tests_from == "${FL_FLAGGEMS_54}"
+    assert manifest.lanes["flaggems-suite-502-fg54"].flaggems_tests_from == "${FL_FLAGGEMS_54}"
     assert manifest.lanes["iluvatar-emulated-noworkaround"].steps[0].expect == "fail"
     with_lanes = {lane.platform for lane in manifest.lanes.values()}
     assert with_lanes >= {"nvidia", "iluvatar", "ascend", "mthreads", "enflame", "hygon"}
