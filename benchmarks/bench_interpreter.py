@@ -28,12 +28,13 @@ def main() -> int:
     import flag_gems
     import torch
 
-    from pytest_fl_contract.registry import ops
+    from pytest_fl_contract.registry import ROWS
+    from pytest_fl_contract.registry.coverage import non_inner_kernels
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import masked_reductions as mr
 
-    chosen = [op for op in ops.OPS if ops.installed(op) and op.interpreter != "toy"
-              and ops.non_inner_kernels(sys.modules[op.module])]
+    chosen = [op for op in ROWS.rows("reductions") if op.installed() and op.interpreter != "toy"
+              and non_inner_kernels(sys.modules[op.module])]
     shapes = [((3, 5, 64), 1), ((13, 64), 0), ((3, 64, 13), -1), ((2, 556, 8), 1), ((16, 4, 64), 1), ((556, 4, 64), 1)]
 
     def seconds(fn) -> float:

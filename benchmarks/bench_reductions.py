@@ -155,13 +155,13 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
     3.7x, so one timing of a small case says little."""
     import torch
 
-    from pytest_fl_contract.registry import ops
+    from pytest_fl_contract.registry import ROWS
     from pytest_fl_contract.util import mnk
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import masked_reductions as mr
 
     name, shape, dim, dtype = case
-    op = ops.get(name)
+    op = ROWS.get(name)
     x = torch.randn(shape, device=dev, dtype=getattr(torch, dtype))
     native = op.fn()
     wrapped = mr.make_wrapper(native, mr.Target(op, op.entries[0]))

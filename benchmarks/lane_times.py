@@ -13,9 +13,9 @@ from collections import Counter, defaultdict
 
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from pytest_fl_contract.registry.ops import OPS  # the one op table (5.4's logsumexp too)
+from pytest_fl_contract.registry import ROWS  # every row, of every family
 
-NAMES = sorted((op.name for op in OPS), key=len, reverse=True)  # log_softmax before softmax
+NAMES = sorted(ROWS.names(), key=len, reverse=True)  # log_softmax before softmax
 
 
 def outcome(case) -> str:

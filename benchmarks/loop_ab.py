@@ -55,8 +55,7 @@ def main() -> int:
     import flag_gems  # noqa: F401  (its ops modules: the native entry points)
     import torch
 
-    from pytest_fl_contract.registry import ops
-
+    from pytest_fl_contract.registry import ROWS
     device, bench, copy_gbs = cuda_timing()
     print(f"{device.source}; copy {copy_gbs:.0f} GB/s; variants (STAGES, UNROLL) {args.variants}", flush=True)
     rows, wrong = [], []
@@ -65,7 +64,7 @@ def main() -> int:
         x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
         nbytes = x.numel() * x.element_size()
         moved = traffic(op, shape, dim, nbytes)
-        entry = ops.get(op)
+        entry = ROWS.get(op)
         native_ms = bench(functools.partial(entry.invoke, entry.fn(), x, entry.dim_arg(dim)))
         want = reference(op, x, dim)
         timed, base = [], None

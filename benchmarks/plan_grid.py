@@ -77,7 +77,7 @@ def main() -> int:
     import torch
     import triton
 
-    from pytest_fl_contract.registry import ops
+    from pytest_fl_contract.registry import ROWS
     from pytest_fl_contract.util import mnk
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import tilemodel as tm
@@ -141,7 +141,7 @@ def main() -> int:
                           "error": error})
             if not error <= (1e-4 if dtype == "float32" else 1e-2):
                 wrong.append(f"{op} {shape} {dtype} {plan}: error {error:.1e}")
-        entry = ops.get(op)
+        entry = ROWS.get(op)
         native = functools.partial(entry.invoke, entry.fn(), x, entry.dim_arg(dim))
         native_ms, native_loop = triton.testing.do_bench(native, warmup=5, rep=10, return_mode="median"), back_to_back(native)
         best = min(t["ms"] for t in timed if "slab" not in t["plan"])  # the model's own candidates

@@ -68,7 +68,7 @@ def main() -> int:
     import torch
     import triton
 
-    from pytest_fl_contract.registry import ops
+    from pytest_fl_contract.registry import ROWS
     from pytest_fl_contract.util import mnk
     from pytest_fl_contract.workarounds import fastpath, tilemodel
     from pytest_fl_contract.workarounds import masked_reductions as mr
@@ -81,7 +81,7 @@ def main() -> int:
 
     for spec in args.shapes:
         name, shape, dim, dtype = parse(spec)
-        op = ops.get(name)
+        op = ROWS.get(name)
         x = torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
         native = op.fn()
         wrapped = mr.make_wrapper(native, mr.Target(op, op.entries[0]))

@@ -21,12 +21,11 @@ def main() -> int:
     import torch
     from pytest_fl_contract.contracts.reductions.sweeps import disagreement
 
-    from pytest_fl_contract.registry import ops
-
+    from pytest_fl_contract.registry import ROWS
     torch.set_num_threads(1)
     x = torch.randn(2, 2**26 + 3)
     for name in args.ops:
-        op = ops.get(name)
+        op = ROWS.get(name)
         got = op.torch_fn(x, 0, False)
         profile = cProfile.Profile()
         start = time.perf_counter()

@@ -48,11 +48,11 @@ def phases(device: str) -> dict[str, float]:
     flag_gems.ops.sum_dim(x, [1])
     getattr(torch, device).synchronize()
     lap("first FlagGems sum")
-    from pytest_fl_contract.registry import ops
+    from pytest_fl_contract.registry import ROWS
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds.masked_reductions import route
 
-    fastpath.try_fast(ops.get("sum"), x, {"dim": [1], "keepdim": False}, route)
+    fastpath.try_fast(ROWS.get("sum"), x, {"dim": [1], "keepdim": False}, route)
     getattr(torch, device).synchronize()
     lap("first fast-path sum")
     return out

@@ -1,5 +1,6 @@
-"""How a family of registry rows (layers, matmul and index ops) marks its collected cases: one
-home for the loop each family's conftest runs."""
+"""What every family's conftest shares: the rows it parametrizes over, a case's parameter (with
+the capability its dtype needs), and how collected cases are tagged and marked - one home for
+the generator's pieces and the marking loop each suite's conftest runs."""
 
 from __future__ import annotations
 
@@ -9,11 +10,39 @@ from typing import Any, Callable
 
 import pytest
 
+from pytest_fl_contract.config.platforms import DTYPE_CAPABILITY
 from pytest_fl_contract.plugin import session_of, settings_of
-from pytest_fl_contract.registry.ops import flag_gems_version
+from pytest_fl_contract.registry import ROWS
+from pytest_fl_contract.registry.schema import flag_gems_version
 from pytest_fl_contract.session import tag_case
 
-SWEEPS = ("accuracy", "determinism", "paths", "generated")  # what --fl-unreached-sweeps-only keeps
+# what --fl-unreached-sweeps-only keeps of a row its defect does not reach: where a kernel the scan
+# missed would show (partial tiles against float64, the same call with the memory around it
+# changed, values that cross tiles, every kernel path; the layers and tensor ops their draws too)
+SWEEPS = ("accuracy", "determinism", "paths", "generated")
+REDUCTION_SWEEPS = ("accuracy", "determinism", "tiles", "paths")
+
+
+def chosen(suite: str) -> list[Any]:
+    """The suite's rows the installed FlagGems has; when flag_gems cannot even be imported,
+    every row (each case then fails saying why)."""
+    try:
+        import flag_gems  # noqa: F401 - the lane session installs the workaround on import
+    except Exception:
+        return list(ROWS.rows(suite))
+    return ROWS.installed(suite)
+
+
+def param(row: Any, case: Any, dtype: str) -> Any:
+    """A (row, case, dtype) parameter; a dtype the platform may lack skips through the registry."""
+    cap = DTYPE_CAPABILITY.get(dtype)
+    marks = [pytest.mark.requires_capability(cap)] if cap else []
+    return pytest.param(row, case, dtype, id=f"{row.name}-{case.id}-{dtype}", marks=marks)
+
+
+def slug(text: str) -> str:
+    """A path's name as a test id."""
+    return "-".join("".join(c if c.isalnum() else " " for c in text).split())
 
 
 def own_items(items: list[pytest.Item], conftest: str) -> list[pytest.Item]:
@@ -30,7 +59,8 @@ def own_items(items: list[pytest.Item], conftest: str) -> list[pytest.Item]:
 
 
 def mark_row_cases(items: list[pytest.Item], row_type: type, call_of: Callable[[dict, str, bool], Any],
-                   wraps: Callable[[Any, Any], bool], reached: Callable[[Any], bool] = lambda row: True) -> None:
+                   wraps: Callable[[Any, Any], bool], reached: Callable[[Any], bool] = lambda row: True,
+                   sweeps: tuple[str, ...] = SWEEPS) -> None:
     """Tag each case with its row and contract, and mark the cases that run into a FlagGems
     defect with it (a strict xfail on lanes whose registry lists it and whose workaround does
     not reach it); with --fl-wrapped-only skip the rows the workaround leaves, with
@@ -53,7 +83,7 @@ def mark_row_cases(items: list[pytest.Item], row_type: type, call_of: Callable[[
         if settings is not None and settings.wrapped_only and not wrapped:
             item.add_marker(pytest.mark.skip(reason=f"{row.name}: the workaround leaves it, so it runs here as on "
                                              "the twin lane without one, which runs it (--fl-wrapped-only)"))
-        if settings is not None and settings.unreached_sweeps_only and contract not in SWEEPS and not reached(row):
+        if settings is not None and settings.unreached_sweeps_only and contract not in sweeps and not reached(row):
             item.add_marker(pytest.mark.skip(reason=f"{row.name}: no injected defect reaches its kernels (FlagGems' "
                                              "source scan), so this contract runs here as on the plain CPU lane, which "
                                              "runs it; its sweeps run here (--fl-unreached-sweeps-only)"))

@@ -38,14 +38,14 @@ def defect_lines(platform: Any, covers: set[str], markdown: bool = False) -> lis
     """The platform's known defects as a lane engineer reads them: whose (the vendor's
     compiler or FlagGems), which ops (and FlagGems versions, from the op rows), whether the
     workaround covers it, where it was seen."""
-    from .registry.ops import defect_reach, reach
+    from .registry import ROWS
 
     rows = []
     for d in platform.defects:
-        versions = defect_reach(d.id) if d.flag_gems else {}
+        versions = ROWS.defect_reach(d.id) if d.flag_gems else {}
         where = ("; " if d.flag_gems else ", ").join(
             f"{op} ({', '.join(versions[op]) if versions.get(op) else 'every version'})" if d.flag_gems else op
-            for op in reach(d))
+            for op in ROWS.reach(d))
         seen = f" (seen: {'; '.join(d.seen)})" if d.seen else ""
         rows.append((d.id, "FlagGems" if d.flag_gems else "compiler", where or "-",
                      "yes" if d.id in covers else "no", " ".join(d.description.split()) + seen))

@@ -181,6 +181,18 @@ def evaluate_xfail(specs: Iterable[Spec], ctx: Context) -> Xfail | None:
                  faults=any(d.faults for d in found), conditional=conditional)
 
 
+def device_fault(exc: BaseException) -> bool:
+    """A kernel that touched memory it does not own (the emulator's guard, or a device's
+    illegal access) - as opposed to an entry point or a compiler refusing the input."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = str(seen)
+        if type(seen).__name__ == "EmulatedDeviceFault" or "illegal memory access" in text or "CUDA error" in text:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def xfail_mismatch(xfail: Xfail, when: str, exc: BaseException | None) -> str | None:
     """None when a failure is one the known defect produces; else why the xfail does not
     take it.  A defect fails a contract in its call, with the contract's own assertion or
@@ -194,8 +206,6 @@ def xfail_mismatch(xfail: Xfail, when: str, exc: BaseException | None) -> str | 
     if when != "call":
         return f"known defect {xfail.defect} fails contracts in their call, not in {when}: {what}"
     if xfail.faults:
-        from .hardware.devicehealth import device_fault
-
         if "DeviceLost" in names or device_fault(exc):
             return None  # the registry says this defect touches memory it does not own
     if names & set(xfail.fails_with) or ("AssertionError" in names and not xfail.conditional):

@@ -28,21 +28,17 @@ import pytest
 from . import markers
 from .config.settings import Settings, versions
 from .imports import after_import
-from .registry.ops import Op
+from .registry.reductions import Op
 from .reporting import report
 from .reporting.outcomes import CASES, PROPERTY, CaseRecord, CaseTag, Summary, junit_key, record_of, rerun_keys
+from .stash import DECISION, SEED, SPECS, TAG
 from .util import FlContractError, first_line, xdist_worker
-
-TAG = pytest.StashKey[CaseTag]()
-SEED = pytest.StashKey[int]()
 
 
 def note_seed(item: pytest.Item, seed: int) -> None:
     """The seed a generated case drew from: the lane's JUnit file carries it (``fl_cases``),
     so a failing draw is replayed from the report alone."""
     item.stash[SEED] = seed
-SPECS = pytest.StashKey[tuple]()  # tuple[markers.Spec, ...]
-DECISION = pytest.StashKey[markers.Xfail]()
 
 PROTOCOL = ("install", "uninstall")
 

@@ -11,6 +11,11 @@ from collections.abc import Sequence
 from typing import Any
 
 
+# set by the CPU emulator to the vendor it emulates: platform detection in its children and xdist
+# workers knows the emulated vendor from real hardware
+EMULATOR_ENV = "FL_CONTRACT_EMULATED_VENDOR"
+
+
 class FlContractError(Exception):
     """Bad input or an environment we refuse to run in; str() is the whole message."""
 

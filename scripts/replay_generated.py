@@ -54,14 +54,15 @@ def main() -> int:
     import flag_gems  # noqa: F401 - the entry points
     from pytest_fl_contract.contracts.reductions.test_generated import problem_of
 
-    from pytest_fl_contract.registry import ops
+    from pytest_fl_contract.registry import ROWS
+    from pytest_fl_contract.registry.schema import flag_gems_version
 
-    version = ops.flag_gems_version()
-    chosen = [op for op in ops.OPS if not args.ops or op.name in args.ops.split(",")]
+    version = flag_gems_version()
+    chosen = [op for op in ROWS.rows("reductions") if not args.ops or op.name in args.ops.split(",")]
     shards = [lane_draws(args.lane, s, args.budget // args.shards, args.limit) for s in range(args.shards)]
     failures = 0
     for op in chosen:
-        if not ops.installed(op):
+        if not op.installed():
             print(f"{op.name}: not in flag_gems {version}")
             continue
         for shard, drawn in enumerate(shards):

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from pytest_fl_contract.registry import coverage, ops
+from pytest_fl_contract.registry import ROWS, coverage, reductions
 
 from .conftest import ROOT
 
@@ -112,24 +112,29 @@ def _rows(found):
     return {name for r in found for name in coverage.rows(r)}
 
 
-def test_the_installed_line_has_no_uncovered_module():
-    found = coverage.scan(coverage.flag_gems_root())
-    assert coverage.uncovered(found) == ()
-    # flag_gems 5.0.2: the four ops with *_non_inner kernels (log_softmax, prod and std
-    # fold along columns there; argmin's split-K tile is 3-D), and the four normalization
-    # layers (weight gradients over rows; batch and group norm's whole-tile statistics)
-    # layers (weight gradients over rows; batch and group norm's whole-tile statistics); the
-    # matmuls (a K tail loaded under a row condition into tl.dot)
-    assert _rows(found) == {"sum", "mean", "softmax", "argmax", "layer_norm", "rms_norm", "group_norm", "batch_norm",
-                            "mm", "addmm", "bmm"}
+def _lines(fg54_site):
+    return ((coverage.flag_gems_root(), "5.0.2"), (fg54_site / "flag_gems", "5.4.0.dev0"))
 
 
-def test_the_54_line_has_no_uncovered_module_and_special_logsumexp_has_a_row(fg54_site):
-    found = coverage.scan(fg54_site / "flag_gems")
-    assert coverage.uncovered(found) == ()
-    assert _rows(found) == {"sum", "mean", "softmax", "log_softmax", "argmax", "prod", "std", "logsumexp",
-                            "special_logsumexp", "layer_norm", "rms_norm", "group_norm", "batch_norm",
-                            "mm", "addmm", "bmm"}
+def test_every_line_has_no_uncovered_module(fg54_site):
+    for root, _ in _lines(fg54_site):
+        assert coverage.uncovered(coverage.scan(root)) == (), root
+
+
+def test_the_scan_finds_what_the_rows_declare_and_nothing_else(fg54_site):
+    """Each row says which kernels of its module fold a row-masked tile (``row_masked``: a
+    reduction's ``*_non_inner`` kernels, a layer's ``row_folds``, a matmul's ``kernels``): on
+    every line the scan finds no kernel a row does not declare, and every declared kernel is
+    found on some line.  The rows are the snapshot: a new row brings its own."""
+    declared_found: set[tuple[str, str]] = set()
+    for root, version in _lines(fg54_site):
+        found = {r.module: set(r.kernels) for r in coverage.scan(root)}
+        for row in ROWS.rows():
+            declared = set(row.row_masked(version))
+            assert found.get(row.module, set()) <= declared, (version, row.name, found.get(row.module))
+            declared_found |= {(row.name, k) for k in declared & found.get(row.module, set())}
+    never = {(row.name, k) for row in ROWS.rows() for _, v in _lines(fg54_site) for k in row.row_masked(v)} - declared_found
+    assert never == set(), never
 
 
 def test_every_stated_reason_names_a_module_some_line_reaches(fg54_site):
@@ -201,10 +206,10 @@ def test_the_no_workaround_lanes_must_catch_every_reached_op(fg54_site):
 def test_a_defect_that_writes_past_its_tensor_is_skipped_on_hardware_and_run_on_the_emulator():
     """special_log_softmax's small-N kernel over a non-inner dim (5.4): an H200 passed and
     failed the same case, and faulted on others; the emulator stops every such write."""
-    op, version = ops.get("special_log_softmax"), "5.4.0.dev0"
-    non_inner = ops.Call((3, 5, 4), 1)
+    op, version = ROWS.get("special_log_softmax"), "5.4.0.dev0"
+    non_inner = reductions.Call((3, 5, 4), 1)
     assert "small_n_ignores_k" in op.known_defects(non_inner, version, emulated=True)
     assert "small_n_ignores_k" not in op.known_defects(non_inner, version, emulated=False)
     assert op.corrupting(non_inner, version) == ("small_n_ignores_k",)
-    for fine in (ops.Call((3, 5), 1), ops.Call((1, 4), 0), ops.Call((3, 1025, 4), 1)):  # inner; dim 0 with N = 1; N > 1024
+    for fine in (reductions.Call((3, 5), 1), reductions.Call((1, 4), 0), reductions.Call((3, 1025, 4), 1)):  # inner; dim 0 with N = 1; N > 1024
         assert op.corrupting(fine, version) == () and not op.known_defects(fine, version, emulated=True)

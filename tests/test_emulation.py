@@ -476,11 +476,11 @@ import torch
 from pytest_fl_contract.emulation.interpreter import bring_up
 bring_up("iluvatar-small", ("masked_2d_row_load",))
 from pytest_fl_contract.emulation.device import DEVICE
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.registry import ROWS
 import flag_gems  # noqa: F401  (the rows' modules)
 out = []
 for name in ("amax", "max_dim", "max_dim.indices", "min_dim", "min_dim.indices", "aminmax", "aminmax.max"):
-    op = ops.get(name)
+    op = ROWS.get(name)
     for shape, d in (((3, 5), 1), ((1, 13, 3), 1), ((5, 3), 0)):
         x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
         DEVICE.counters.reset()

@@ -24,8 +24,7 @@ import pytest
 import torch
 
 import flag_gems
-from pytest_fl_contract.registry import layers, ops, tensorops
-
+from pytest_fl_contract.registry import ROWS
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 MODES = ("include", "exclude", "everything", "process")
 ENTERED = set()
@@ -59,13 +58,13 @@ def close(got, want, what):
 
 
 def routed_rows(wrapped):
-    for op in ops.OPS:
+    for op in ROWS.rows("reductions"):
         if any(f"{op.module}.{e.attr}" in wrapped for e in op.entries):
             yield op.name, op.gems_names, lambda m, op=op: walk_op(op, m)
-    for layer in layers.layers_for():
+    for layer in ROWS.installed("layers"):
         if {f"{layer.module}.{layer.forward}", f"{layer.module}.{layer.backward}"} & set(wrapped):
             yield layer.name, layer.gems_names, lambda m, layer=layer: walk_layer(layer, m)
-    for top in tensorops.ops_for():
+    for top in ROWS.installed("tensorops"):
         if f"{top.module}.{top.entry}" in wrapped:
             yield top.name, top.gems_names, lambda m, top=top: walk_tensor_op(top, m)
 

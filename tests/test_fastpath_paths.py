@@ -7,7 +7,7 @@ import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.registry import ROWS
 from pytest_fl_contract.workarounds import fastpath, paths
 from pytest_fl_contract.workarounds import masked_reductions as mr
 from pytest_fl_contract.workarounds import tilemodel as tm
@@ -37,7 +37,7 @@ def test_each_paths_kernels_are_the_fast_paths():
 def test_path_of_is_what_the_fast_path_builds(M, N, K, dtype, op):
     """``path_of`` against the planned call ``fastpath.prepare`` builds for the same problem
     (no launch: a meta tensor carries shape and dtype)."""
-    row = ops.get(op)
+    row = ROWS.get(op)
     x = torch.empty((M, N, K), dtype=dtype, device="meta")
     kind = paths.kind_of(row.fastpath)
     device = tm.device_info("meta")
@@ -86,7 +86,7 @@ def test_every_row_walk_launch_takes_the_largest_k_div_that_divides_its_rows(M, 
 
     from pytest_fl_contract.testing.spy import planned_launches
 
-    row = ops.get(op)
+    row = ROWS.get(op)
     x = torch.empty((M, N, K), dtype=dtype, device="meta")
     kind = paths.kind_of(row.fastpath)
     planned = fastpath.prepare(row, x, {"dim": 1} if kind == "softmax" else {"dim": [1], "keepdim": False}, mr.route)

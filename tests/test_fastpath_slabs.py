@@ -162,15 +162,15 @@ def test_tiny_k_calls_take_the_slab_plans(monkeypatch):
     """Through the fast path's entry (``try_fast``): each call takes the plan ``tilemodel.pick``
     prices lower for this device (slabs for long runs per m, tiles for short ones and for K
     past SLAB_K_MAX), both kinds are reached, and both answer as torch."""
-    from pytest_fl_contract.registry import ops
+    from pytest_fl_contract.registry import ROWS
     from pytest_fl_contract.workarounds import masked_reductions as mr
 
     monkeypatch.setattr(fastpath, "_PLANS", {})
     seen = set()
     for shape in [(3, 70, tm.SLAB_K_MAX), (3, 70, tm.SLAB_K_MAX + 1), (5, 40, 2), (2, 5000, 4), (1, 30000, 3)]:
         x = torch.randn(shape)
-        total = fastpath.try_fast(ops.get("sum"), x, {"dim": [1], "keepdim": False}, mr.route)
-        soft = fastpath.try_fast(ops.get("softmax"), x, {"dim": 1}, mr.route)
+        total = fastpath.try_fast(ROWS.get("sum"), x, {"dim": [1], "keepdim": False}, mr.route)
+        soft = fastpath.try_fast(ROWS.get("softmax"), x, {"dim": 1}, mr.route)
         torch.testing.assert_close(total, x.sum(1), rtol=1e-5, atol=1e-4)
         torch.testing.assert_close(soft, x.softmax(1))
         device = fastpath._device(x)

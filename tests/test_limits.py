@@ -12,15 +12,15 @@ import sys
 
 import pytest
 
-from pytest_fl_contract.registry import layers, tensorops
-from pytest_fl_contract.registry.ops import GRID_LIMITS
+from pytest_fl_contract.registry import ROWS, layers, tensorops
+from pytest_fl_contract.registry.schema import GRID_LIMITS
 from pytest_fl_contract.registry.tensorops import TensorCall, TensorCase
 
 torch = pytest.importorskip("torch")
 
 
 def _select(n: int, index: int) -> bool:
-    return "grid_y_over_limit" in tensorops.get("index_select").known_defects(
+    return "grid_y_over_limit" in ROWS.get("index_select").known_defects(
         TensorCall(TensorCase((2, n), dim=1, index=index)), "5.0.2")
 
 
@@ -37,12 +37,12 @@ def test_index_select_grid_predicate_follows_its_block_heuristic(n, block_n):
     ("addmm", (1, 1, 65535 * 256), None), ("addmm", (1, 1, 65535 * 256 + 1), "grid_y_over_limit"),
 ])
 def test_matmul_grid_predicates(op, shape, defect):
-    found = tensorops.get(op).known_defects(TensorCall(TensorCase(shape)), "5.4.0.dev0")
+    found = ROWS.get(op).known_defects(TensorCall(TensorCase(shape)), "5.4.0.dev0")
     assert (defect in found) if defect else not {"grid_y_over_limit", "grid_z_over_limit"} & set(found)
 
 
 def test_every_grid_case_passes_a_limit_and_every_large_case_passes_2_31():
-    for op in tensorops.OPS:
+    for op in ROWS.rows("tensorops"):
         for case in op.grid:
             assert {"grid_y_over_limit", "grid_z_over_limit"} & set(op.known_defects(TensorCall(case), "5.0.2")), \
                 (op.name, case.id)
@@ -51,12 +51,12 @@ def test_every_grid_case_passes_a_limit_and_every_large_case_passes_2_31():
             operands = {"a": case.shape[:-1], "b": (*case.shape[:-3], *case.shape[-2:])} \
                 if op.family == tensorops.MATMUL else {"x": case.shape}
             assert max(math.prod(s) for s in operands.values()) > 2**31, (op.name, case.id)
-    for layer in layers.LAYERS:
+    for layer in ROWS.rows("layers"):
         assert layer.large and all(math.prod(c.shape) > 2**31 for c in layer.large), layer.name
 
 
 def test_operands_drawn_on_a_device_are_the_cpu_draw():
-    for op in tensorops.OPS:
+    for op in ROWS.rows("tensorops"):
         case = op.cases["quick"][0]
         here, there = op.operands(case), op.operands(case, device="cpu")
         assert here.keys() == there.keys()
@@ -65,7 +65,7 @@ def test_operands_drawn_on_a_device_are_the_cpu_draw():
 
 def test_an_index_reaches_the_last_element_of_its_dim():
     for name in ("gather", "scatter_add_", "index_select", "index_add"):
-        op = tensorops.get(name)
+        op = ROWS.get(name)
         case = op.cases["quick"][1]
         index = op.operands(case)["index"]
         assert int(index.max()) == case.shape[case.dim] - 1, name
@@ -93,14 +93,14 @@ from pytest_fl_contract.hardware.isolation import RowSpec, _row_child
 spec, mutant = json.loads(sys.argv[1]), sys.argv[2]
 if mutant:
     zoo.get(mutant).apply()
-print(json.dumps(_row_child(RowSpec(**{**spec, "shape": tuple(spec["shape"])}))))
+print(json.dumps(_row_child(RowSpec(**spec))))
 """
 
 
 @pytest.mark.parametrize(("spec", "mutant"), [
-    ({"family": "layers", "op": "rms_norm", "shape": [13, 24], "dtype": "float16", "backward": True},
+    ({"op": "rms_norm", "case": {"shape": [13, 24], "norm": 1, "groups": 1}, "dtype": "float16", "backward": True},
      "rms_norm_mean_square_over_the_block"),
-    ({"family": "tensorops", "op": "mm", "shape": [13, 19, 17], "dtype": "float32"}, "mm_tail_drops_last_k"),
+    ({"op": "mm", "case": {"shape": [13, 19, 17], "dim": 0, "index": 0}, "dtype": "float32"}, "mm_tail_drops_last_k"),
 ], ids=["rms_norm-fp16", "mm"])
 def test_the_row_child_holds_flag_gems_to_torch_and_a_mutant_fails_it(spec, mutant):
     """On the emulator (the child's device is the CPU): FlagGems' call against torch's, the
@@ -117,7 +117,7 @@ def test_the_row_child_holds_flag_gems_to_torch_and_a_mutant_fails_it(spec, muta
 
 def _layer(name: str, shape: tuple, backward: bool = True, routed: bool = False, groups: int = 1) -> tuple[str, ...]:
     case = layers.LayerCase(shape, groups=groups)
-    return layers.get(name).known_defects(layers.LayerCall(case, "float16", backward=backward, routed=routed), "5.0.2")
+    return ROWS.get(name).known_defects(layers.LayerCall(case, "float16", backward=backward, routed=routed), "5.0.2")
 
 
 def test_int32_row_offset_predicates_start_where_the_last_row_passes_2_31():
@@ -129,7 +129,7 @@ def test_int32_row_offset_predicates_start_where_the_last_row_passes_2_31():
     assert "rms_norm_int32_row_offsets" in _layer("rms_norm", (524289, 4096), backward=False, routed=True)
     assert not _layer("rms_norm", (65537, 32768), backward=False)  # the loop kernel widens its ids
     assert "rms_norm_int32_row_offsets" in _layer("rms_norm", (65537, 32768))
-    scatter = tensorops.get("scatter")
+    scatter = ROWS.get("scatter")
     assert "scatter_int32_offsets" in scatter.known_defects(TensorCall(TensorCase((65537, 32768), 1, 1)), "5.0.2")
     assert not scatter.known_defects(TensorCall(TensorCase((65536, 32767), 1, 1)), "5.0.2")
 

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pytest_fl_contract.registry.ops import OPS, Call, defect_reach, get
+from pytest_fl_contract.families import reductions as family
+from pytest_fl_contract.families.dispatch import outcome as dispatch_outcome
+from pytest_fl_contract.registry import ROWS
+from pytest_fl_contract.registry.reductions import Call
+
+OPS = ROWS.rows("reductions")
+get = ROWS.get
+defect_reach = ROWS.defect_reach
 
 
 @pytest.mark.parametrize(
@@ -132,7 +139,7 @@ def test_a_large_input_gets_the_outcome_torch_on_the_cpu_gives(monkeypatch, name
     sweeps = _sweeps()
     op = next(o for o in OPS if o.name == name)
     x = torch.randn(shape).to(getattr(torch, dtype))
-    kind, want = sweeps.outcome(lambda: op.torch_fn(x, dim, False))
+    kind, want = dispatch_outcome(lambda: op.torch_fn(x, dim, False))
     monkeypatch.setattr(sweeps, "META_FROM", 1)
     got_kind, got = sweeps.torch_outcome(op, x, dim, False, values)
     assert got_kind == kind
@@ -167,28 +174,27 @@ _VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), _S
 @example(pairs=[(math.inf, 1.0)], rtol=0.5, atol=1.0)
 @example(pairs=[(1.0, math.inf)], rtol=0.5, atol=1.0)
 def test_the_fast_comparison_is_torch_isclose(pairs, rtol, atol):
-    """sweeps.assert_close passes exactly where torch.isclose(equal_nan=True) holds everywhere,
+    """family.assert_close passes exactly where torch.isclose(equal_nan=True) holds everywhere,
     and on its own (torch's assert_close, the slow one, only words a failure)."""
     import torch
 
     got = torch.tensor([a for a, _ in pairs], dtype=torch.float64)
     want = torch.tensor([b for _, b in pairs], dtype=torch.float64)
     close = bool(torch.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True).all())
-    sweeps = _sweeps()
-    block = sweeps._BLOCK
-    for sweeps._BLOCK in (block, 3):  # one block, and several with a short last one
+    block = family._BLOCK
+    for family._BLOCK in (block, 3):  # one block, and several with a short last one
         try:
             if close:
                 real, torch.testing.assert_close = torch.testing.assert_close, None  # called: a TypeError
                 try:
-                    sweeps.assert_close(got.clone(), want.clone(), rtol=rtol, atol=atol)
+                    family.assert_close(got.clone(), want.clone(), rtol=rtol, atol=atol)
                 finally:
                     torch.testing.assert_close = real
             else:
                 with pytest.raises(AssertionError):
-                    sweeps.assert_close(got.clone(), want.clone(), rtol=rtol, atol=atol)
+                    family.assert_close(got.clone(), want.clone(), rtol=rtol, atol=atol)
         finally:
-            sweeps._BLOCK = block
+            family._BLOCK = block
 
 
 @pytest.mark.parametrize("tiny", [5.749907484773966e-162, 1e-300, 1e-160])
@@ -277,8 +283,8 @@ def test_references_by_slab_are_the_whole_reference(shape, data, keepdim):
 
     sweeps = _sweeps()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sweeps, "BLOCKWISE_FROM", 1)
-        patch.setattr(sweeps, "_REF_BLOCK", data.draw(st.integers(1, 40)))
+        patch.setattr(family, "BLOCKWISE_FROM", 1)
+        patch.setattr(family, "REF_BLOCK", data.draw(st.integers(1, 40)))
         _slabs_hold(sweeps, shape, data, keepdim)
 
 
@@ -295,7 +301,7 @@ def _slabs_hold(sweeps, shape, data, keepdim) -> None:
     whole = op.reference(x, dim, keep)
     seen = torch.zeros(whole.shape, dtype=torch.int64)
     taken = torch.zeros(x.shape, dtype=torch.int64)
-    for src, dst in sweeps.blocks(tuple(x.shape), dim, keep, op.kind):
+    for src, dst in family.blocks(tuple(x.shape), dim, keep, op.kind):
         torch.testing.assert_close(op.reference(x[src], dim, keep), whole[dst], rtol=1e-12, atol=1e-12, equal_nan=True)
         seen[dst] += 1
         taken[src] += 1
@@ -303,9 +309,9 @@ def _slabs_hold(sweeps, shape, data, keepdim) -> None:
     got = op.torch_fn(x, dim, keep)
     assert sweeps.disagreement(op, lambda: got, x, dim, keep) is None
     if isinstance(dim, int):
-        sweeps.check(op, got, x, dim, keep)
+        family.check(op, got, x, dim, keep)
         with pytest.raises(AssertionError, match="shape"):  # the shape, worked out without torch's meta kernels
-            sweeps.check(op, got.unsqueeze(0), x, dim, keep)
+            family.check(op, got.unsqueeze(0), x, dim, keep)
     if got.numel() == 0:
         return
     at = data.draw(st.integers(0, got.numel() - 1))
@@ -317,7 +323,7 @@ def _slabs_hold(sweeps, shape, data, keepdim) -> None:
     assert problem is not None and f"at {index}:" in problem
     if isinstance(dim, int):
         with pytest.raises(AssertionError):
-            sweeps.check(op, wrong, x, dim, keep)
+            family.check(op, wrong, x, dim, keep)
 
 
 @settings(max_examples=80, deadline=None)
@@ -356,15 +362,15 @@ def test_an_empty_dim_list_reduces_everything_past_the_slab_threshold(monkeypatc
 
     sweeps = _sweeps()
     assert slabs((4, 5), [], False, False, 1) == [((), ())]
-    monkeypatch.setattr(sweeps, "BLOCKWISE_FROM", 1)
-    monkeypatch.setattr(sweeps, "_REF_BLOCK", 5)
+    monkeypatch.setattr(family, "BLOCKWISE_FROM", 1)
+    monkeypatch.setattr(family, "REF_BLOCK", 5)
     x = torch.randn(6, 5)
     op = get("sum")
     assert sweeps.disagreement(op, lambda: x.sum(dim=[]), x, []) is None
     wrong = x.sum(dim=1)
     wrong[4] += 1.0
     with pytest.raises(AssertionError, match=r"block \[4:5\]"):
-        sweeps.check(op, wrong, x, 1)
+        family.check(op, wrong, x, 1)
 
 
 def test_generated_draws_never_run_a_corrupting_call_on_hardware():

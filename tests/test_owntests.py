@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from pytest_fl_contract.lanes import owntests
-from pytest_fl_contract.registry import layers, ops, tensorops
+from pytest_fl_contract.registry import ROWS
 from pytest_fl_contract.util import FlContractError
 
 
@@ -25,8 +25,8 @@ def _tests(root, *names):
 def test_every_row_of_every_family_is_under_its_family():
     found = owntests.families()
     rows = {name for members in found.values() for name, _ in members}
-    assert rows == {op.name for op in ops.OPS} | {layer.name for layer in layers.LAYERS} | \
-        {op.name for op in tensorops.OPS}
+    assert rows == {op.name for op in ROWS.rows("reductions")} | {layer.name for layer in ROWS.rows("layers")} | \
+        {op.name for op in ROWS.rows("tensorops")}
     assert dict(found["min/max"])["max_dim"][:2] == ("max_dim", "max")  # FlagGems files max.dim as test_max.py
 
 
@@ -43,13 +43,15 @@ def test_a_selection_that_finds_no_file_is_refused(tmp_path):
         owntests.files(["matmul"], package)
 
 
-def test_a_registered_row_is_picked_up_with_no_other_edit(tmp_path, monkeypatch):
+def test_a_registered_row_is_picked_up_with_no_other_edit(tmp_path):
     from dataclasses import replace
 
-    copy = replace(tensorops.OPS[0], name="mm_copy")
-    monkeypatch.setattr(tensorops, "OPS", (*tensorops.OPS, copy))
-    package = _tests(tmp_path, "mm_copy")
-    assert [p.name for p in owntests.files(["matmul"], package)] == ["test_mm_copy.py"]
+    copy = ROWS.register(replace(ROWS.get("mm"), name="mm_copy"))
+    try:
+        package = _tests(tmp_path, "mm_copy")
+        assert [p.name for p in owntests.files(["matmul"], package)] == ["test_mm_copy.py"]
+    finally:
+        ROWS.unregister(copy.name)
 
 
 def test_the_directory_comes_from_the_lane_first(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import yaml
 
 from pytest_fl_contract.config import platforms
 from pytest_fl_contract.config.platforms import Detection, detect, load_registry, merge
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.registry import ROWS
 from pytest_fl_contract.util import FlContractError
 
 FLAGGEMS_VENDORS = ["nvidia", "iluvatar", "ascend", "cambricon", "metax", "mthreads", "kunlunxin",
@@ -58,7 +58,7 @@ def test_only_defects_that_touch_foreign_memory_may_fault(registry):
 def test_iluvatar_lists_the_masked_load_defect(registry):
     defect = registry.get("iluvatar").defect("masked_2d_row_load")
     assert defect is not None and defect.workaround == "masked_reductions" and not defect.flag_gems
-    assert {"sum", "mean", "softmax", "argmax"} <= set(ops.reach(defect))  # from the op rows' features
+    assert {"sum", "mean", "softmax", "argmax"} <= set(ROWS.reach(defect))  # from the op rows' features
 
 
 def test_unknown_platform_lists_known_names(registry):

@@ -23,7 +23,7 @@ from pytest_fl_contract.lanes import junit
 from pytest_fl_contract.lanes.manifest import load
 from pytest_fl_contract.probes import battery
 from pytest_fl_contract.probes import catalogue as probes
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.registry import ROWS
 from pytest_fl_contract.util import md_code
 
 from .conftest import ROOT
@@ -32,7 +32,7 @@ REGISTRY = load_registry(entry_points=False)
 ROW_LOAD = "masked_2d_row_load"
 ROW_LOAD_PROBES = {p.id for p in battery.PROBES if p.defect == ROW_LOAD}
 AND_OR_PROBES = {p.id for p in battery.PROBES if p.defect == "python_and_or_masks"}
-LABEL = "compiler: masked_2d_row_load; affects " + ", ".join(ops.feature_reach("masked_2d_row_load"))
+LABEL = "compiler: masked_2d_row_load; affects " + ", ".join(ROWS.feature_reach("masked_2d_row_load"))
 
 
 @pytest.fixture
@@ -138,16 +138,14 @@ def test_every_probe_names_a_catalogued_compiler_defect_and_every_compiler_defec
 def test_a_defects_reach_is_the_op_registrys_vocabulary():
     """Rows' features (reductions, layers, matmul and index ops) name compiler defects of the
     catalogue; a FlagGems defect's reach is the rows whose predicates name it."""
-    from pytest_fl_contract.registry import layers, tensorops
-
-    for op in ops.OPS:
+    for op in ROWS.rows("reductions"):
         assert {d.id for d in op.defects} <= REGISTRY.flag_gems_defects, op.name
-    rows = (*ops.OPS, *layers.LAYERS, *tensorops.OPS)
+    rows = (*ROWS.rows("reductions"), *ROWS.rows("layers"), *ROWS.rows("tensorops"))
     for row in rows:
         assert set(row.features) <= {d.id for d in REGISTRY.defects.values() if not d.flag_gems}, row.name
     for defect in REGISTRY.defects.values():
-        assert set(ops.reach(defect)) <= {row.name for row in rows}, defect.id
-    assert {"mm", "addmm", "bmm", "layer_norm"} <= set(ops.feature_reach("masked_2d_row_load"))
+        assert set(ROWS.reach(defect)) <= {row.name for row in rows}, defect.id
+    assert {"mm", "addmm", "bmm", "layer_norm"} <= set(ROWS.feature_reach("masked_2d_row_load"))
 
 
 def test_row_load_ops_come_from_the_registry():

@@ -13,26 +13,26 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.registry import ROWS
 
 from .conftest import ROOT
 
 COPY = """
 import dataclasses
-from pytest_fl_contract.registry import ops
-ops.register(dataclasses.replace(ops.get("sum"), name="sum_copy", real_case=False))
+from pytest_fl_contract.registry import ROWS
+ROWS.register(dataclasses.replace(ROWS.get("sum"), name="sum_copy", real_case=False))
 """
 
 # rows named as Python builtins (all, any) are also every "all dims" and "any runner": not op lists
-PACKAGE_NAMES_AN_OP = re.compile(r"[\"']({})[\"']".format("|".join(op.name for op in ops.OPS if op.name not in dir(builtins))))
+PACKAGE_NAMES_AN_OP = re.compile(r"[\"']({})[\"']".format("|".join(op.name for op in ROWS.rows("reductions") if op.name not in dir(builtins))))
 FASTPATH_KIND = re.compile(r"\bkind\b|fastpath|tiles\(")  # the fast path's kernel kinds: the rows' fastpath values
 
 
 @pytest.fixture
-def copied(monkeypatch):
-    monkeypatch.setattr(ops, "OPS", ops.OPS)
-    monkeypatch.setattr(ops, "OPS_BY_NAME", dict(ops.OPS_BY_NAME))
-    return ops.register(dataclasses.replace(ops.get("sum"), name="sum_copy"))
+def copied():
+    row = ROWS.register(dataclasses.replace(ROWS.get("sum"), name="sum_copy"))
+    yield row
+    ROWS.unregister(row.name)
 
 
 def test_a_registered_row_reaches_the_defect_catalogue_and_the_workaround(copied):
@@ -40,26 +40,26 @@ def test_a_registered_row_reaches_the_defect_catalogue_and_the_workaround(copied
     from pytest_fl_contract.config.platforms import load_registry
     from pytest_fl_contract.workarounds import masked_reductions
 
-    assert "sum_copy" in ops.feature_reach("masked_2d_row_load")
-    assert "sum_copy" in ops.defect_reach("int32_offset_overflow")
+    assert "sum_copy" in ROWS.feature_reach("masked_2d_row_load")
+    assert "sum_copy" in ROWS.defect_reach("int32_offset_overflow")
     lines = defect_lines(load_registry(entry_points=False).get("iluvatar"), set())
     assert any(line.startswith("masked_2d_row_load:") and "sum_copy" in line for line in lines)
     qualnames = [t.qualname for t in masked_reductions.targets()]
     assert len(qualnames) == len(set(qualnames))  # the copy shares sum's entry points: wrapped once
     with pytest.raises(ValueError, match="already in the registry"):
-        ops.register(copied)
+        ROWS.register(copied)
     with pytest.raises(ValueError, match=r"'sum\.indices': '\.' names a row's view"):
-        ops.register(dataclasses.replace(copied, name="sum.indices"))
+        ROWS.register(dataclasses.replace(copied, name="sum.indices"))
 
 
 def test_a_rows_indices_view_is_an_index_op_of_the_same_entry_point():
-    view = ops.get("max_dim.indices")
+    view = ROWS.get("max_dim.indices")
     assert (view.kind, view.extreme, view.result, view.entry) == ("index", "max", "indices", "max_dim")
-    assert ops.get("max_dim").result == "values" and ops.get("amax").views() == ()
-    view = ops.get("aminmax.max")
+    assert ROWS.get("max_dim").result == "values" and ROWS.get("amax").views() == ()
+    view = ROWS.get("aminmax.max")
     assert (view.kind, view.picks, view.result) == ("reduce", "max", "max")
     with pytest.raises(KeyError, match="unknown op 'sum.indices'"):
-        ops.get("sum.indices")
+        ROWS.get("sum.indices")
 
 
 @pytest.mark.slow
@@ -97,5 +97,7 @@ def test_no_module_outside_the_registry_and_testing_names_an_op():
 
 
 def test_rows_are_built_with_keywords():
-    source = Path(ops.__file__).read_text()
+    from pytest_fl_contract.registry import reductions
+
+    source = Path(reductions.__file__).read_text()
     assert not re.search(r"^    Op\(\"", source, re.M), "a row built with positional fields"

@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.registry import ROWS
 from pytest_fl_contract.testing import rejit as rj
 from pytest_fl_contract.testing import zoo
 from pytest_fl_contract.util import FlContractError
@@ -119,10 +119,7 @@ def test_every_kernel_edit_of_the_zoo_is_in_this_flag_gems():
 
 
 def test_every_mutant_names_its_op_and_contract():
-    from pytest_fl_contract.registry.layers import LAYERS_BY_NAME
-    from pytest_fl_contract.registry.tensorops import OPS_BY_NAME as TENSOR_OPS
-
-    ops_ = set(ops.OPS_BY_NAME) | set(LAYERS_BY_NAME) | set(TENSOR_OPS)
+    ops_ = set(ROWS.names())
     for m in zoo.MUTANTS.values():
         assert m.description and m.select
         if m.name in zoo.KERNEL_EDITS:

@@ -5,42 +5,26 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from pytest_fl_contract.contracts.marking import mark_row_cases, own_items
+from pytest_fl_contract.contracts.marking import chosen, mark_row_cases, own_items, param, slug
 
+from pytest_fl_contract.families import of
 from pytest_fl_contract.plugin import settings_of
-from pytest_fl_contract.registry.layers import LAYERS, Layer, LayerCall, LayerCase, layers_for
-from pytest_fl_contract.registry.ops import flag_gems_version
+from pytest_fl_contract.registry.layers import Layer, LayerCall, LayerCase
+from pytest_fl_contract.registry.schema import flag_gems_version
 
 DTYPES = ("float32",)
 HALF_DTYPES = ("float16", "bfloat16")
-DTYPE_CAPABILITY = {"bfloat16": "bf16", "float64": "fp64"}
 GRADIENTS = ("backward", "affine", "determinism", "layout", "empty", "large_index", "enabled")  # the contracts that check gradients too
-
-
-def chosen_layers() -> list[Layer]:
-    """The rows the installed FlagGems has; when flag_gems cannot even be imported, every row
-    (each case then fails saying why)."""
-    try:
-        import flag_gems  # noqa: F401 - the lane session installs the workaround on import
-    except Exception:
-        return list(LAYERS)
-    return layers_for()
-
-
-def _param(layer: Layer, case: LayerCase, dtype: str):
-    cap = DTYPE_CAPABILITY.get(dtype)
-    marks = [pytest.mark.requires_capability(cap)] if cap else []
-    return pytest.param(layer, case, dtype, id=f"{layer.name}-{case.id}-{dtype}", marks=marks)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     settings = settings_of(metafunc.config)
-    layers = chosen_layers()
+    layers = chosen("layers")
     names = metafunc.fixturenames
     if "layer" in names and "case" in names and "dtype" in names:
-        params = [_param(layer, case, dtype) for layer in layers for case in layer.cases[settings.sweep]
+        params = [param(layer, case, dtype) for layer in layers for case in layer.cases[settings.sweep]
                   for dtype in DTYPES]
-        params += [_param(layer, layer.cases[settings.sweep][0], dtype) for layer in layers for dtype in HALF_DTYPES]
+        params += [param(layer, layer.cases[settings.sweep][0], dtype) for layer in layers for dtype in HALF_DTYPES]
         metafunc.parametrize("layer,case,dtype", params)
     elif "layer" in names and "case" in names:
         metafunc.parametrize("layer,case", [pytest.param(layer, case, id=f"{layer.name}-{case.id}") for layer in layers
@@ -52,7 +36,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                                                                id=f"{layer.name}-{layer.cases[settings.sweep][0].id}")
                                                   for layer in layers])
     if "half_case" in names:  # the layer's first case in each half precision
-        metafunc.parametrize("layer,half_case,dtype", [_param(layer, layer.cases[settings.sweep][0], dtype)
+        metafunc.parametrize("layer,half_case,dtype", [param(layer, layer.cases[settings.sweep][0], dtype)
                                                       for layer in layers for dtype in HALF_DTYPES])
     if "empty_case" in names:  # the layer's first case with no rows (a batch of none)
         cases = [(layer, layer.cases[settings.sweep][0]) for layer in layers]
@@ -65,28 +49,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "large_case" in names:  # hardware: the device holds what the ledger counts (registry: Layer.large)
         metafunc.parametrize("large_layer,large_case,dtype", [
             pytest.param(layer, case, LARGE_DTYPE, id=f"{layer.name}-{case.id}",
-                         marks=pytest.mark.requires_device_memory(large_gib(case)))
+                         marks=pytest.mark.requires_device_memory(of(layer).memory_gib(layer, case)))
             for layer in layers for case in layer.large])
     if "path" in names:
         version = flag_gems_version()
-        metafunc.parametrize("path_layer,path", [pytest.param(layer, path, id=f"{layer.name}-{_slug(path.name)}")
+        metafunc.parametrize("path_layer,path", [pytest.param(layer, path, id=f"{layer.name}-{slug(path.name)}")
                                                  for layer in layers for path in layer.paths if path.in_version(version)])
 
 
 LARGE_DTYPE = "float16"
-
-
-def large_gib(case: LayerCase) -> float:
-    """What a large case holds on the device: the input, the upstream gradient, and FlagGems'
-    and torch's output and input gradient (six fp16 tensors of the input's size), and four
-    more as slack for torch's float32 intermediates."""
-    import math
-
-    return 10 * 2 * math.prod(case.shape) / 2**30
-
-
-def _slug(text: str) -> str:
-    return "-".join("".join(c if c.isalnum() else " " for c in text).split())
 
 
 def call_of(params: dict, contract: str, routed: bool) -> LayerCall | None:

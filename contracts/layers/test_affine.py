@@ -2,7 +2,8 @@
 as torch, which takes the layer with no weight and no bias."""
 
 import pytest
-from pytest_fl_contract.contracts.layers.checks import check, make_inputs
+
+from pytest_fl_contract.families.layers import check, make_inputs
 
 
 @pytest.mark.parametrize("affine", [False])  # a known defect's predicate reads it (LayerCall.affine)

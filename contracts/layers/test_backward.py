@@ -2,7 +2,7 @@
 float64 autograd.  The weight and bias gradients (and batch and group norm's) fold the rows
 of a (rows, channels) tile: the masked-row defect's shape, inside one entry point."""
 
-from pytest_fl_contract.contracts.layers.checks import check, make_inputs
+from pytest_fl_contract.families.layers import check, make_inputs
 
 
 def test_backward(flag_gems, fl_device, layer, case, dtype):

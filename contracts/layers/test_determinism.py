@@ -4,7 +4,8 @@ kernel that reads rows past the end multiplies them by a zero it loaded under th
 mask (rms_norm's weight gradient): only NaN or inf there shows it."""
 
 import torch
-from pytest_fl_contract.contracts.layers.checks import make_inputs, run
+
+from pytest_fl_contract.families.layers import make_inputs, run
 
 FILLS = (float("nan"), 1.0e30, -7.0)
 

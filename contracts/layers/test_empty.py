@@ -1,7 +1,7 @@
 """Empty inputs: no rows (a batch of none) answer as torch answers - an empty result and
 empty gradients, or the same refusal."""
 
-from pytest_fl_contract.contracts.layers.checks import check, make_inputs
+from pytest_fl_contract.families.layers import check, make_inputs
 
 
 def test_empty(flag_gems, fl_device, layer, empty_case):

@@ -4,7 +4,8 @@ op - the layer's entry points and every op its (or a workaround route's) arithme
 autograd dispatch to - against torch's float64 autograd."""
 
 import pytest
-from pytest_fl_contract.contracts.layers.checks import check, make_inputs
+
+from pytest_fl_contract.families.layers import check, make_inputs
 
 pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operators:UserWarning")
 

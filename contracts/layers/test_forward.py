@@ -3,7 +3,8 @@ not) matches torch in float64: the output and batch norm's updated running stati
 half precision also where the statistics (a sum of squares) pass the half range."""
 
 import pytest
-from pytest_fl_contract.contracts.layers.checks import WIDE, check, make_inputs
+
+from pytest_fl_contract.families.layers import WIDE, check, make_inputs
 
 
 def test_forward(flag_gems, fl_device, layer, case, dtype):

@@ -4,7 +4,8 @@ corrupts the caller's tensor), and its output is its own storage."""
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.layers.checks import counted, make_inputs
+
+from pytest_fl_contract.families.layers import counted, make_inputs
 
 
 def _span(t):

@@ -1,7 +1,8 @@
 """A non-contiguous input (the same values in another memory order): forward and gradients as torch."""
 
 import pytest
-from pytest_fl_contract.contracts.layers.checks import check, make_inputs
+
+from pytest_fl_contract.families.layers import check, make_inputs
 
 
 @pytest.mark.parametrize("layout", ["transposed"])  # a known defect's predicate reads it (LayerCall.layout)

@@ -1,7 +1,7 @@
 """Every kernel path a layer's call launches (the rows' ``paths``), forward or backward, against
 torch in float64.  ``tests/test_kernel_paths.py`` checks that each really launches its kernel."""
 
-from pytest_fl_contract.contracts.layers.checks import check, make_inputs
+from pytest_fl_contract.families.layers import check, make_inputs
 
 
 def test_path(flag_gems, fl_device, path_layer, path):

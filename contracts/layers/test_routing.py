@@ -5,7 +5,8 @@ and on hardware each routed entry point is the workaround's wrapper of FlagGems'
 import sys
 
 import pytest
-from pytest_fl_contract.contracts.layers.checks import make_inputs, run
+
+from pytest_fl_contract.families.layers import make_inputs, run
 
 
 def test_row_folding_kernels_are_left(flag_gems, fl_device, fl_settings, fl_workaround, layer, case):

@@ -3,7 +3,8 @@
 own fp32 layers square them to inf (NaN or 0 where float64 is finite)."""
 
 import pytest
-from pytest_fl_contract.contracts.layers.checks import check, make_inputs
+
+from pytest_fl_contract.families.layers import check, make_inputs
 
 
 @pytest.mark.parametrize("values", ["nan", "pos_inf"])

@@ -4,7 +4,7 @@ norm's forward takes a whole group (next_pow2(C / groups) x next_pow2(H * W)), s
 map with two channels a group fails - and one that loops over it holds.  The interpreter
 refuses the tile alike: every lane runs it, forward only (a few seconds emulated)."""
 
-from pytest_fl_contract.contracts.layers.checks import check, make_inputs
+from pytest_fl_contract.families.layers import check, make_inputs
 
 
 def test_wide(flag_gems, fl_device, wide_layer, wide_case):

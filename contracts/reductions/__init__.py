@@ -1,1 +1,1 @@
-"""Reduction contracts: one op registry (``pytest_fl_contract.registry.ops``), a module per property."""
+"""Reduction contracts: one op registry (``pytest_fl_contract.registry.reductions``), a module per property."""

@@ -5,17 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pytest_fl_contract.contracts.marking import own_items
+from pytest_fl_contract.contracts.marking import REDUCTION_SWEEPS, mark_row_cases, own_items
 from pytest_fl_contract.contracts.reductions import fresh
 from pytest_fl_contract.contracts.reductions.sweeps import (
-    DTYPE_CAPABILITY,
     DTYPES,
     ENABLED_CASE,
     HALF_DTYPES,
     KEEPDIM_CASES,
     PARTIAL_TILE_CASES,
     REAL_CASE,
-    Case,
     cases_for,
     differentiable,
     fitted,
@@ -24,10 +22,11 @@ from pytest_fl_contract.contracts.reductions.sweeps import (
     sweep,
 )
 
+from pytest_fl_contract.config.platforms import DTYPE_CAPABILITY
 from pytest_fl_contract.hardware import shared
-from pytest_fl_contract.plugin import session_of, settings_of
-from pytest_fl_contract.registry.ops import Call, Op, flag_gems_version
-from pytest_fl_contract.session import tag_case
+from pytest_fl_contract.plugin import settings_of
+from pytest_fl_contract.registry.reductions import Call, Case, Op
+from pytest_fl_contract.registry.schema import flag_gems_version
 
 _HELPER = pytest.StashKey[object]()
 
@@ -179,16 +178,11 @@ def param_params(ops: list[Op]) -> list:
     return out
 
 
-# where a kernel the scan missed would show the masked-row defect: partial tiles against float64,
-# the same call with the memory around it changed, values that cross tiles, every kernel path
-DEFECT_SWEEPS = ("accuracy", "determinism", "tiles", "paths")
-
-
 def reached(op: Op) -> bool:
     """The masked-row defect reaches a kernel of the op's module (registry.coverage's scan)."""
     import sys
 
-    from pytest_fl_contract.registry.ops import non_inner_kernels
+    from pytest_fl_contract.registry.coverage import non_inner_kernels
 
     module = sys.modules.get(op.module)
     return module is not None and bool(non_inner_kernels(module))
@@ -210,34 +204,6 @@ def call_of(params: dict, routed: bool = False, contract: str = "") -> Call | No
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tag each case with its op and contract (the per-op summary reads them), and mark the
     cases that run into a FlagGems defect with it (a strict xfail only on lanes whose
-    registry lists it and no active workaround covers it)."""
-    items = own_items(items, __file__)
-    version = flag_gems_version()
-    emulated = bool(items) and settings_of(items[0].config).emulation is not None
-    wrapped_only = bool(items) and settings_of(items[0].config).wrapped_only
-    sweeps_only = bool(items) and settings_of(items[0].config).unreached_sweeps_only
-    for item in items:
-        module = getattr(item, "module", None)
-        if module is None or not module.__name__.rsplit(".", 1)[-1].startswith("test_"):
-            continue
-        params = item.callspec.params if hasattr(item, "callspec") else {}
-        op = next((v for v in params.values() if isinstance(v, Op)), None)
-        tag_case(item, op.name if op else None, module.__name__.rsplit(".", 1)[-1].removeprefix("test_"))
-        wrapped = op is not None and session_of(item.config).wraps(op)
-        if wrapped_only and op is not None and not wrapped:
-            item.add_marker(pytest.mark.skip(reason=f"{op.name}: the workaround leaves it, so it runs here as on the "
-                                             "twin lane without one, which runs it (--fl-wrapped-only)"))
-        contract = module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
-        if sweeps_only and op is not None and contract not in DEFECT_SWEEPS and not reached(op):
-            item.add_marker(pytest.mark.skip(reason=f"{op.name}: no injected defect reaches its kernels (FlagGems' source "
-                                             "scan), so this contract runs here as on the plain CPU lane, which runs it; "
-                                             "its sweeps run here (--fl-unreached-sweeps-only)"))
-        call = call_of(params, routed=wrapped, contract=contract)
-        if op is not None and call is not None:
-            for defect in op.known_defects(call, version, emulated):  # a defect of an op the workaround leaves stands
-                item.add_marker(pytest.mark.known_defect(defect, **({} if wrapped else {"uncovered": True})))
-            corrupting = () if emulated else op.corrupting(call, version)
-            if corrupting:
-                item.add_marker(pytest.mark.skip(reason=f"known defect {corrupting[0]} writes past its tensor on "
-                                                 "hardware: its outcome is chance and it corrupts later cases "
-                                                 "(the emulated lanes run it)"))
+    registry lists it and no active workaround covers it): the marking every suite shares."""
+    mark_row_cases(own_items(items, __file__), Op, lambda params, contract, routed: call_of(params, routed, contract),
+                   lambda session, op: session.wraps(op), reached, REDUCTION_SWEEPS)

@@ -8,12 +8,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pytest_fl_contract.contracts.reductions.sweeps import Case, fitted
+from pytest_fl_contract.contracts.reductions.sweeps import fitted
 
 from pytest_fl_contract.config.settings import Settings
 from pytest_fl_contract.hardware import isolation, shared
 from pytest_fl_contract.hardware.device import device_of
-from pytest_fl_contract.registry import ops as registry
+from pytest_fl_contract.registry import ROWS
+from pytest_fl_contract.registry.reductions import Case
 
 PROCESS_CASES = [Case((3, 5, 4), 1), Case((3, 4, 8), -1)]
 NAME = "fl-fresh-processes"
@@ -23,7 +24,7 @@ def job(settings: Settings, directory: str | Path) -> shared.Job:
     # every row of the registry, not ops_for(): that imports flag_gems, which held the
     # controller 5 - 7 s before it started its workers; a row the installed FlagGems lacks
     # raises in the child, and no case asks for it
-    calls = tuple((op.name, fitted(c, op, settings.sweep).shape, c.dim, "float32") for op in registry.OPS
+    calls = tuple((op.name, fitted(c, op, settings.sweep).shape, c.dim, "float32") for op in ROWS.rows("reductions")
                   for c in PROCESS_CASES)
     emulation = (settings.emulation.profile, settings.emulation.defects) if settings.emulation else None
     temperatures = ("cold",) if emulation else ("cold", "warm")  # the interpreter compiles nothing

@@ -4,7 +4,10 @@ Sweeps hit partial row tiles (non-power-of-two N, K > 1), where a kernel that dr
 row half of its 2-D mask sums rows that are not there."""
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import Case, check, fitted, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import fitted
+
+from pytest_fl_contract.families.reductions import check, make_input
+from pytest_fl_contract.registry.reductions import Case
 
 
 def test_accuracy(flag_gems, fl_device, op, case, dtype):

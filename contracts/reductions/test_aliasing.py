@@ -5,7 +5,10 @@ changes the caller's input."""
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, fitted, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import fitted
+
+from pytest_fl_contract.families.reductions import make_input
+from pytest_fl_contract.registry.reductions import Case
 
 ALIAS_CASES = [Case((3, 1, 4), 1), Case((3, 5, 4), 1), Case((3, 4, 8), -1), Case((1, 4), 0), Case((3, 5, 4), None)]
 

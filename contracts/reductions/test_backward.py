@@ -4,8 +4,10 @@ forward's partial-tile cases and dims, inner and non-inner, and with an output t
 contiguous.  A backward that drops a term over a non-inner dim passes every forward contract."""
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import Case, make_input
 from pytest_fl_contract.contracts.reductions.test_paths import check_backward
+
+from pytest_fl_contract.families.reductions import make_input
+from pytest_fl_contract.registry.reductions import Case
 
 BACKWARD_CASES = {
     "quick": [Case((3, 5, 64), 1), Case((13, 64), 0), Case((3, 64, 13), -1), Case((2, 300, 8), 1)],

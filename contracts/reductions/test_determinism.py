@@ -3,7 +3,8 @@ changes between them.  The allocator is poisoned (allocate, fill, free) before e
 so an out-of-bounds read - the seed's "same input, different results" - shows."""
 
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import bits, make_input
+
+from pytest_fl_contract.families.reductions import bits, make_input
 
 FILLS = (float("nan"), 1.0e30, -7.0)
 

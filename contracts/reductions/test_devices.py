@@ -5,12 +5,14 @@ FlagGems switches devices around its own launches, and a workaround's kernels mu
 Hosts with two devices or more: elsewhere there is no other device to put the tensor on."""
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import Case, check, make_input
+
+from pytest_fl_contract.families.reductions import check, make_input
+from pytest_fl_contract.registry.reductions import Case
 
 CASES = [Case((3, 5, 64), 1), Case((3, 64, 5), 2)]  # routed by a workaround, and forwarded
 
 
-@pytest.mark.parametrize("placement", ["other"])  # what a known defect reads (ops.Call.placement)
+@pytest.mark.parametrize("placement", ["other"])  # what a known defect reads (reductions.Call.placement)
 @pytest.mark.parametrize("device_case", CASES, ids=lambda c: c.id)
 def test_another_devices_tensor(flag_gems, fl_device, any_op, device_case, placement):
     import torch

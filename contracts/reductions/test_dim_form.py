@@ -3,7 +3,10 @@ rejects the other the same way whether or not the dim is routed: a wrapper that 
 the form changes behaviour only on non-inner dims, and this catches it."""
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import FORM_CASES, fitted, make_input, outcome
+from pytest_fl_contract.contracts.reductions.sweeps import FORM_CASES, fitted
+
+from pytest_fl_contract.families.dispatch import outcome
+from pytest_fl_contract.families.reductions import make_input
 
 
 def _outcome(op, form, case, device, sweep):

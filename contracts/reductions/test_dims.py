@@ -5,7 +5,10 @@ them; they are still checked).  Sizes are not powers of two, so non-inner dims e
 partial row tile."""
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees
+
+from pytest_fl_contract.families.reductions import make_input
+from pytest_fl_contract.registry.reductions import Case
 
 SHAPES = {1: (7,), 2: (5, 6), 3: (3, 5, 6), 4: (2, 3, 5, 4)}
 TOY = {1: (5,), 2: (3, 4), 3: (2, 3, 4), 4: (2, 3, 2, 3)}  # tl.reduce ops on the interpreter

@@ -3,8 +3,11 @@ points with aten, and torch.sum / mean / softmax / ... must reach the same contr
 FlagGems op enabled: test_enabled.py)."""
 
 import pytest
-from pytest_fl_contract.contracts.enabling import use_gems
-from pytest_fl_contract.contracts.reductions.sweeps import Case, check, fitted, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import fitted
+
+from pytest_fl_contract.families.dispatch import use_gems
+from pytest_fl_contract.families.reductions import check, make_input
+from pytest_fl_contract.registry.reductions import Case
 
 # use_gems() overrides aten kernels on purpose; torch warns about it once per process.
 pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operators:UserWarning")

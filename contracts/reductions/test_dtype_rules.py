@@ -4,14 +4,11 @@ alike), and the ``dtype=`` argument (half in, fp32 or fp64 out)."""
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import (
-    DTYPE_CAPABILITY,
-    Case,
-    assert_agrees,
-    fitted,
-    make_input,
-    tolerance,
-)
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees, fitted
+
+from pytest_fl_contract.config.platforms import DTYPE_CAPABILITY
+from pytest_fl_contract.families.reductions import make_input, tolerance
+from pytest_fl_contract.registry.reductions import Case
 
 DTYPES = ["float16", "bfloat16", "float64", "int32", "int64", "bool"]
 # N = 8: a partial row tile still (TILE_N is larger), but not argmax's own tile defect (N not
@@ -28,7 +25,7 @@ def typed(x: torch.Tensor, dtype: str) -> torch.Tensor:
 
 
 def _marks(dtype):
-    cap = DTYPE_CAPABILITY.get(dtype) or ("int64" if dtype == "int64" else None)
+    cap = DTYPE_CAPABILITY.get(dtype)
     return [pytest.mark.requires_capability(cap)] if cap else []
 
 

@@ -3,7 +3,9 @@ prod 1, mean NaN, an index op over an empty dim raises)."""
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, fitted
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees, fitted
+
+from pytest_fl_contract.registry.reductions import Case
 
 CASES = [Case((0, 5), 0), Case((3, 0, 4), 1), Case((3, 0, 4), 2), Case((3, 1, 4), 1), Case((1, 5), 0),
          Case((3, 5, 1), 1), Case((3, 5, 1), 2), Case((1,), 0)]

@@ -4,8 +4,10 @@ gradient through autograd there (every op the backward dispatches to is FlagGems
 against torch in float64."""
 
 import pytest
-from pytest_fl_contract.contracts.enabling import use_gems
-from pytest_fl_contract.contracts.reductions.sweeps import check, fitted, make_input, tolerance
+from pytest_fl_contract.contracts.reductions.sweeps import fitted
+
+from pytest_fl_contract.families.dispatch import use_gems
+from pytest_fl_contract.families.reductions import check, make_input, tolerance
 
 pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operators:UserWarning")
 

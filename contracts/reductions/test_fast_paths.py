@@ -16,9 +16,11 @@ limit is skipped, saying so.  The parameters (op, plan family, dtype) come from 
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, bits, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees
 
+from pytest_fl_contract.families.reductions import bits, make_input
 from pytest_fl_contract.plugin import settings_of
+from pytest_fl_contract.registry.reductions import Case
 from pytest_fl_contract.testing.spy import spy_launches
 from pytest_fl_contract.workarounds import masked_reductions, paths
 

@@ -12,10 +12,12 @@ import zlib
 import pytest
 from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
-from pytest_fl_contract.contracts.reductions.sweeps import Case, disagreement, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import disagreement
 
+from pytest_fl_contract.families.reductions import make_input
 from pytest_fl_contract.plugin import session_of, settings_of
-from pytest_fl_contract.registry.ops import Call, flag_gems_version
+from pytest_fl_contract.registry.reductions import Call, Case
+from pytest_fl_contract.registry.schema import flag_gems_version
 from pytest_fl_contract.session import note_seed
 
 SIZES = [1, 2, 3, 5, 7, 8, 13, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 129]
@@ -61,8 +63,8 @@ def problem_of(op, draw, device: str, *, routed: bool, covered=frozenset(), vers
     problem = disagreement(op, lambda: op.call(x, dim, keep), x, dim, keep)
     if problem is None:
         return None
-    return (f"{problem}; reproduce: ops.get({op.name!r}).call(make_input(Case({shape}, {dim}), {dtype!r}, "
-            f"{device!r}, op=ops.get({op.name!r})), {dim}, {keep})")
+    return (f"{problem}; reproduce: ROWS.get({op.name!r}).call(make_input(Case({shape}, {dim}), {dtype!r}, "
+            f"{device!r}, op=ROWS.get({op.name!r})), {dim}, {keep})")
 
 
 def pytest_generate_tests(metafunc):

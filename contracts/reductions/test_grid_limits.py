@@ -9,9 +9,11 @@ it too.  The cases past 2**26 columns (tile grids of up to 1024 columns a progra
 import math
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees
 
+from pytest_fl_contract.families.reductions import make_input
 from pytest_fl_contract.plugin import session_of
+from pytest_fl_contract.registry.reductions import Case
 
 # Hardware only, with what the memory ledger should count: K2e26's input, a result of its size
 # and a workaround's moved copy (0.5 GiB each) on the device, the input and result copied to the

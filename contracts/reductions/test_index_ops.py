@@ -3,7 +3,10 @@ slices; size-1 dims; NaN is the extreme (torch's rule)."""
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, on_device
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees
+
+from pytest_fl_contract.families.reductions import on_device
+from pytest_fl_contract.registry.reductions import Case
 
 INF, NAN = float("inf"), float("nan")
 

@@ -9,10 +9,10 @@ import pytest
 
 from pytest_fl_contract.config.layout import resolve_module
 from pytest_fl_contract.config.settings import DEFAULT_WORKAROUND
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.registry import ROWS
 
-NAMESPACES = ops.modules()
-OUT_OPS = [op for op in ops.OPS if op.out_entry]
+NAMESPACES = ROWS.modules()
+OUT_OPS = [op for op in ROWS.rows("reductions") if op.out_entry]
 
 
 def snapshot(flag_gems):

@@ -3,7 +3,8 @@ keepdim=False result, bit for bit, on routed (non-inner) and forwarded dims alik
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import check, make_input
+
+from pytest_fl_contract.families.reductions import check, make_input
 
 
 def test_keepdim(flag_gems, fl_device, op, keepdim_case):

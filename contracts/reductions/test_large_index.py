@@ -4,16 +4,16 @@ and each case runs in a child process: a device fault there is one failed case n
 error, and the worker's CUDA context stays usable for the cases after it."""
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import Case
 
 from pytest_fl_contract.hardware import isolation
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.registry import ROWS, reductions
+from pytest_fl_contract.registry.reductions import Case
 
 LARGE = [Case((1, 65537, 32768), 1)]  # N * K = 2**31 + 32768: past int32 in one slice
 INPUT_GIB = 8  # 2**31 + 32768 float32 elements
 
 
-def _gib(op: ops.Op) -> int:
+def _gib(op: reductions.Op) -> int:
     """Device memory a case holds: the input, and for an op that keeps its shape also its
     result (isolation compares it with torch's a slab at a time, without float64 copies),
     plus slack for torch's slab and a workaround's moved axis.  What the run's memory
@@ -22,7 +22,7 @@ def _gib(op: ops.Op) -> int:
 
 
 LARGE_OPS = [pytest.param(op, id=op.name, marks=pytest.mark.requires_device_memory(_gib(op)))
-             for op in ops.OPS if not op.exempt_from("large_index")]
+             for op in ROWS.rows("reductions") if not op.exempt_from("large_index")]
 
 
 @pytest.mark.parametrize("large_case", LARGE, ids=lambda c: c.id)

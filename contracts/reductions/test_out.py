@@ -6,14 +6,15 @@ import sys
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, check, make_input
 
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.families.reductions import check, make_input
+from pytest_fl_contract.registry import ROWS
+from pytest_fl_contract.registry.reductions import Case
 
 # use_gems() overrides aten kernels on purpose; torch warns about it once per process.
 pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operators:UserWarning")
 
-OUT_OPS = [op for op in ops.OPS if op.out_entry]
+OUT_OPS = [op for op in ROWS.rows("reductions") if op.out_entry]
 CASES = [Case((3, 5, 64), 1), Case((3, 64, 5), 2)]
 
 
@@ -82,13 +83,13 @@ def test_out_bindings(flag_gems, out_op):
     assert not outs, f"out overloads {outs} are bound to {op.entry}, not an out= entry point"
 
 
-@pytest.mark.parametrize("aten_op", [op for op in ops.OPS if op.composed_of], ids=lambda op: op.name)
+@pytest.mark.parametrize("aten_op", [op for op in ROWS.rows("reductions") if op.composed_of], ids=lambda op: op.name)
 def test_composite_through_an_out_binding(flag_gems, fl_device, aten_op):
     """Where FlagGems lacks an op (5.0.2 has no logsumexp), aten composes it through another
     op's out= binding (sum.IntList_out): that binding is what the workaround must get right."""
-    if ops.installed(aten_op):
+    if aten_op.installed():
         pytest.skip(f"flag_gems {flag_gems.__version__} has its own {aten_op.name}: its own contracts cover it")
     x = make_input(Case((3, 5, 64), 1), "float32", fl_device)
-    with flag_gems.use_gems(include=[ops.get(aten_op.composed_of).out_entry]):
+    with flag_gems.use_gems(include=[ROWS.get(aten_op.composed_of).out_entry]):
         got = aten_op.torch_fn(x, [1], False)
     torch.testing.assert_close(got.cpu().double(), aten_op.reference(x, [1]), rtol=1e-5, atol=1e-5)

@@ -11,10 +11,12 @@ import sys
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_close, make_input, ops_for, tolerance
+from pytest_fl_contract.contracts.reductions.sweeps import ops_for
 
+from pytest_fl_contract.families.reductions import assert_close, make_input, tolerance
 from pytest_fl_contract.plugin import session_of
-from pytest_fl_contract.registry.ops import flag_gems_version
+from pytest_fl_contract.registry.reductions import Case
+from pytest_fl_contract.registry.schema import flag_gems_version
 
 CASES = [Case((3, 5, 64), 1), Case((3, 64, 5), -1)]
 

@@ -6,7 +6,9 @@ on one dim form only is invisible to contracts that never vary the argument."""
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees, fitted, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees, fitted
+
+from pytest_fl_contract.families.reductions import make_input
 
 
 def test_param(flag_gems, fl_device, fl_settings, param_op, param, value, param_case, dtype):

@@ -6,7 +6,9 @@ past the first tile passes them all and fails here.  ``tests/test_kernel_paths.p
 that each case really launches its path's kernel and that every kernel has a case."""
 
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees, make_input, tolerance
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees
+
+from pytest_fl_contract.families.reductions import make_input, tolerance
 
 
 def test_path(flag_gems, fl_device, path_op, path, path_case, dtype):

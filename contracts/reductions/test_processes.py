@@ -8,8 +8,9 @@ by the session before its workers where the run selects this whole file (``fresh
 import pytest
 import torch
 from pytest_fl_contract.contracts.reductions import fresh as batches
-from pytest_fl_contract.contracts.reductions.sweeps import check, fitted
+from pytest_fl_contract.contracts.reductions.sweeps import fitted
 
+from pytest_fl_contract.families.reductions import check
 from pytest_fl_contract.hardware import shared
 from pytest_fl_contract.hardware.schedule import record_wait
 

@@ -7,11 +7,11 @@ allocator poisoned between them, must be bit-identical (the seed saw four result
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import check, make_input
 
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.families.reductions import check, make_input
+from pytest_fl_contract.registry import ROWS
 
-REAL_OPS = [op for op in ops.OPS if op.real_case]
+REAL_OPS = [op for op in ROWS.rows("reductions") if op.real_case]
 
 
 @pytest.mark.parametrize("real_op", REAL_OPS, ids=lambda op: op.name)

@@ -6,8 +6,10 @@ The kernels actually launched are recorded (LaunchSpy), on a GPU or the interpre
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, make_input, outcome
 
+from pytest_fl_contract.families.dispatch import outcome
+from pytest_fl_contract.families.reductions import make_input
+from pytest_fl_contract.registry.reductions import Case
 from pytest_fl_contract.testing.spy import spy_launches
 
 FORWARDED = [Case((3, 64, 5), 2), Case((5, 64), 1)]  # inner dims: forwarded unchanged

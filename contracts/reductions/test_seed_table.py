@@ -8,11 +8,12 @@ ulps of the largest magnitude (2**-22 = 2.4e-7): seven orders of magnitude below
 smallest error the defect produced.  Ops the installed FlagGems lacks skip, saying so."""
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import Case, make_input
 
-from pytest_fl_contract.registry import ops
+from pytest_fl_contract.families.reductions import make_input
+from pytest_fl_contract.registry import ROWS
+from pytest_fl_contract.registry.reductions import Case
 
-SEED_OPS = [op for op in ops.OPS if op.seed_table]
+SEED_OPS = [op for op in ROWS.rows("reductions") if op.seed_table]
 BOUND = 2.0**-22
 SHAPES = {"quick": Case((2, 4, 1024), 1), "full": Case((556, 4, 1024), 1)}  # N=4, K=1024, dim=1
 TOY = Case((1, 4, 128), 1)  # N=4 still: ops whose tl.reduce runs element by element on the interpreter
@@ -21,7 +22,7 @@ TOY = Case((1, 4, 128), 1)  # N=4 still: ops whose tl.reduce runs element by ele
 @pytest.mark.parametrize("seed_op", SEED_OPS, ids=lambda op: op.name)
 def test_seed_table(flag_gems, fl_device, fl_settings, seed_op):
     op = seed_op
-    if not ops.installed(op):
+    if not op.installed():
         pytest.skip(f"flag_gems {flag_gems.__version__} has no {op.name} op")
     case = TOY if fl_settings.sweep == "quick" and op.interpreter == "toy" else SHAPES[fl_settings.sweep]
     x = make_input(case, "float32", fl_device, seed=4)

@@ -4,7 +4,10 @@ slice), values near the fp32 limit, and cancellation of large opposite values - 
 non-inner dim (partial row tiles) and on the inner one."""
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, fitted, make_input, on_device
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees, fitted
+
+from pytest_fl_contract.families.reductions import make_input, on_device
+from pytest_fl_contract.registry.reductions import Case
 
 INF, NAN = float("inf"), float("nan")
 VALUES = {  # planted along the reduced dim of every slice; the rest stays normal

@@ -5,7 +5,10 @@ float64.  A kernel bound to the scalars of its first launch (FlagGems #4099: var
 Iluvatar kept the first N) passes every contract that calls one shape per process."""
 
 import pytest
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, fitted, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees, fitted
+
+from pytest_fl_contract.families.reductions import make_input
+from pytest_fl_contract.registry.reductions import Case
 
 SEQUENCES = {  # N along dim 1 of (M, N, K), then along the last dim: the kernel's runtime N changes
     "non-inner": lambda ns: [Case((3, n, 64), 1) for n in ns] + [Case((1, ns[0], 64), 1)],

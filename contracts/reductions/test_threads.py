@@ -6,7 +6,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, fitted, make_input
+from pytest_fl_contract.contracts.reductions.sweeps import fitted
+
+from pytest_fl_contract.families.reductions import make_input
+from pytest_fl_contract.registry.reductions import Case
 
 THREAD_CASES = [Case((3, 5, 4), 1), Case((3, 4, 8), -1)]
 

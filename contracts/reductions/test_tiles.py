@@ -12,7 +12,10 @@ import math
 
 import pytest
 import torch
-from pytest_fl_contract.contracts.reductions.sweeps import Case, assert_agrees, on_device
+from pytest_fl_contract.contracts.reductions.sweeps import assert_agrees
+
+from pytest_fl_contract.families.reductions import on_device
+from pytest_fl_contract.registry.reductions import Case
 
 
 def _positions(n: int) -> list[int]:

@@ -6,32 +6,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from pytest_fl_contract.contracts.marking import mark_row_cases, own_items
-from pytest_fl_contract.contracts.tensorops.checks import wraps
+from pytest_fl_contract.contracts.marking import chosen, mark_row_cases, own_items, param, slug
 
+from pytest_fl_contract.families import of
+from pytest_fl_contract.families.tensorops import wraps
 from pytest_fl_contract.plugin import settings_of
-from pytest_fl_contract.registry.ops import flag_gems_version
-from pytest_fl_contract.registry.tensorops import MATMUL, OPS, TensorCall, TensorCase, TensorOp, ops_for
+from pytest_fl_contract.registry.schema import flag_gems_version
+from pytest_fl_contract.registry.tensorops import MATMUL, TensorCall, TensorCase, TensorOp
 
 DTYPES = ("float32",)
 HALF_DTYPES = ("float16", "bfloat16")
-DTYPE_CAPABILITY = {"bfloat16": "bf16"}
-
-
-def chosen_ops() -> list[TensorOp]:
-    """The rows the installed FlagGems has; when flag_gems cannot be imported, every row (each
-    case then fails saying why)."""
-    try:
-        import flag_gems  # noqa: F401 - the lane session installs the workaround on import
-    except Exception:
-        return list(OPS)
-    return ops_for()
-
-
-def _param(op: TensorOp, case: TensorCase, dtype: str):
-    cap = DTYPE_CAPABILITY.get(dtype)
-    marks = [pytest.mark.requires_capability(cap)] if cap else []
-    return pytest.param(op, case, dtype, id=f"{op.name}-{case.id}-{dtype}", marks=marks)
 
 
 def empty_cases(op: TensorOp) -> list[tuple[str, TensorCase]]:
@@ -46,11 +30,11 @@ def empty_cases(op: TensorOp) -> list[tuple[str, TensorCase]]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     settings = settings_of(metafunc.config)
-    ops = chosen_ops()
+    ops = chosen("tensorops")
     names = metafunc.fixturenames
     if "tensor_op" in names and "case" in names and "dtype" in names:
-        params = [_param(op, case, dtype) for op in ops for case in op.cases[settings.sweep] for dtype in DTYPES]
-        params += [_param(op, op.cases[settings.sweep][0], dtype) for op in ops for dtype in HALF_DTYPES
+        params = [param(op, case, dtype) for op in ops for case in op.cases[settings.sweep] for dtype in DTYPES]
+        params += [param(op, op.cases[settings.sweep][0], dtype) for op in ops for dtype in HALF_DTYPES
                    if op.family == MATMUL or not op.accumulates]  # FlagGems' atomics take no half types on every line
         metafunc.parametrize("tensor_op,case,dtype", params)
     elif "tensor_op" in names and "case" in names:
@@ -75,16 +59,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                                                    for op in ops for case in op.grid])
     if "large_case" in names:  # hardware: the device holds what the ledger counts (registry: TensorOp.large)
         metafunc.parametrize("large_op,large_case", [
-            pytest.param(op, case, id=f"{op.name}-{case.id}", marks=pytest.mark.requires_device_memory(op.gib(case) + 4))
+            pytest.param(op, case, id=f"{op.name}-{case.id}", marks=pytest.mark.requires_device_memory(of(op).memory_gib(op, case) + 4))
             for op in ops for case in op.large])
     if "path" in names:
         version = flag_gems_version()
-        metafunc.parametrize("path_op,path", [pytest.param(op, path, id=f"{op.name}-{_slug(path.name)}")
+        metafunc.parametrize("path_op,path", [pytest.param(op, path, id=f"{op.name}-{slug(path.name)}")
                                               for op in ops for path in op.paths if path.in_version(version)])
-
-
-def _slug(text: str) -> str:
-    return "-".join("".join(c if c.isalnum() else " " for c in text).split())
 
 
 def call_of(params: dict, contract: str, routed: bool) -> TensorCall | None:

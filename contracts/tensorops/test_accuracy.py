@@ -2,7 +2,7 @@
 op's dim inner and outer, indices with duplicates) matches torch in float64, in fp32 and
 (first case) in the half types."""
 
-from pytest_fl_contract.contracts.tensorops.checks import check
+from pytest_fl_contract.families.tensorops import check
 
 
 def test_accuracy(flag_gems, fl_device, tensor_op, case, dtype):

@@ -5,7 +5,8 @@ is why this contract, not accuracy, is the one the masked-row defect fails on a 
 Accumulating index ops get integer values: their atomic adds are exact in any order."""
 
 import torch
-from pytest_fl_contract.contracts.tensorops.checks import run
+
+from pytest_fl_contract.families.tensorops import run
 
 FILLS = (float("nan"), 1.0e30, -7.0)
 

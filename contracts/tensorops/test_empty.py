@@ -2,7 +2,7 @@
 is zeros (addmm: beta * bias); an index of no elements gives an empty result (gather,
 index_select) or the input unchanged (scatter, scatter_add_, index_add)."""
 
-from pytest_fl_contract.contracts.tensorops.checks import check
+from pytest_fl_contract.families.tensorops import check
 
 
 def test_empty(flag_gems, fl_device, tensor_op, empty_case):

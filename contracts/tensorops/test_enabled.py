@@ -4,7 +4,8 @@ through autograd (a matmul's are matmuls, gather's a scatter_add, index_select's
 index_add: FlagGems' own where it registers them), against torch's float64 autograd."""
 
 import pytest
-from pytest_fl_contract.contracts.tensorops.checks import check, check_gradients
+
+from pytest_fl_contract.families.tensorops import check, check_gradients
 
 pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operators:UserWarning")
 

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from pytest_fl_contract.contracts.reductions.test_generated import lane_seed
-from pytest_fl_contract.contracts.tensorops.checks import check
 
+from pytest_fl_contract.families.tensorops import check
 from pytest_fl_contract.plugin import session_of
-from pytest_fl_contract.registry.ops import flag_gems_version
+from pytest_fl_contract.registry.schema import flag_gems_version
 from pytest_fl_contract.registry.tensorops import MATMUL, TensorCall, TensorCase
 from pytest_fl_contract.session import note_seed
 

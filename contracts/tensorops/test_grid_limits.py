@@ -5,8 +5,8 @@ interpreter loops over any grid; the emulator (every CPU lane's) refuses what th
 so the CPU lanes see it at the launch, before a program runs."""
 
 import pytest
-from pytest_fl_contract.contracts.tensorops.checks import MATMUL, check, wraps
 
+from pytest_fl_contract.families.tensorops import MATMUL, check, wraps
 from pytest_fl_contract.plugin import session_of
 
 PADDED_GIB = 2  # the matmul route's copy of B, K padded to 256 rows, past which the interpreter lanes stop

@@ -2,7 +2,8 @@
 a copy of the input, never into it), and its result is its own storage."""
 
 import torch
-from pytest_fl_contract.contracts.tensorops.checks import prepared
+
+from pytest_fl_contract.families.tensorops import prepared
 
 
 def test_inputs_are_left_alone(flag_gems, fl_device, tensor_op, case):

@@ -2,7 +2,7 @@
 input, source and index transposed, its index strided (a gap between elements) or expanded
 (stride 0: FlagGems #6448's scatter_add_ on Hygon) - the same answer as torch in float64."""
 
-from pytest_fl_contract.contracts.tensorops.checks import check
+from pytest_fl_contract.families.tensorops import check
 
 
 def test_layout(flag_gems, fl_device, tensor_op, layout):

@@ -1,7 +1,7 @@
 """out=: the op writes its result into the buffer it is given (NaN-filled beforehand, so a
 partial write shows) and returns that buffer, over each case of the sweep."""
 
-from pytest_fl_contract.contracts.tensorops.checks import check
+from pytest_fl_contract.families.tensorops import check
 
 
 def test_out(flag_gems, fl_device, out_op):

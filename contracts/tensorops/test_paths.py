@@ -2,7 +2,7 @@
 kernels, bmm with and without a K mask, ...) against torch in float64.
 ``tests/test_kernel_paths.py`` checks that each really launches its kernel."""
 
-from pytest_fl_contract.contracts.tensorops.checks import check
+from pytest_fl_contract.families.tensorops import check
 
 
 def test_path(flag_gems, fl_device, path_op, path):

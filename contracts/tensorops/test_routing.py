@@ -7,8 +7,8 @@ never FlagGems' choice of kernel."""
 import sys
 
 import pytest
-from pytest_fl_contract.contracts.tensorops.checks import run
 
+from pytest_fl_contract.families.tensorops import run
 from pytest_fl_contract.registry.tensorops import MATMUL
 
 

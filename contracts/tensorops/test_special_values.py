@@ -3,7 +3,8 @@ operand spoils its row of the result (inf - inf: NaN where the row meets signs),
 copies or sums them as they are; values near 1e30 stay finite where float64's do."""
 
 import pytest
-from pytest_fl_contract.contracts.tensorops.checks import check
+
+from pytest_fl_contract.families.tensorops import check
 
 
 @pytest.mark.parametrize("values", ["nan", "pos_inf", "neg_inf", "huge"])

@@ -17,10 +17,12 @@ from typing import Any, Callable
 
 import yaml
 
-from ..util import FlContractError
+from ..util import EMULATOR_ENV, FlContractError
 from . import safeyaml
 
 CAPABILITIES = ("device_cast", "fp64", "bf16", "int64")
+# the capability a case in a dtype needs (a dtype absent here every platform has)
+DTYPE_CAPABILITY = {"bfloat16": "bf16", "float64": "fp64", "int64": "int64"}
 ENTRY_POINT_GROUP = "fl_contract.platforms"
 _PLATFORM_KEYS = {
     "description", "aliases", "vendor", "device_type", "capabilities", "defects", "exclude_defects",
@@ -412,7 +414,6 @@ class Detection:
 
 # The CPU emulator sets GEMS_VENDOR for FlagGems and this beside it, so that a process that
 # inherits its environment (an xdist worker) detects the CPU, as the one that started it did.
-EMULATOR_ENV = "FL_CONTRACT_EMULATED_VENDOR"
 
 
 def detect(registry: Registry, environ: Mapping[str, str] | None = None, torch_module: Any = None) -> Detection:

@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..hardware.autotune import MODES as AUTOTUNE_MODES
-from ..hardware.autotune import Plan
-from ..hardware.autotune import plan as autotune_plan
 from ..util import FlContractError, installed_version
 from .layout import Layout, detect_layout
 from .platforms import Detection, Platform, Registry, detect
+from .tuning import MODES as AUTOTUNE_MODES
+from .tuning import Plan
+from .tuning import plan as autotune_plan
 
 DEFAULT_WORKAROUND = "pytest_fl_contract.workarounds.masked_reductions"
 SWEEPS = ("quick", "full")

@@ -15,9 +15,8 @@ from importlib import metadata
 from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
 
-from ..config.platforms import EMULATOR_ENV
 from ..imports import after_import
-from ..util import FlContractError, installed_version
+from ..util import EMULATOR_ENV, FlContractError, installed_version
 from . import device, dispatch
 from .profiles import DeviceProfile
 

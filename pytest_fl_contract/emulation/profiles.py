@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..registry.ops import GRID_LIMITS
+from ..registry.schema import GRID_LIMITS
 
 
 @dataclass(frozen=True)

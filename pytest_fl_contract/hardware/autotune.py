@@ -21,45 +21,12 @@ import hashlib
 import os
 import sys
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from ..config.tuning import MODES, PRIVATE_DB, Plan, plan  # noqa: F401 - the plan install() applies
 from ..imports import after_import
 from ..util import FlContractError
-
-MODES = ("rotate", "tuned")
-DEFAULT_MODE = "rotate"
-# FlagGems' tuning database under rotate: in memory, one per process, shared by its threads
-# (plain ``sqlite://`` is one database per thread: a tuner's table made in one is missing in
-# the next)
-PRIVATE_DB = "sqlite:///file:fl_contract_rotate?mode=memory&cache=shared&uri=true"
-
-
-@dataclass(frozen=True)
-class Plan:
-    mode: str  # rotate | tuned | first (the emulator's)
-    env: tuple[tuple[str, str], ...]  # variables it sets
-    override: bool = False  # over the lane's own values (rotate: never the user's database)
-
-    def line(self) -> str:
-        return {
-            "rotate": "rotate (one config per kernel and key, chosen by hash, none timed)",
-            "tuned": "tuned (FlagGems' own tuning, Triton's results cached on disk)",
-            "first": "first config (the emulator times nothing)",
-        }[self.mode]
-
-
-def plan(mode: str | None, emulated: bool) -> Plan:
-    """What a lane does with autotuned kernels.  ``rotate`` gives FlagGems' tuning database
-    (``FLAGGEMS_DB_URL``) to an in-memory SQLite per process: its one untimed config must
-    never reach the user's database, where real runs would read it as a measured winner."""
-    if emulated:
-        return Plan("first", ())
-    mode = mode or DEFAULT_MODE
-    if mode == "tuned":
-        return Plan("tuned", (("TRITON_CACHE_AUTOTUNING", "1"),))
-    return Plan("rotate", (("FLAGGEMS_DB_URL", PRIVATE_DB),), override=True)
 
 
 def pick(configs: Sequence[Any], kernel: str, key: Sequence[Any]) -> Any:

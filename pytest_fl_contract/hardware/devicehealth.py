@@ -48,18 +48,6 @@ def fault_of(module: Any) -> str | None:
     return None
 
 
-def device_fault(exc: BaseException) -> bool:
-    """A kernel that touched memory it does not own (the emulator's guard, or a device's
-    illegal access) - as opposed to an entry point or a compiler refusing the input."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        text = str(seen)
-        if type(seen).__name__ == "EmulatedDeviceFault" or "illegal memory access" in text or "CUDA error" in text:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
 def expected_fault(platform: Platform, defect_id: str | None) -> bool:
     """A fault is a registered defect's expected failure only where the registry says the
     defect touches memory it does not own (``faults: true``); any other is news."""
@@ -116,7 +104,7 @@ class DeviceWatch:
         if self.lost is not None and self.lost[:2] == (item.nodeid, rep.when):
             rep.fl_device_lost = self.lost[2]  # travels to the xdist controller with the report
             if hasattr(rep, "wasxfail"):
-                from ..session import DECISION
+                from ..stash import DECISION
 
                 decision = item.stash.get(DECISION, None)
                 if not expected_fault(self.platform, decision.defect if decision else None):

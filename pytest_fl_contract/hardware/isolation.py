@@ -7,8 +7,8 @@ Here the call runs in a child process with the lane's workaround (when it has on
 parent gets a verdict line, or the child's death (its signal or the device error from its
 output) as one failed case.  Hardware lanes only.
 
-``run_row``: the same for a layer or tensor-op row (``registry.layers``, ``registry.tensorops``):
-FlagGems through torch dispatch against torch's own kernels on the device, gradients too.
+``run_row``: the same for any row with a family behaviour (``families.of``): FlagGems through
+torch dispatch against torch's own kernels on the device, gradients too.
 
 ``run_batch``: many calls in one fresh process - its kernels compiled cold (an empty Triton
 cache directory) or warm (a cache another process filled) - whose results come back for
@@ -22,7 +22,7 @@ import json
 import math
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .slabs import slabs
@@ -38,6 +38,14 @@ class Spec:
     workaround: str | None = None  # module to install() before the call
     seed: int = 0
     autotune: str | None = None  # the lane's --fl-autotune mode, for FlagGems' tuners in the child
+    sources: tuple[tuple[str, str], ...] = field(default_factory=lambda: _sources())
+
+
+def _sources() -> tuple[tuple[str, str], ...]:
+    """The modules that registered rows in this process: a child imports them again."""
+    from ..registry import ROWS
+
+    return ROWS.sources()
 
 
 @dataclass(frozen=True)
@@ -68,22 +76,22 @@ def _verdict(argv: list[str], timeout: float) -> Verdict:
 
 @dataclass(frozen=True)
 class RowSpec:
-    """One call of a layer or tensor-op row: ``family`` "layers" (``norm``, ``groups``,
-    ``backward``) or "tensorops" (``dim``, ``index``)."""
+    """One call of a registry row: its name, its case's fields (the row's ``case_type``), the
+    dtype and device, and the lane's workaround and tuning."""
 
-    family: str
     op: str
-    shape: tuple[int, ...]
+    case: dict[str, Any]
     dtype: str
     device: str
-    dim: int = 0
-    index: int = 0
-    norm: int = 1
-    groups: int = 1
     backward: bool = False
     workaround: str | None = None
     seed: int = 0
     autotune: str | None = None
+    sources: tuple[tuple[str, str], ...] = field(default_factory=lambda: _sources())
+
+    @staticmethod
+    def of(row: Any, case: Any, dtype: str, device: str, **kwargs: Any) -> RowSpec:
+        return RowSpec(row.name, asdict(case), dtype, device, **kwargs)
 
 
 def run_row(spec: RowSpec, timeout: float = 900) -> Verdict:
@@ -103,112 +111,38 @@ def excess(got: Any, want: Any, rtol: float, atol: float, elements: int = 1 << 2
     return worst
 
 
-def _row_tolerance(spec: RowSpec, row: Any, drawn: dict[str, Any], key: str) -> tuple[float, float]:
-    """(rtol, atol) for output ``key``: the contracts' own tolerance against float64, with twice
-    the rtol (torch's result is rounded to the dtype too) and, for a half-precision layer, an
-    ulp of the dtype for each of sqrt(n) folded terms: FlagGems keeps a row's mean and rstd in
-    the input's dtype (torch in fp32), which shifts every term of a weight gradient a little,
-    at random (batch norm's gradients over 2**25 values, fp16, on an H200: 3 to 9 times the
-    tolerance without it, within it with it).  A row read through a wrapped offset adds values
-    of the terms' own size: 16 to 70 on an H200 where this allows 0.5."""
-    if spec.family == "layers":
-        from ..contracts.layers.checks import _EPS, terms, tolerance
-
-        n = terms(row, drawn["case"], key)
-        tol = tolerance(spec.dtype, n)
-        if spec.dtype in ("float16", "bfloat16"):
-            tol["atol"] += 2 * _EPS[spec.dtype] * math.sqrt(n)
-    else:
-        from ..contracts.tensorops.checks import tolerance as op_tolerance
-        from ..registry.tensorops import TensorCase
-
-        tol = op_tolerance(row, TensorCase(tuple(spec.shape), spec.dim, spec.index), spec.dtype)
-    return 2 * tol["rtol"], tol["atol"]
-
-
-def _row_inputs(spec: RowSpec) -> tuple[Any, dict[str, Any]]:
-    """The row and its seeded inputs, drawn on the device once for both calls."""
-    import torch
-
-    dt = getattr(torch, spec.dtype)
-    g = torch.Generator(device=spec.device).manual_seed(spec.seed)
-    if spec.family == "layers":
-        from ..registry import layers
-
-        layer = layers.get(spec.op)
-        case = layers.LayerCase(tuple(spec.shape), spec.norm, spec.groups)
-        channels = layer.channels(case)
-        drawn = {"x": torch.randn(case.shape, generator=g, device=spec.device, dtype=dt),
-                 "weight": torch.rand(channels, generator=g, device=spec.device, dtype=dt) + 0.5,
-                 "bias": torch.randn(channels, generator=g, device=spec.device, dtype=dt) * 0.1
-                 if "bias" in layer.affine else None,
-                 "grad": torch.randn(case.shape, generator=g, device=spec.device, dtype=dt) if spec.backward else None,
-                 "case": case}
-        return layer, drawn
-    from ..contracts.tensorops.checks import FLOATS
-    from ..registry import tensorops
-
-    op = tensorops.get(spec.op)
-    operands = op.operands(tensorops.TensorCase(tuple(spec.shape), spec.dim, spec.index), spec.seed, device=spec.device)
-    return op, {k: (v.to(dt) if k in FLOATS else v) for k, v in operands.items()}
-
-
-def _row_results(spec: RowSpec, row: Any, drawn: dict[str, Any], gems: Any) -> dict[str, Any]:
-    """The call on the device, through FlagGems' entry points (``gems``) or torch's own (None)."""
-    import contextlib
-
-    import torch
-
-    from ..contracts.layers.checks import counted
-
-    wanted = {row.forward if spec.family == "layers" else row.entry} if gems is not None else set()
-    count = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
-    scope = gems.use_gems(include=list(row.gems_names)) if gems is not None else contextlib.nullcontext()
-    if spec.family == "layers":
-        def leaf(t: Any) -> Any:
-            return None if t is None else t.detach().requires_grad_(spec.backward)
-
-        x, weight, bias = leaf(drawn["x"]), leaf(drawn["weight"]), leaf(drawn["bias"])
-        stats = (torch.zeros_like(drawn["weight"]), torch.ones_like(drawn["weight"])) \
-            if row.functional == "batch_norm" else None
-        with count as seen, torch.backends.cudnn.flags(enabled=False), scope:
-            y = row.torch_call(x, weight, bias, drawn["case"], stats)
-            if spec.backward:
-                y.backward(drawn["grad"])
-        found = {"y": y.detach()}
-        if spec.backward:
-            found.update(dx=x.grad, dweight=weight.grad, **({"dbias": bias.grad} if bias is not None else {}))
-    else:
-        with count as seen, scope:
-            found = {"result": row.call(torch, drawn)}
-    getattr(torch, spec.device.split(":")[0]).synchronize()
-    missing = sorted(wanted - seen)
-    if missing:
-        raise RuntimeError(f"torch dispatch never reached FlagGems' {', '.join(missing)}: torch's own kernels ran")
-    return found
-
-
 def _row_child(spec: RowSpec) -> dict[str, Any]:
+    """FlagGems' outputs against torch's on the device, each within twice the family's
+    tolerance against torch's own result there (itself rounded to the dtype)."""
     import importlib
 
+    from ..families import of
+    from ..registry import ROWS
     from . import autotune
 
     if spec.autotune in autotune.MODES:
         autotune.install(autotune.plan(spec.autotune, emulated=False))  # before FlagGems' tuners exist
     import flag_gems
+    import torch
 
     if spec.workaround:
         importlib.import_module(spec.workaround).install()
-    row, drawn = _row_inputs(spec)
-    ours = _row_results(spec, row, drawn, flag_gems)
-    theirs = _row_results(spec, row, drawn, None)
+    ROWS.load_sources(spec.sources)
+    row = ROWS.get(spec.op)
+    family = of(row)
+    case = row.case_type(**{**spec.case, "shape": tuple(spec.case["shape"])})
+    drawn = family.inputs(row, case, seed=spec.seed, device=spec.device, dtype=spec.dtype, backward=spec.backward)
+    ours = family.outputs(row, case, drawn, gems=flag_gems, backward=spec.backward)
+    theirs = family.outputs(row, case, drawn, backward=spec.backward)
+    getattr(torch, spec.device.split(":")[0]).synchronize()
     errors = {}
     for key, want in theirs.items():
         got = ours.get(key)
         if got is None or tuple(got.shape) != tuple(want.shape):
             return {"ok": False, "detail": f"{key}: shape {None if got is None else tuple(got.shape)}, "
                                            f"torch {tuple(want.shape)}"}
-        errors[key] = excess(got, want, *_row_tolerance(spec, row, drawn, key))
+        tol = family.tolerance(row, case, spec.dtype, key, on_device=True)
+        errors[key] = excess(got, want, 2 * tol["rtol"], tol["atol"])
     off = {k: v for k, v in errors.items() if v > 1}
     shown = ", ".join(f"{k} {v:.3g}" for k, v in (off or errors).items())
     return {"ok": not off, "detail": f"{'off' if off else 'within'} torch's result on the device by "
@@ -218,7 +152,7 @@ def _row_child(spec: RowSpec) -> dict[str, Any]:
 def _child(spec: Spec) -> dict[str, Any]:
     import importlib
 
-    from ..registry import ops
+    from ..registry import ROWS
     from . import autotune
 
     if spec.autotune in autotune.MODES:
@@ -228,7 +162,8 @@ def _child(spec: Spec) -> dict[str, Any]:
 
     if spec.workaround:
         importlib.import_module(spec.workaround).install()
-    op = ops.get(spec.op)
+    ROWS.load_sources(spec.sources)
+    op = ROWS.get(spec.op)
     g = torch.Generator(device=spec.device).manual_seed(spec.seed)
     x = torch.randn(spec.shape, generator=g, device=spec.device, dtype=getattr(torch, spec.dtype))
     got = op.call(x, spec.dim)
@@ -265,10 +200,12 @@ class Batch:
     seed: int = 0
     cache_dir: str | None = None  # TRITON_CACHE_DIR for the child (None: the lane's own)
     autotune: str | None = None  # the lane's --fl-autotune mode: the child picks the lane's configs
+    sources: tuple[tuple[str, str], ...] = field(default_factory=lambda: _sources())
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Batch:
         return Batch(**{**data, "calls": tuple((c[0], tuple(c[1]), c[2], c[3]) for c in data["calls"]),
+                        "sources": tuple(map(tuple, data.get("sources", ()))),
                         "emulation": (data["emulation"][0], tuple(data["emulation"][1])) if data["emulation"] else None})
 
 
@@ -304,13 +241,13 @@ def _batch_child(batch: Batch) -> None:
     import flag_gems  # noqa: F401 - the entry points, as the lane has them
     import torch
 
-    from ..registry import ops
-
+    from ..registry import ROWS
     if batch.workaround:
         importlib.import_module(batch.workaround).install()
+    ROWS.load_sources(batch.sources)
     results: list[Any] = []
     for name, shape, dim, dtype in batch.calls:
-        op = ops.get(name)
+        op = ROWS.get(name)
         g = torch.Generator().manual_seed(batch.seed + hash(tuple(shape)) % 10_000)
         x = torch.randn(tuple(shape), generator=g).to(getattr(torch, dtype)).to(batch.device)
         try:
@@ -323,10 +260,12 @@ def _batch_child(batch: Batch) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "--row":
         data = json.loads(sys.argv[2])
-        print(json.dumps(_row_child(RowSpec(**{**data, "shape": tuple(data["shape"])}))), flush=True)
+        print(json.dumps(_row_child(RowSpec(**{**data, "sources": tuple(map(tuple, data.get("sources", ())))}))),
+              flush=True)
     elif sys.argv[1] == "--batch":
         data = json.loads(sys.argv[2])
         _batch_child(Batch.from_json(data))
     else:
         data = json.loads(sys.argv[1])
-        print(json.dumps(_child(Spec(**{**data, "shape": tuple(data["shape"])}))), flush=True)
+        print(json.dumps(_child(Spec(**{**data, "shape": tuple(data["shape"]),
+                                        "sources": tuple(map(tuple, data.get("sources", ())))}))), flush=True)

@@ -28,14 +28,11 @@ ALL = "all"
 
 def families() -> dict[str, list[tuple[str, tuple[str, ...]]]]:
     """Family -> its rows, each (name, the test names FlagGems may file it under)."""
-    from ..registry import layers, ops, tensorops
-
+    from ..registry import ROWS
     found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-    rows = [(op.family, op.name, op.module, op.gems_names) for op in ops.OPS]
-    rows += [(layer.family, layer.name, layer.module, layer.gems_names) for layer in layers.LAYERS]
-    rows += [(op.family, op.name, op.module, op.gems_names) for op in tensorops.OPS]
-    for family, name, module, names in rows:
-        found.setdefault(family, []).append((name, tuple(dict.fromkeys((name, module.rsplit(".", 1)[-1], *names)))))
+    for row in ROWS.rows():
+        names = (row.name, row.module.rsplit(".", 1)[-1], *row.gems_names)
+        found.setdefault(row.family, []).append((row.name, tuple(dict.fromkeys(names))))
     return found
 
 

@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from pytest_fl_contract.registry.ops import GRID_LIMITS
+from pytest_fl_contract.registry.schema import GRID_LIMITS
 
 N, TILE_N = 4, 8  # the seed's rows: 4 valid rows in an 8-row tile over an 8-row buffer
 K, TILE_K = 3, 4  # the column twin: 3 valid columns in a 4-column tile over a 4-column buffer

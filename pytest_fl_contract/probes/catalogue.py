@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config.platforms import Platform, Registry
-from ..registry import ops as op_registry
+from ..registry import ROWS
 from ..util import FlContractError, first_line, installed_version
 
 
@@ -34,7 +34,7 @@ def affected_ops(defect: str, platform: Platform | None = None, registry: Regist
     feature (the catalogue entry's, or the lane platform's where a vendor wrote its own)."""
     entry = platform.defect(defect) if platform is not None else None
     entry = entry or _registry(registry).defects.get(defect)
-    return op_registry.reach(entry) if entry is not None else op_registry.feature_reach(defect)
+    return ROWS.reach(entry) if entry is not None else ROWS.feature_reach(defect)
 
 
 def feature(defect: str, registry: Registry | None = None) -> str:

@@ -25,8 +25,9 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from . import ops
+from . import ROWS
 
 FOLDS = frozenset({"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "cumsum", "cumprod",
                    "associative_scan"})
@@ -196,6 +197,16 @@ def _dot_tail(calls: list[ast.Call], env: dict[str, list[ast.expr]]) -> bool:
     return any(_call_name(c) == "dot" and len(c.args) > 1 and _row_masked_load(c.args[1], env) for c in calls)
 
 
+def non_inner_kernels(module: Any) -> tuple[str, ...]:
+    """The kernels of a FlagGems module (imported) that a dropped row condition breaks, read
+    from its source.  A module with no source to read (a compiled build, a test's stand-in)
+    is known by its kernels' names instead: FlagGems calls them ``*_non_inner``."""
+    path = getattr(module, "__file__", None)
+    if not path or not str(path).endswith(".py"):
+        return tuple(name for name in vars(module) if "non_inner" in name)
+    return module_kernels(path)
+
+
 @functools.cache
 def module_kernels(path: str | None) -> tuple[str, ...]:
     """``reached_kernels`` of the module at ``path`` (none for a module with no source file)."""
@@ -226,12 +237,10 @@ def scan(root: Path, under: Iterable[str] = SCANNED) -> tuple[Reach, ...]:
 
 
 def rows(reach: Reach) -> list[str]:
-    """The registry rows (ops and layers) whose module is the reached one."""
-    from . import layers, tensorops
-
-    return [op.name for op in ops.OPS if op.module == reach.module] + \
-        [layer.name for layer in layers.LAYERS if layer.module == reach.module] + \
-        [op.name for op in tensorops.OPS if op.module == reach.module and op.kernels]
+    """The registry rows whose module is the reached one (a matmul row: where it names the
+    kernels whose K tail the defect reads)."""
+    return [row.name for row in ROWS.rows() if row.module == reach.module
+            and (row.suite != "tensorops" or row.kernels)]
 
 
 def covered(reach: Reach) -> str | None:

@@ -16,11 +16,10 @@ shape - inside one entry point.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
-from .ops import OpDefect, flag_gems_version, has_entries
+from .schema import Defect, Row
 
 FAMILY = "normalization"
 EPS = 1e-5
@@ -80,67 +79,103 @@ class LayerPath:
         return not self.lines or any((version or "").startswith(v) for v in self.lines)
 
 
+def _no_behaviour(*args: Any, **kwargs: Any) -> Any:
+    raise TypeError("a layer row needs its torch call, channels and terms")
+
+
 @dataclass(frozen=True)
-class Layer:
-    name: str
-    module: str  # flag_gems module holding the entry points and their kernels
-    forward: str  # the forward entry point
-    backward: str  # the backward entry point (rms_norm: its autograd Function's)
-    gems_names: tuple[str, ...]  # function names for flag_gems.use_gems(include=...)
-    functional: str  # torch.nn.functional's name for it
-    affine: tuple[str, ...]  # the affine parameters it takes: ("weight", "bias") or ("weight",)
-    cases: dict[str, tuple[LayerCase, ...]]  # sweep -> cases (partial row and column tiles)
-    paths: tuple[LayerPath, ...] = ()
-    unreached: dict[str, str] = field(default_factory=dict)  # a kernel no path reaches -> why
-    row_folds: tuple[str, ...] = ()  # kernels that fold the rows of a 2-D tile (the masked-row defect's reach)
-    features: tuple[str, ...] = ()  # compiler features its kernels rely on (catalogue ids)
-    defects: tuple[OpDefect, ...] = ()  # FlagGems' own defects: predicates over a LayerCall
-    lines: tuple[str, ...] = ()  # FlagGems lines that have it (none: every line)
+class Layer(Row):
+    """A normalization layer's row: the schema's fields, its entry points, its cases, and its
+    behaviour as callables of its own (torch's functional call, the weight's shape, the terms an
+    output folds), so no consumer asks which layer it is."""
+
+    suite: ClassVar[str] = "layers"  # the contract suite and family behaviour (families.layers)
+    case_type: ClassVar[type] = LayerCase
+
     family: str = FAMILY
+    forward: str = ""  # the forward entry point
+    backward: str = ""  # the backward entry point (rms_norm: its autograd Function's)
+    functional: str = ""  # torch.nn.functional's name for it; the workaround's routes are keyed by it
+    affine: tuple[str, ...] = ()  # the affine parameters it takes: ("weight", "bias") or ("weight",)
+    cases: dict[str, tuple[LayerCase, ...]] = field(default_factory=dict)  # sweep -> cases (partial row and column tiles)
+    # (x, weight, bias, case, stats, eps) -> torch's output; stats: the running (mean, var) it updates
+    torch_call: Callable[..., Any] = _no_behaviour
+    channels: Callable[[LayerCase], tuple[int, ...]] = _no_behaviour  # the shape of its weight and bias
+    terms: Callable[[LayerCase, str], int] = _no_behaviour  # how many values an output ("y", "dx", ...) folds
+    running_stats: bool = False  # updates running statistics in training (batch norm)
+    paths: tuple[LayerPath, ...] = ()
+    row_folds: tuple[str, ...] = ()  # kernels that fold the rows of a 2-D tile (the masked-row defect's reach)
     optional_affine: bool = True  # torch takes the layer without its weight and bias
     large: tuple[LayerCase, ...] = ()  # past 2**31 elements (hardware lanes; half precision, gradients too)
     wide: tuple[LayerCase, ...] = ()  # a normalized extent past Triton's 2**20-element tile (every lane)
 
-    def in_version(self, version: str | None) -> bool:
-        return not self.lines or any((version or "").startswith(v) for v in self.lines)
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.forward or not self.backward or not self.cases or _no_behaviour in (
+                self.torch_call, self.channels, self.terms):
+            raise ValueError(f"layer {self.name!r}: a layer row needs its entry points, cases, torch call, channels "
+                             "and terms")
 
-    def channels(self, case: LayerCase) -> tuple[int, ...]:
-        """The shape of its weight and bias."""
-        if self.functional in ("group_norm", "batch_norm"):
-            return (case.shape[1],)
-        return case.shape[len(case.shape) - case.norm:]
+    def entry_names(self) -> tuple[str, ...]:
+        return (self.forward, self.backward)
 
-    def torch_call(self, x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None) -> Any:
-        """torch's functional layer on ``x`` (``stats``: batch norm's running mean and variance,
-        updated in place as torch does in training)."""
-        import torch.nn.functional as F
-
-        if self.functional == "layer_norm":
-            return F.layer_norm(x, self.channels(case), weight, bias, EPS)
-        if self.functional == "rms_norm":
-            return F.rms_norm(x, self.channels(case), weight, EPS)
-        if self.functional == "group_norm":
-            return F.group_norm(x, case.groups, weight, bias, EPS)
-        running_mean, running_var = stats if stats is not None else (None, None)
-        return F.batch_norm(x, running_mean, running_var, weight, bias, True, 0.1, EPS)
-
-    def fn(self, attr: str | None = None) -> Callable[..., Any]:
-        return getattr(sys.modules[self.module], attr or self.forward)
-
-    def known_defects(self, call: LayerCall, version: str | None = None, emulated: bool = False) -> tuple[str, ...]:
-        version = version if version is not None else flag_gems_version()
-        found = [d.id for d in self.defects if d.in_version(version) and (emulated or not (d.emulator_only or d.corrupts))
-                 and d.applies(call)]
-        return tuple(dict.fromkeys(found))
-
-    def corrupting(self, call: LayerCall, version: str | None = None) -> tuple[str, ...]:
-        version = version if version is not None else flag_gems_version()
-        return tuple(dict.fromkeys(d.id for d in self.defects if d.corrupts and d.in_version(version) and d.applies(call)))
+    def row_masked(self, version: str | None) -> tuple[str, ...]:
+        return self.row_folds
 
 
-def installed(layer: Layer) -> bool:
-    """The running FlagGems has the layer's module and entry points."""
-    return has_entries(layer.module, layer.forward, layer.backward)
+def _normalized(case: LayerCase) -> tuple[int, ...]:
+    """The extents layer and RMS norm normalize: the last ``norm``."""
+    return case.shape[len(case.shape) - case.norm:]
+
+
+def _channel(case: LayerCase) -> tuple[int, ...]:
+    """Group and batch norm's weight: one value a channel (dim 1)."""
+    return (case.shape[1],)
+
+
+def _row_terms(case: LayerCase, what: str) -> int:
+    """Layer and RMS norm: y and dx fold a row's normalized extents, a weight gradient the rows."""
+    return max(math.prod(_normalized(case)) if what in ("y", "dx") else case.rows, 1)
+
+
+def _group_terms(case: LayerCase, what: str) -> int:
+    """Group norm: y and dx fold a group (its channels by the spatial extent); the weight
+    gradient a channel over the batch and the spatial extent."""
+    spatial = math.prod(case.shape[2:])
+    if what in ("y", "dx"):
+        return max(case.shape[1] // max(case.groups, 1) * spatial, 1)
+    return max(case.shape[0] * spatial, 1)
+
+
+def _batch_terms(case: LayerCase, what: str) -> int:
+    """Batch norm: every output folds a channel over the batch and the spatial extent."""
+    return max(case.shape[0] * math.prod(case.shape[2:]), 1)
+
+
+def _layer_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None, eps: float = EPS) -> Any:
+    import torch.nn.functional as F
+
+    return F.layer_norm(x, _normalized(case), weight, bias, eps)
+
+
+def _rms_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None, eps: float = EPS) -> Any:
+    import torch.nn.functional as F
+
+    return F.rms_norm(x, _normalized(case), weight, eps)
+
+
+def _group_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None, eps: float = EPS) -> Any:
+    import torch.nn.functional as F
+
+    return F.group_norm(x, case.groups, weight, bias, eps)
+
+
+def _batch_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None, eps: float = EPS) -> Any:
+    """Training mode, its running (mean, var) updated in place as torch does."""
+    import torch.nn.functional as F
+
+    running_mean, running_var = stats if stats is not None else (None, None)
+    return F.batch_norm(x, running_mean, running_var, weight, bias, True, 0.1, eps)
 
 
 # -- FlagGems' own defects of the family (seen on the interpreter; catalogue: config/platforms.yaml) --
@@ -251,6 +286,7 @@ _WIDE_ROWS = (LayerCase((2, 2**20 + 1)),)
 LAYERS: tuple[Layer, ...] = (
     Layer(name="layer_norm", module="flag_gems.ops.layernorm", forward="layer_norm", backward="layer_norm_backward",
           gems_names=("layer_norm", "layer_norm_backward"), functional="layer_norm", affine=("weight", "bias"),
+          torch_call=_layer_norm, channels=_normalized, terms=_row_terms,
           cases=_ROWS,
           paths=(L("forward, several rows a program (N <= 128)", LayerCase((13, 24)),
                    "layer_norm_persistent_kernel_multiline"),
@@ -264,12 +300,13 @@ LAYERS: tuple[Layer, ...] = (
                  L("backward: weight and bias gradients, a loop over 128-row tiles", LayerCase((300, 8)),
                    "weight_bias_backward_kernel", backward=True)),
           row_folds=("weight_bias_backward_kernel",), features=_ROW_FEATURES,
-          defects=(OpDefect("layer_norm_backward_rank", _rank_above_two, corrupts=True),
-                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64),
-                   OpDefect("layer_norm_weight_grad_int32_rows", _layer_norm_weight_grad_wraps)),
+          defects=(Defect("layer_norm_backward_rank", _rank_above_two, corrupts=True),
+                   Defect("empty_input_diverges", _empty), Defect("fp64_computed_in_fp32", _fp64),
+                   Defect("layer_norm_weight_grad_int32_rows", _layer_norm_weight_grad_wraps)),
           large=_LARGE_ROWS, wide=_WIDE_ROWS),
     Layer(name="rms_norm", module="flag_gems.ops.rms_norm", forward="rms_norm", backward="rms_norm_backward",
           gems_names=("rms_norm",), functional="rms_norm", affine=("weight",), cases=_ROWS,
+          torch_call=_rms_norm, channels=_normalized, terms=_row_terms,
           paths=(L("forward, one row a program (N <= 4096)", LayerCase((13, 24)), "rms_norm_kernel"),
                  L("forward, a loop over columns", LayerCase((2, 4097)), "rms_norm_loop_kernel"),
                  # the loop kernel's tiles (8192 on the CPU lane's tuner): N a multiple of one,
@@ -281,13 +318,14 @@ LAYERS: tuple[Layer, ...] = (
                  L("backward: weight gradient, 16 rows a program", LayerCase((37, 8)), "rms_norm_grad_dw_kernel",
                    backward=True)),
           row_folds=("rms_norm_grad_dw_kernel",), features=_ROW_FEATURES,
-          defects=(OpDefect("rms_norm_needs_weight", _affine_off),
-                   OpDefect("rms_norm_weight_grad_flat", lambda c: c.backward and c.affine and c.case.norm > 1),
-                   OpDefect("fp64_computed_in_fp32", _fp64),
-                   OpDefect("rms_norm_int32_row_offsets", _rms_norm_wraps)),
+          defects=(Defect("rms_norm_needs_weight", _affine_off),
+                   Defect("rms_norm_weight_grad_flat", lambda c: c.backward and c.affine and c.case.norm > 1),
+                   Defect("fp64_computed_in_fp32", _fp64),
+                   Defect("rms_norm_int32_row_offsets", _rms_norm_wraps)),
           large=_LARGE_RMS, wide=_WIDE_ROWS),
     Layer(name="group_norm", module="flag_gems.ops.groupnorm", forward="group_norm", backward="group_norm_backward",
           gems_names=("group_norm", "group_norm_backward"), functional="group_norm", affine=("weight", "bias"),
+          torch_call=_group_norm, channels=_channel, terms=_group_terms,
           cases=_GROUPS,
           paths=(L("forward, a group's (channels, HW) tile a program", LayerCase((3, 8, 5), groups=4),
                    "group_norm_kernel"),
@@ -302,14 +340,15 @@ LAYERS: tuple[Layer, ...] = (
           # two programs store the next group's first channels: on hardware a race (its outcome
           # chance, hardware lanes skip those calls); the emulator's program order hides it from
           # the determinism contract and shows it to every other
-          defects=(OpDefect("group_norm_group_size_not_pow2",
+          defects=(Defect("group_norm_group_size_not_pow2",
                             lambda c: _group_size_not_pow2(c) and c.contract not in ("determinism", "inputs"),
                             corrupts=True),
-                   OpDefect("empty_input_diverges", _empty), OpDefect("fp64_computed_in_fp32", _fp64),
-                   OpDefect("group_norm_tile_past_max_numel", _group_tile_past_numel)),
+                   Defect("empty_input_diverges", _empty), Defect("fp64_computed_in_fp32", _fp64),
+                   Defect("group_norm_tile_past_max_numel", _group_tile_past_numel)),
           large=(replace(_LARGE_CHANNELS, groups=32),), wide=(LayerCase((1, 2, 2**19 + 1)),)),
     Layer(name="batch_norm", module="flag_gems.ops.batch_norm", forward="batch_norm", backward="batch_norm_backward",
           gems_names=("batch_norm", "batch_norm_backward"), functional="batch_norm", affine=("weight", "bias"),
+          torch_call=_batch_norm, channels=_channel, terms=_batch_terms, running_stats=True,
           cases=_BATCH,
           paths=(L("forward, training: a channel a program over (batch, spatial) tiles", LayerCase((5, 3, 7)),
                    "batch_norm_forward_kernel"),
@@ -318,22 +357,7 @@ LAYERS: tuple[Layer, ...] = (
                    "batch_norm_forward_kernel"),
                  L("backward", LayerCase((5, 3, 7)), "batch_norm_backward_kernel", backward=True)),
           row_folds=("batch_norm_forward_kernel", "batch_norm_backward_kernel"), features=_ROW_FEATURES,
-          defects=(OpDefect("batch_norm_stats_into_input", lambda c: c.values == "no_running_stats"),
-                   OpDefect("fp64_computed_in_fp32", _fp64)),
+          defects=(Defect("batch_norm_stats_into_input", lambda c: c.values == "no_running_stats"),
+                   Defect("fp64_computed_in_fp32", _fp64)),
           large=(_LARGE_CHANNELS,), wide=(LayerCase((2, 2, 2**19 + 1)),)),
 )
-
-LAYERS_BY_NAME: dict[str, Layer] = {layer.name: layer for layer in LAYERS}
-
-
-def get(name: str) -> Layer:
-    found = LAYERS_BY_NAME.get(name)
-    if found is None:
-        raise KeyError(f"unknown layer {name!r}; known: {', '.join(LAYERS_BY_NAME)}")
-    return found
-
-
-def layers_for(version: str | None = None) -> list[Layer]:
-    """The rows of the installed FlagGems line whose module and entry points it has."""
-    version = version if version is not None else flag_gems_version()
-    return [layer for layer in LAYERS if layer.in_version(version) and installed(layer)]

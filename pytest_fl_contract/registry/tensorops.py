@@ -18,11 +18,10 @@ defects: layouts of the index and of the source, duplicates, stride-0 indices).
 from __future__ import annotations
 
 import math
-import sys
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
 
-from .ops import GRID_LIMITS, OpDefect, flag_gems_version, has_entries
+from .schema import GRID_LIMITS, Defect, Row
 
 MATMUL, INDEX = "matmul", "index"
 MATMUL_LAYOUTS = ("contiguous", "transposed", "sliced")  # column-major operands; A a column slice of a wider tensor
@@ -80,44 +79,52 @@ class TensorPath:
         return not self.lines or any((version or "").startswith(v) for v in self.lines)
 
 
+def _no_call(torch: Any, ops: dict[str, Any], out: Any = None) -> Any:
+    raise TypeError("a tensor-op row needs torch_call: torch's own call of the op")
+
+
 @dataclass(frozen=True)
-class TensorOp:
-    name: str
-    family: str  # MATMUL | INDEX
-    module: str  # flag_gems module holding the entry point and its kernels
-    entry: str
-    gems_names: tuple[str, ...]  # function names for flag_gems.use_gems(include=...)
-    cases: dict[str, tuple[TensorCase, ...]]  # sweep -> cases
+class TensorOp(Row):
+    """A matmul or index op's row: the schema's fields, its cases, and its behaviour as data
+    and callables of its own (torch's call, which operands it takes, how its index is shaped),
+    so no consumer asks which op it is."""
+
+    suite: ClassVar[str] = "tensorops"  # the contract suite and family behaviour (families.tensorops)
+    case_type: ClassVar[type] = TensorCase
+
+    family: str = ""  # MATMUL | INDEX
+    entry: str = ""
+    cases: dict[str, tuple[TensorCase, ...]] = field(default_factory=dict)  # sweep -> cases
+    torch_call: Callable[[Any, dict[str, Any], Any], Any] = _no_call  # (torch, operands, out) -> torch's result
     paths: tuple[TensorPath, ...] = ()
     out: bool = False  # torch's call takes out=
     accumulates: bool = False  # sums values into the result (atomics: order-dependent unless the values are integers)
     kernels: tuple[str, ...] = ()  # kernels whose K tail a dropped row condition reads (registry.coverage finds them)
-    features: tuple[str, ...] = ()
-    defects: tuple[OpDefect, ...] = ()
-    lines: tuple[str, ...] = ()
+    bias: bool = False  # a matmul that adds a bias (addmm)
+    # an index op's index: "vector" a 1-D index of the case's extent (index_select, index_add),
+    # "along" the input's shape with the dim's extent the case's (gather, scatter)
+    index: str = ""
+    source: bool = False  # takes a source it writes into a copy of the input (scatter, index_add)
+    unique: bool = False  # no two equal indices along dim (scatter's winner among duplicates is unspecified)
     grid: tuple[TensorCase, ...] = ()  # extents its launch puts on grid axis y or z past 65535
     large: tuple[TensorCase, ...] = ()  # past 2**31 elements in one operand (hardware lanes)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.family not in (MATMUL, INDEX) or not self.entry or not self.cases or self.torch_call is _no_call \
+                or (self.family == INDEX) != (self.index in ("vector", "along")):
+            raise ValueError(f"tensor op {self.name!r}: a row needs a family ({MATMUL} or {INDEX}), an entry point, "
+                             "cases, torch's call and, for an index op, its index form (vector or along)")
+
+    def entry_names(self) -> tuple[str, ...]:
+        return (self.entry,)
+
+    def row_masked(self, version: str | None) -> tuple[str, ...]:
+        return self.kernels
 
     @property
     def layouts(self) -> tuple[str, ...]:
         return MATMUL_LAYOUTS if self.family == MATMUL else INDEX_LAYOUTS
-
-    def in_version(self, version: str | None) -> bool:
-        return not self.lines or any((version or "").startswith(v) for v in self.lines)
-
-    def known_defects(self, call: TensorCall, version: str | None = None, emulated: bool = False) -> tuple[str, ...]:
-        version = version if version is not None else flag_gems_version()
-        return tuple(dict.fromkeys(d.id for d in self.defects if d.in_version(version)
-                                   and (emulated or not (d.emulator_only or d.corrupts))
-                                   and not (emulated and d.hardware_only) and d.applies(call)))
-
-    def corrupting(self, call: TensorCall, version: str | None = None) -> tuple[str, ...]:
-        version = version if version is not None else flag_gems_version()
-        return tuple(dict.fromkeys(d.id for d in self.defects if d.corrupts and d.in_version(version)
-                                   and d.applies(call)))
-
-    def fn(self) -> Callable[..., Any]:
-        return getattr(sys.modules[self.module], self.entry)
 
     def operands(self, case: TensorCase, seed: int = 0, values: str = "normal", device: str = "cpu") -> dict[str, Any]:
         """Seeded float32 operands (integer-valued where ``values`` is "integers": sums in any
@@ -134,17 +141,14 @@ class TensorOp:
             return 4 * (b * m * k + b * k * n + n + 2 * b * m * n) / 2**30
         x = math.prod(case.shape)
         sliced = x // max(case.shape[case.dim], 1) * case.index  # the index's (and a source's) elements
-        if self.name in ("index_select", "index_add"):
-            index = case.index
-        else:
-            index = sliced
-        result = x if self.name in ("scatter", "scatter_add_", "index_add") else sliced
-        source = sliced if self.name in ("scatter", "scatter_add_", "index_add") else 0
+        index = case.index if self.index == "vector" else sliced
+        result = x if self.source else sliced
+        source = sliced if self.source else 0
         return (4 * (x + source + 2 * result) + 8 * index) / 2**30
 
     def call(self, torch: Any, ops: dict[str, Any], out: Any = None) -> Any:
         """torch's call of the op on ``ops`` (torch dispatch sends it to FlagGems under use_gems)."""
-        return _CALL[self.name](torch, ops, out)
+        return self.torch_call(torch, ops, out)
 
     def terms(self, case: TensorCase) -> int:
         """The values one output element sums: K for a matmul, the index's duplicates for an
@@ -152,10 +156,6 @@ class TensorOp:
         if self.family == MATMUL:
             return max(case.k, 1)
         return max(case.index, 1) if self.accumulates else 1
-
-
-def installed(op: TensorOp) -> bool:
-    return has_entries(op.module, op.entry)
 
 
 SPECIAL = {"nan": float("nan"), "pos_inf": float("inf"), "neg_inf": float("-inf"), "huge": 1e30}
@@ -181,7 +181,7 @@ def _matmul_operands(op: TensorOp, case: TensorCase, seed: int, values: str, dev
     b = _values(torch, (*batch, k, n), g, values)
     _plant(a, values)
     found = {"a": a, "b": b}
-    if op.name == "addmm":
+    if op.bias:
         found["bias"] = _values(torch, (n,), g, values)
     return found
 
@@ -210,17 +210,17 @@ def _index_operands(op: TensorOp, case: TensorCase, seed: int, values: str, devi
     shape, dim = case.shape, case.dim
     x = _values(torch, shape, g, values)
     _plant(x, values)
-    if op.name in ("index_select", "index_add"):
+    if op.index == "vector":
         index = _index_tensor(torch, g, shape[dim], (case.index,), unique=False)
         found = {"x": x, "index": index, "dim": dim}
-        if op.name == "index_add":
+        if op.source:
             found["src"] = _values(torch, (*shape[:dim], case.index, *shape[dim + 1:]), g, values)
         return found
     ishape = (*shape[:dim], case.index, *shape[dim + 1:])
     moved = (case.index, *shape[:dim], *shape[dim + 1:])  # unique along dim: draw with dim first, move it back
-    index = _index_tensor(torch, g, shape[dim], moved, unique=op.name == "scatter").movedim(0, dim).contiguous()
+    index = _index_tensor(torch, g, shape[dim], moved, unique=op.unique).movedim(0, dim).contiguous()
     found = {"x": x, "index": index, "dim": dim}
-    if op.name in ("scatter", "scatter_add_"):
+    if op.source:
         found["src"] = _values(torch, ishape, g, values)
     return found
 
@@ -235,16 +235,36 @@ def _out(kwargs: dict[str, Any], out: Any) -> dict[str, Any]:
     return {**kwargs, "out": out} if out is not None else kwargs
 
 
-_CALL: dict[str, Callable[[Any, dict[str, Any], Any], Any]] = {
-    "mm": lambda torch, o, out: torch.mm(o["a"], o["b"], **_out({}, out)),
-    "addmm": lambda torch, o, out: torch.addmm(o["bias"], o["a"], o["b"], beta=_BETA, alpha=_ALPHA, **_out({}, out)),
-    "bmm": lambda torch, o, out: torch.bmm(o["a"], o["b"], **_out({}, out)),
-    "gather": lambda torch, o, out: torch.gather(o["x"], o["dim"], o["index"], **_out({}, out)),
-    "scatter": lambda torch, o, out: o["x"].scatter(o["dim"], o["index"], o["src"]),
-    "scatter_add_": lambda torch, o, out: o["x"].clone().scatter_add_(o["dim"], o["index"], o["src"]),
-    "index_select": lambda torch, o, out: torch.index_select(o["x"], o["dim"], o["index"], **_out({}, out)),
-    "index_add": lambda torch, o, out: o["x"].index_add(o["dim"], o["index"], o["src"], alpha=_ALPHA),
-}
+def _mm(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
+    return torch.mm(o["a"], o["b"], **_out({}, out))
+
+
+def _addmm(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
+    return torch.addmm(o["bias"], o["a"], o["b"], beta=_BETA, alpha=_ALPHA, **_out({}, out))
+
+
+def _bmm(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
+    return torch.bmm(o["a"], o["b"], **_out({}, out))
+
+
+def _gather(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
+    return torch.gather(o["x"], o["dim"], o["index"], **_out({}, out))
+
+
+def _scatter(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
+    return o["x"].scatter(o["dim"], o["index"], o["src"])
+
+
+def _scatter_add_(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
+    return o["x"].clone().scatter_add_(o["dim"], o["index"], o["src"])
+
+
+def _index_select(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
+    return torch.index_select(o["x"], o["dim"], o["index"], **_out({}, out))
+
+
+def _index_add(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
+    return o["x"].index_add(o["dim"], o["index"], o["src"], alpha=_ALPHA)
 
 
 # -- FlagGems' own defects of the families (catalogue: config/platforms.yaml) -------------
@@ -383,7 +403,7 @@ _LARGE = {
 P = TensorPath
 
 OPS: tuple[TensorOp, ...] = (
-    TensorOp("mm", MATMUL, "flag_gems.ops.mm", "mm", ("mm", "mm_out"), _MM, out=True,
+    TensorOp(name="mm", family=MATMUL, module="flag_gems.ops.mm", entry="mm", gems_names=("mm", "mm_out"), cases=_MM, torch_call=_mm, out=True,
              paths=(P("general: M x N tiles, K tiles then a masked K tail", M((13, 19, 17)), "mm_kernel_general"),
                     # GROUP_M (8) row tiles a group: a partial last group past 8 x BLOCK_M rows
                     P("general: a partial last group of row tiles", M((601, 17, 70)), "mm_kernel_general"),
@@ -392,11 +412,12 @@ OPS: tuple[TensorOp, ...] = (
                     P("a @ a.T: the symmetric (syrk) kernel", M((13, 19, 13)), "mm_kernel_syrk", layout="syrk"),
                     # past one tile, a program below the diagonal also stores its mirror
                     P("a @ a.T past one tile: the mirrored stores", M((41, 17, 41)), "mm_kernel_syrk", layout="syrk")),
-             kernels=("mm_kernel_general", "mm_kernel_syrk"), features=_MATMUL_FEATURES,
-             defects=(OpDefect("matmul_empty_k_reads_before", _empty_k),
-                      OpDefect("mm_fp32_small_k_shared_memory", _general_kernel_launch, hardware_only=True)),
+             # 5.4's _cluster_remote_gemm_kernel: Hopper's cluster GEMM, its B tail under a row condition too
+             kernels=("mm_kernel_general", "mm_kernel_syrk", "_cluster_remote_gemm_kernel"), features=_MATMUL_FEATURES,
+             defects=(Defect("matmul_empty_k_reads_before", _empty_k),
+                      Defect("mm_fp32_small_k_shared_memory", _general_kernel_launch, hardware_only=True)),
              large=_LARGE["mm"]),
-    TensorOp("addmm", MATMUL, "flag_gems.ops.addmm", "addmm", ("addmm", "addmm_out"), _MM, out=True,
+    TensorOp(name="addmm", family=MATMUL, module="flag_gems.ops.addmm", entry="addmm", gems_names=("addmm", "addmm_out"), cases=_MM, torch_call=_addmm, bias=True, out=True,
              paths=(P("bias + a @ b: K tiles under (m, k) and (k, n) masks", M((13, 19, 17)), "addmm_kernel"),
                     P("bias + a @ b: K a multiple of BLOCK_K, no K tail", M((13, 256, 17)), "addmm_kernel"),
                     # models pass (N,) biases; torch takes any bias that broadcasts to (M, N)
@@ -404,9 +425,9 @@ OPS: tuple[TensorOp, ...] = (
                     P("an (M, 1) bias: a column broadcast along each row", M((13, 19, 17)), "addmm_kernel",
                       layout="bias_column")),
              kernels=("addmm_kernel",), features=_MATMUL_FEATURES,
-             defects=(OpDefect("grid_y_over_limit", _addmm_n_on_grid_y),),
+             defects=(Defect("grid_y_over_limit", _addmm_n_on_grid_y),),
              grid=_GRID["addmm"], large=_LARGE["addmm"]),
-    TensorOp("bmm", MATMUL, "flag_gems.ops.bmm", "bmm", ("bmm", "bmm_out"), _BMM, out=True,
+    TensorOp(name="bmm", family=MATMUL, module="flag_gems.ops.bmm", entry="bmm", gems_names=("bmm", "bmm_out"), cases=_BMM, torch_call=_bmm, out=True,
              paths=(P("a batch a grid axis: K tail masked (DIVISIBLE_K off)", M((2, 13, 19, 17)), "bmm_kernel"),
                     P("K a multiple of TILE_K: no K mask", M((2, 13, 64, 17)), "bmm_kernel"),
                     # attention broadcasts one operand over the batch; a strided batch steps past K * N
@@ -415,64 +436,46 @@ OPS: tuple[TensorOp, ...] = (
                     P("operands every other batch of a larger tensor", M((3, 7, 5, 6)), "bmm_kernel",
                       layout="batch_strided")),
              kernels=("bmm_kernel",), features=_MATMUL_FEATURES,
-             defects=(OpDefect("bmm_empty_log2_key", _bmm_empty, hardware_only=True),
-                      OpDefect("grid_z_over_limit", _bmm_batch_on_grid_z),
-                      OpDefect("grid_y_over_limit", _bmm_n_on_grid_y)),
+             defects=(Defect("bmm_empty_log2_key", _bmm_empty, hardware_only=True),
+                      Defect("grid_z_over_limit", _bmm_batch_on_grid_z),
+                      Defect("grid_y_over_limit", _bmm_n_on_grid_y)),
              grid=_GRID["bmm"], large=_LARGE["bmm"]),
-    TensorOp("gather", INDEX, "flag_gems.ops.gather", "gather", ("gather",), _GATHER,
+    TensorOp(name="gather", family=INDEX, module="flag_gems.ops.gather", entry="gather", gems_names=("gather",), cases=_GATHER, torch_call=_gather, index="along",
              paths=(P("generated strided kernel over the index's elements", M((5, 7, 9), dim=1, index=4),
                       "_gather_flaggems_jit_function"),
                     P("past one program's 512 index elements", M((6, 130), dim=1, index=100),
                       "_gather_flaggems_jit_function")),
              features=_INDEX_FEATURES,
              large=_LARGE["gather"]),
-    TensorOp("scatter", INDEX, "flag_gems.ops.scatter", "scatter", ("scatter", "scatter_"), _SCATTER,
+    TensorOp(name="scatter", family=INDEX, module="flag_gems.ops.scatter", entry="scatter", gems_names=("scatter", "scatter_"), cases=_SCATTER, torch_call=_scatter, index="along", source=True, unique=True,
              paths=(P("generated strided kernel over the source's elements", M((5, 7, 9), dim=1, index=4),
                       "_scatter_flaggems_jit_function"),
                     P("past one program's 512 source elements", M((6, 130), dim=1, index=100),
                       "_scatter_flaggems_jit_function")),
              features=_INDEX_FEATURES,
-             defects=(OpDefect("scatter_int32_offsets", _scatter_wraps),),
+             defects=(Defect("scatter_int32_offsets", _scatter_wraps),),
              large=_LARGE["scatter"]),
-    TensorOp("scatter_add_", INDEX, "flag_gems.ops.scatter_add_", "scatter_add_", ("scatter_add_",), _GATHER,
+    TensorOp(name="scatter_add_", family=INDEX, module="flag_gems.ops.scatter_add_", entry="scatter_add_", gems_names=("scatter_add_",), cases=_GATHER, torch_call=_scatter_add_, index="along", source=True,
              accumulates=True,
              paths=(P("generated strided kernel, atomic adds", M((5, 7, 9), dim=1, index=4),
                       "_scatter_add_flaggems_jit_function"),
                     P("past one program's 512 source elements, atomic adds", M((6, 130), dim=1, index=100),
                       "_scatter_add_flaggems_jit_function")),
              features=_INDEX_FEATURES,
-             defects=(OpDefect("scatter_int32_offsets", _scatter_wraps),),
+             defects=(Defect("scatter_int32_offsets", _scatter_wraps),),
              large=_LARGE["scatter_add_"]),
-    TensorOp("index_select", INDEX, "flag_gems.ops.index_select", "index_select", ("index_select",), _SELECT, out=False,
+    TensorOp(name="index_select", family=INDEX, module="flag_gems.ops.index_select", entry="index_select", gems_names=("index_select",), cases=_SELECT, torch_call=_index_select, index="vector", out=False,
              paths=(P("(rows, index) tiles", M((5, 7, 9), dim=1, index=4), "index_select_kernel"),),
              features=(*_INDEX_FEATURES, "mask_2d_logic", "python_and_or_masks"),  # its row-masked load is stored under the same mask
-             defects=(OpDefect("index_select_index_strides", _index_strided),
-                      OpDefect("grid_y_over_limit", _index_select_on_grid_y)),
+             defects=(Defect("index_select_index_strides", _index_strided),
+                      Defect("grid_y_over_limit", _index_select_on_grid_y)),
              grid=_GRID["index_select"], large=_LARGE["index_select"]),
-    TensorOp("index_add", INDEX, "flag_gems.ops.index_add", "index_add", ("index_add", "index_add_"), _SELECT,
+    TensorOp(name="index_add", family=INDEX, module="flag_gems.ops.index_add", entry="index_add", gems_names=("index_add", "index_add_"), cases=_SELECT, torch_call=_index_add, index="vector", source=True,
              accumulates=True,
              paths=(P("generated strided kernel over the source, atomic adds", M((5, 7, 9), dim=1, index=4),
                       "_index_add_flaggems_jit_function"),),
              features=_INDEX_FEATURES,
-             defects=(OpDefect("index_add_src_layout", _src_not_like_input),
-                      OpDefect("index_add_index_strides", _index_strided)),
+             defects=(Defect("index_add_src_layout", _src_not_like_input),
+                      Defect("index_add_index_strides", _index_strided)),
              large=_LARGE["index_add"]),
 )
-
-OPS_BY_NAME: dict[str, TensorOp] = {op.name: op for op in OPS}
-FAMILIES: dict[str, tuple[TensorOp, ...]] = {
-    family: tuple(op for op in OPS if op.family == family) for family in (MATMUL, INDEX)}
-
-
-def get(name: str) -> TensorOp:
-    found = OPS_BY_NAME.get(name)
-    if found is None:
-        raise KeyError(f"unknown tensor op {name!r}; known: {', '.join(OPS_BY_NAME)}")
-    return found
-
-
-def ops_for(version: str | None = None) -> list[TensorOp]:
-    """The rows of the installed FlagGems line whose module and entry point it has."""
-    version = version if version is not None else flag_gems_version()
-    return [op for op in OPS if op.in_version(version) and installed(op)]
-

@@ -101,12 +101,12 @@ def _untagged(classname: str, name: str, tags: Mapping[str, Any]) -> dict[str, A
     field of its parameter id when that is a registry op."""
     if tags:
         return {}
-    from ..registry.ops import OPS
+    from ..registry import ROWS
 
     module = classname.rsplit(".", 1)[-1]
     first = name.partition("[")[2].split("-", 1)[0]
     return {"contract": module.removeprefix("test_") if module.startswith("test_") else None,
-            "op": first if first in {op.name for op in OPS} else None}
+            "op": first if first in ROWS.names() else None}
 
 
 def _ident(classname: str, name: str, lane: str, fallback_lane: str, tags: dict[str, Any]) -> tuple[str, str]:

@@ -15,7 +15,8 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..registry import ops
+from ..registry import ROWS, reductions
+from ..registry.schema import flag_gems_version
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class Seen:
     error: str = ""
 
 
-def _inputs(op: ops.Op, path: ops.Path) -> Any:
+def _inputs(op: reductions.Op, path: reductions.Path) -> Any:
     import torch
 
     g = torch.Generator().manual_seed(5)
@@ -38,7 +39,7 @@ def _inputs(op: ops.Op, path: ops.Path) -> Any:
     return torch.randint(-9, 9, path.shape, generator=g, dtype=getattr(torch, path.dtype))
 
 
-def _call(op: ops.Op, path: ops.Path, x: Any) -> None:
+def _call(op: reductions.Op, path: reductions.Path, x: Any) -> None:
     import torch
 
     if path.entry is None:
@@ -53,10 +54,10 @@ def trace(version: str | None = None) -> list[Seen]:
     recorded (the emulator must be up and flag_gems imported)."""
     from ..emulation.device import DEVICE
 
-    version = version or ops.flag_gems_version()
+    version = version or flag_gems_version()
     seen = []
-    for op in ops.OPS:
-        if not ops.installed(op):
+    for op in ROWS.rows("reductions"):
+        if not op.installed():
             continue
         for path in op.paths_in(version):
             DEVICE.launches = []
@@ -77,13 +78,11 @@ def trace_layers(version: str | None = None) -> list[Seen]:
     through torch dispatch - forward, and backward where the path says - with launches recorded."""
     import flag_gems
 
-    from ..contracts.layers.checks import make_inputs, run
     from ..emulation.device import DEVICE
-    from ..registry import layers
-
-    version = version or ops.flag_gems_version()
+    from ..families.layers import make_inputs, run
+    version = version or flag_gems_version()
     seen = []
-    for layer in layers.layers_for(version):
+    for layer in ROWS.installed("layers", version):
         for path in layer.paths:
             if not path.in_version(version):
                 continue
@@ -103,10 +102,8 @@ def trace_layers(version: str | None = None) -> list[Seen]:
 
 def unreached_layers(seen: list[Seen]) -> dict[str, list[str]]:
     """Per layer, the kernels of its module no path launched and the row does not explain."""
-    from ..registry import layers
-
     missing: dict[str, list[str]] = {}
-    for layer in layers.LAYERS:
+    for layer in ROWS.rows("layers"):
         mine = [s for s in seen if s.op == layer.name]
         if not mine:
             continue
@@ -125,7 +122,7 @@ def _kernels_in(module_name: str) -> tuple[str, ...]:
                         if "kernel" in name and isinstance(value, triton.runtime.KernelInterface)))
 
 
-def kernels_of(op: ops.Op) -> tuple[str, ...]:
+def kernels_of(op: reductions.Op) -> tuple[str, ...]:
     """The Triton kernels the op's FlagGems module defines (launchable objects named *kernel*)."""
     import triton
 
@@ -138,7 +135,7 @@ def unreached(seen: list[Seen]) -> dict[str, list[str]]:
     """Per op, its kernels (and one-tile / loop sides of a switch) that no path launched and
     the row does not explain."""
     missing: dict[str, list[str]] = {}
-    for op in ops.OPS:
+    for op in ROWS.rows("reductions"):
         mine = [s for s in seen if s.op == op.name]
         if not mine:
             continue
@@ -157,40 +154,14 @@ def unreached(seen: list[Seen]) -> dict[str, list[str]]:
     return missing
 
 
-def markdown(version: str | None = None) -> list[str]:
-    """The path table per op, as the README shows it."""
-    version = version or ops.flag_gems_version()
-    lines = ["| op | path | case (shape, dim) | kernel | FlagGems |", "|---|---|---|---|---|"]
-    for op in ops.OPS:
-        for path in op.paths:
-            tiles = "" if path.tiles is None else (", one tile" if path.tiles else ", a loop")
-            line = ", ".join(path.lines) if path.lines else "every line"
-            dtype = "" if path.dtype == "float32" else f" {path.dtype}"
-            lines.append(f"| {op.name} | {path.name} | {path.shape}{dtype}, {path.dim} | `{path.kernel}`{tiles} | {line} |")
-    from ..registry import layers
-
-    for layer in layers.LAYERS:  # the normalization layers: a case, forward or backward, no dim
-        for lpath in layer.paths:
-            line = ", ".join(lpath.lines) if lpath.lines else "every line"
-            extra = f", groups {lpath.case.groups}" if lpath.case.groups != 1 else ""
-            extra += f", the last {lpath.case.norm} dims" if lpath.case.norm != 1 else ""
-            lines.append(f"| {layer.name} | {lpath.name} | {lpath.case.shape}{extra}, "
-                         f"{'backward' if lpath.backward else 'forward'} | `{lpath.kernel}` | {line} |")
-    return lines
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "--markdown" in argv:
-        print("\n".join(markdown()))
-        return 0
     from ..emulation.interpreter import bring_up
     from ..hardware.device import import_flag_gems
 
     bring_up("nvidia-small")
     import_flag_gems()
     seen, layer_seen = trace(), trace_layers()
-    print(json.dumps({"version": ops.flag_gems_version(), "seen": [asdict(s) for s in seen + layer_seen],
+    print(json.dumps({"version": flag_gems_version(), "seen": [asdict(s) for s in seen + layer_seen],
                       "unreached": {**unreached(seen), **unreached_layers(layer_seen)}}))
     return 0
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lanes import junit
-from ..registry import ops
+from ..registry import ROWS
 from ..util import FlContractError
 from .zoo import MUTANTS, Mutant, get
 
@@ -62,7 +62,7 @@ def _argv(mutant: Mutant, contracts: Path, workdir: Path, every: bool, killer: t
     its op's selection, or only the cases of ``killer`` in order (node ids under the suites'
     parent)."""
     op = mutant.select.split()[0]
-    select, stop = (op if op in ops.OPS_BY_NAME else mutant.select, []) if every else (mutant.select, ["-x"])
+    select, stop = (op if op in ROWS.names() else mutant.select, []) if every else (mutant.select, ["-x"])
     suite = contracts if mutant.suite == "reductions" else contracts.parent / mutant.suite  # contracts: reductions/
     where = [str(contracts.parent / node) for node in killer] if killer else [str(suite), "-k", select]
     return [*where, "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",

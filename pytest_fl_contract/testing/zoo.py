@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..registry import ops
+from ..registry import ROWS
 from ..util import FlContractError
 
 
@@ -27,7 +27,7 @@ class Mutant:
 
 
 def _entry(op: str, attr: str | None = None) -> tuple[Any, Any]:
-    row = ops.get(op)
+    row = ROWS.get(op)
     mod = sys.modules[row.module]
     return mod, getattr(mod, attr or row.entry)
 
@@ -36,7 +36,7 @@ def _wrap(op: str, attr: str | None, make: Callable[[Callable[..., Any]], Callab
     """Replace an op's entry point (module attribute and its registration) with a mutant."""
 
 
-    row = ops.get(op)
+    row = ROWS.get(op)
     _replace(sys.modules[row.module], attr or row.entry, make)
 
 
@@ -180,7 +180,7 @@ def _out_not_written() -> None:
 
         return sum_dim_out
 
-    _wrap("sum", ops.get("sum").out_entry, make)
+    _wrap("sum", ROWS.get("sum").out_entry, make)
 
 
 def _softmax_without_max() -> None:
@@ -415,7 +415,7 @@ def _out_not_resized() -> None:
 
         return sum_dim_out
 
-    _wrap("sum", ops.get("sum").out_entry, make)
+    _wrap("sum", ROWS.get("sum").out_entry, make)
 
 
 def _dtype_arg_ignored() -> None:
@@ -924,9 +924,7 @@ def _gems_kernel(fn: Any) -> bool:
 
 def _wrap_tensor_op(name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """``_wrap`` for a matmul or index-op row (registry.tensorops)."""
-    from ..registry import tensorops
-
-    row = tensorops.get(name)
+    row = ROWS.get(name)
     _replace(sys.modules[row.module], row.entry, make)
 
 
@@ -1147,7 +1145,7 @@ def _sum_out_returns_fresh() -> None:
 
         return sum_dim_out
 
-    _wrap("sum", ops.get("sum").out_entry, make)
+    _wrap("sum", ROWS.get("sum").out_entry, make)
 
 
 def _mean_multi_dim_wrong_count() -> None:

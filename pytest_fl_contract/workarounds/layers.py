@@ -22,14 +22,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..registry import layers as registry
+from ..registry import ROWS
+from ..registry.layers import Layer
 
 
 @dataclass(frozen=True)
 class Route:
     """One entry point of a layer row that the workaround replaces."""
 
-    layer: registry.Layer
+    layer: Layer
     attr: str
     make: Callable[[Callable[..., Any]], Callable[..., Any]]
     kind: str = "layer"
@@ -212,13 +213,15 @@ def _batch_norm_backward(original: Callable[..., Any]) -> Callable[..., Any]:
     return batch_norm_backward
 
 
+# (the layer's torch.nn.functional name, which of its entry points) -> the route: a row of any
+# name takes the routes of the functional it calls; a functional with none here is left alone
 _ROUTES: dict[tuple[str, str], Callable[[Callable[..., Any]], Callable[..., Any]]] = {
-    ("layer_norm", "layer_norm_backward"): _layer_norm_backward,
-    ("rms_norm", "rms_norm_backward"): _rms_norm_backward,
-    ("group_norm", "group_norm"): _group_norm,
-    ("group_norm", "group_norm_backward"): _group_norm_backward,
-    ("batch_norm", "batch_norm"): _batch_norm,
-    ("batch_norm", "batch_norm_backward"): _batch_norm_backward,
+    ("layer_norm", "backward"): _layer_norm_backward,
+    ("rms_norm", "backward"): _rms_norm_backward,
+    ("group_norm", "forward"): _group_norm,
+    ("group_norm", "backward"): _group_norm_backward,
+    ("batch_norm", "forward"): _batch_norm,
+    ("batch_norm", "backward"): _batch_norm_backward,
 }
 
 
@@ -237,15 +240,18 @@ def _of_the_package(module: Any) -> bool:
 def routes() -> tuple[Route, ...]:
     """The routes of the layer rows the installed FlagGems has (a row without a route is left)."""
     found = []
-    for layer in registry.LAYERS:
+    for layer in ROWS.rows("layers"):
         try:
             module = importlib.import_module(layer.module)
         except ImportError:
             continue
         if not _of_the_package(module):
             continue
-        for attr in (layer.forward, layer.backward):
-            make = _ROUTES.get((layer.name, attr))
+        for role, attr in (("forward", layer.forward), ("backward", layer.backward)):
+            make = _ROUTES.get((layer.functional, role))
             if make is not None and callable(getattr(module, attr, None)):
                 found.append(Route(layer, attr, make))
-    return tuple(found)
+    unique: dict[str, Route] = {}
+    for route in found:  # a copied row shares its original's entry points: routed once
+        unique.setdefault(route.qualname, route)
+    return tuple(unique.values())

@@ -18,7 +18,7 @@ Rules, from the seed's review:
   caller's buffer with the caller's keepdim.  Out bindings are chosen by *name*, never
   by identity, so a build that aliases ``sum_dim_out`` to ``sum_dim`` never gets the
   non-out wrapper on its out binding.
-- Targets are the op registry's entry points (``ops.OPS``, read at install) that the installed FlagGems
+- Targets are the reduction rows' entry points (``ROWS.rows("reductions")``, read at install) that the installed FlagGems
   has: one is wrapped when its module defines a ``*non_inner*`` kernel.  Parameters are
   bound by name, so keyword-only ones (std's keepdim) keep their form.
 
@@ -39,7 +39,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..registry import ops as registry
+from ..registry import ROWS
+from ..registry.coverage import non_inner_kernels
+from ..registry.reductions import EntryPoint, Op
 
 
 # Moving the axis to the back also keeps argmax off its non-inner kernel, whose TILE_N is
@@ -63,8 +65,8 @@ def __getattr__(name: str) -> Any:
 class Target:
     """One entry point of a registry op that the workaround may wrap."""
 
-    op: registry.Op
-    entry: registry.EntryPoint
+    op: Op
+    entry: EntryPoint
 
     @property
     def module(self) -> str:
@@ -91,7 +93,7 @@ def targets() -> tuple[Target, ...]:
     """Every entry point of the op registry's rows, once each (two rows may share one: a
     vendor's row over a FlagGems function, or a copy under another name)."""
     found: dict[str, Target] = {}
-    for op in registry.OPS:
+    for op in ROWS.rows("reductions"):
         for entry in op.entries:
             found.setdefault(f"{op.module}.{entry.attr}", Target(op, entry))
     return tuple(found.values())
@@ -231,7 +233,7 @@ def applicable_targets() -> list[Target]:
             module = importlib.import_module(target.module)
         except ImportError:
             continue
-        if callable(getattr(module, target.attr, None)) and registry.non_inner_kernels(module):
+        if callable(getattr(module, target.attr, None)) and non_inner_kernels(module):
             found.append(target)
     return found
 

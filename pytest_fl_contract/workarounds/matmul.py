@@ -19,7 +19,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..registry import tensorops as registry
+from ..registry import ROWS
+from ..registry.tensorops import MATMUL, TensorOp
 from .layers import _of_the_package
 
 _FALLBACK_TILE = 256  # the largest BLOCK_K of FlagGems' tuned configs on every line read
@@ -33,7 +34,7 @@ _SECOND = {"mm": 1, "mm_out": 1, "addmm": 2, "addmm_out": 2, "addmm_dtype": 2, "
 class Route:
     """One entry point of a matmul row that the workaround replaces."""
 
-    op: registry.TensorOp
+    op: TensorOp
     attr: str
     make: Callable[[Callable[..., Any]], Callable[..., Any]]
     kind: str = "matmul K tail"
@@ -119,7 +120,7 @@ def _k_tail(original: Callable[..., Any], attr: str, module: str) -> Callable[..
 def routes() -> tuple[Route, ...]:
     """The K-tail routes of the matmul rows the installed FlagGems has."""
     found = []
-    for op in registry.FAMILIES[registry.MATMUL]:
+    for op in (row for row in ROWS.rows("tensorops") if row.family == MATMUL):
         try:
             module = importlib.import_module(op.module)
         except ImportError:
@@ -127,6 +128,10 @@ def routes() -> tuple[Route, ...]:
         if not _of_the_package(module):
             continue
         for attr in _SECOND:
-            if callable(getattr(module, attr, None)) and attr.split("_")[0] == op.name:
+            # the row's entry point and its bindings (mm: mm, mm_out; addmm: addmm_dtype too)
+            if callable(getattr(module, attr, None)) and (attr == op.entry or attr.startswith(op.entry + "_")):
                 found.append(Route(op, attr, functools.partial(_k_tail, attr=attr, module=op.module)))
-    return tuple(found)
+    unique: dict[str, Route] = {}
+    for route in found:  # a copied row shares its original's entry points: routed once
+        unique.setdefault(route.qualname, route)
+    return tuple(unique.values())

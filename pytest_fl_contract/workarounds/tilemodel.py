@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..registry.ops import GRID_LIMITS
+from ..registry.schema import GRID_LIMITS
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The one op registry: every FlagGems reduction the project knows, as data.
+"""The reductions' rows: every FlagGems op that folds a dim (sums, softmax-likes, index ops,
+min/max, variance and norms, scans), as data of the one row schema (``schema.Row``).
 
 A row says where the op lives in FlagGems (module, entry points, out= and backward
 bindings), how its entry point is called (dim form, keepdim, keyword-only parameters),
@@ -6,7 +7,8 @@ how torch computes it (the float64 reference and the dispatch call), whether the
 workaround's fast path takes it, what it costs on the interpreter, and which contract
 properties do not apply to it and why.  The contracts, the workaround's targets, the
 fast path, the defect catalogue's reach, the benchmarks, the mutants and the project's
-tests all read this table: adding an op is adding a row (keywords, one per fact).
+tests read the rows through the registry (``registry.ROWS``): adding an op is adding a row
+(keywords, one per fact).
 
 Nothing here imports torch: callables receive tensors and call their methods.
 """
@@ -14,10 +16,11 @@ Nothing here imports torch: callables receive tensors and call their methods.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
+
+from .schema import GRID_LIMITS, Defect, Row
 
 # drops the dim | keeps the shape (softmax) | returns int64 indices | keeps the shape, each
 # element folding its prefix (cumsum: a reduction's tolerance, over the prefix's terms)
@@ -90,6 +93,27 @@ DENSE_PERMUTED = ("transposed", "permute")  # layouts torch.empty_like keeps (de
 
 
 @dataclass(frozen=True)
+class Case:
+    shape: tuple[int, ...]
+    dim: Any  # an int; a list or None where a contract checks those forms
+
+    @property
+    def id(self) -> str:
+        dim = "all" if self.dim is None else "_".join(map(str, self.dim)) if isinstance(self.dim, list) else self.dim
+        return "x".join(map(str, self.shape)) + f"-d{dim}"
+
+    @property
+    def n(self) -> int:
+        return self.shape[self.dim]
+
+    @property
+    def non_inner(self) -> bool:
+        """True when FlagGems takes its non-inner (2-D row mask) kernel for this dim."""
+        d = self.dim % len(self.shape)
+        return math.prod(self.shape[d + 1 :]) > 1
+
+
+@dataclass(frozen=True)
 class Call:
     """What a contract case asks of an op, as far as a known defect can depend on it."""
 
@@ -120,28 +144,6 @@ class Call:
     def non_inner(self) -> bool:
         dims = self.reduced
         return len(dims) == 1 and math.prod(self.shape[dims[0] + 1 :]) > 1
-
-
-@dataclass(frozen=True)
-class OpDefect:
-    """A defect of FlagGems itself (a registry defect id) that some calls of an op run into,
-    in the FlagGems versions listed (a version prefix; none listed: every version).
-    ``emulator_only``: only the emulator can see it (an out-of-bounds store that hardware
-    lets through silently).  ``corrupts``: on hardware it writes far past its tensor, so its
-    outcome there is chance (an H200 passed and failed the same case) and it corrupts what
-    later cases read: hardware lanes skip those calls naming it, the emulator (which stops
-    the writes) runs them as known failures."""
-
-    id: str
-    applies: Callable[[Any], bool]  # an op row's Call, a layer row's LayerCall -> the call runs into it
-    flag_gems: tuple[str, ...] = ()
-    emulator_only: bool = False
-    corrupts: bool = False
-    fields: tuple[str, ...] = ()  # the fields of a tuple result it spoils (none listed: all of them)
-    hardware_only: bool = False  # compiled code alone shows it (an FMA-contracted residue); the emulator computes torch's
-
-    def in_version(self, version: str | None) -> bool:
-        return not self.flag_gems or any((version or "").startswith(v) for v in self.flag_gems)
 
 
 def _argmax_tile_not_pow2(call: Call) -> bool:
@@ -187,11 +189,6 @@ def _past_int32(call: Call) -> bool:
     and argmax die with an illegal memory access)."""
     m, n, k = _mnk(call)
     return call.non_inner and n * k > 2**31 - 1
-
-
-# Programs a launch takes on grid axes x, y and z: CUDA's limits, which the CUDA-like backends
-# share (the emulator enforces them, the fast path plans within them, a probe checks y and z).
-GRID_LIMITS = (2**31 - 1, 65535, 65535)
 
 
 def _past_grid_y(call: Call, columns: int) -> bool:
@@ -240,7 +237,7 @@ def _correction_past_n(call: Call) -> bool:
 
 
 # a workaround that wraps the backward makes its tensors contiguous first (routed)
-_BACKWARD_STRIDES = OpDefect("backward_output_strides_ignored",
+_BACKWARD_STRIDES = Defect("backward_output_strides_ignored",
                              lambda c: c.layout == "column_major_output" and not c.routed)
 
 
@@ -260,15 +257,23 @@ def _empty_reduced(call: Call) -> bool:
     return call.reduced_size == 0
 
 
+def _no_torch_fn(*args: Any, **kwargs: Any) -> Any:
+    raise TypeError("a reduction row needs torch_fn: torch's own call of the op")
+
+
 @dataclass(frozen=True)
-class Op:
-    name: str
-    module: str  # flag_gems module holding the entry points and their kernels
-    entry: str  # the entry point contracts call
-    kind: str
-    dim_forms: tuple[str, ...]  # forms the entry point accepts, the one torch dispatch passes first
-    torch_fn: Callable[..., Any]  # (x, dim, keepdim, **kwargs) -> torch's result; float64 = the reference
-    gems_names: tuple[str, ...]  # function names for flag_gems.use_gems(include=...)
+class Op(Row):
+    """A reduction row: the schema's fields (name, module, gems_names, family, lines, features,
+    defects, unreached), and how its entry points are called and checked."""
+
+    suite: ClassVar[str] = "reductions"  # the contract suite and family behaviour (families.reductions)
+    case_type: ClassVar[type] = Case
+
+    family: str = "reductions"  # the op family (issue 29): the README's defect table, per family
+    entry: str = ""  # the entry point contracts call
+    kind: str = ""  # KINDS
+    dim_forms: tuple[str, ...] = ()  # forms the entry point accepts, the one torch dispatch passes first
+    torch_fn: Callable[..., Any] = _no_torch_fn  # (x, dim, keepdim, **kwargs) -> torch's result; float64 = the reference
     entries: tuple[EntryPoint, ...] = ()  # everything the workaround may wrap (the entry point first)
     out_entry: str | None = None  # the out= binding contracts call
     # "positional" | "keyword" (std) | "none" (softmax-like) | "dim_keyword": dim and keepdim by
@@ -284,13 +289,10 @@ class Op:
     seed_table: bool = False  # in the seed's verification table (N=4, K=1024, dim=1)
     extreme: str | None = None  # index ops: "max" or "min", the value the index points at
     exempt: Mapping[str, str] = field(default_factory=dict)  # contract property -> why it does not apply
-    defects: tuple[OpDefect, ...] = ()  # FlagGems defects some calls of this op run into
     reference_fn: Callable[[Any, Any, bool], Any] | None = None  # torch_fn's values by a faster route
-    features: tuple[str, ...] = ()  # compiler features its kernels rely on (catalogue ids): a defect's reach
     composed_of: str | None = None  # where FlagGems lacks the op, aten composes it through this op's out=
     params: tuple[Param, ...] = ()  # keyword parameters beyond dim: each a sweep axis (test_params)
     paths: tuple[Path, ...] = ()  # the kernel paths its heuristics choose (test_paths)
-    unreached: Mapping[str, str] = field(default_factory=dict)  # a kernel no path reaches -> why
     absorbing: float | None = None  # a value that decides the result wherever it is (prod: 0)
     running_max: bool = False  # keeps a running maximum across tiles (softmax-like: exp(x - max))
     picks: str | None = None  # "max" | "min": the result is that extremum of its slice (amax, max.dim)
@@ -299,18 +301,28 @@ class Op:
     fields: tuple[str, ...] = ()
     result: str | None = None  # the field of a tuple result this row checks (None: the result itself)
     torch_tuple: Callable[..., Any] | None = None  # (x, dim, keepdim) -> torch's named tuple (fields)
-    family: str = "reductions"  # the op family (issue 29): the README's defect table, per family
     # where the answer turns on exact zeros (all, any, count_nonzero), inputs hold them:
     # "sparse" a few nonzero values a slice, "dense" a few zeros a slice, "half" zeros half the time -
     # so that about half the slices answer each way and a kernel that reads the wrong rows shows
     zeros: str | None = None
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if "." in self.name and self.result is None:
+            raise ValueError(f"op {self.name!r}: '.' names a row's view (max_dim.indices), not a row")
+        if self.kind not in KINDS or not self.entry or not self.dim_forms or self.torch_fn is _no_torch_fn:
+            raise ValueError(f"op {self.name!r}: a reduction row needs an entry point, a kind ({', '.join(KINDS)}), "
+                             "its dim forms and torch's call")
+
+    def entry_names(self) -> tuple[str, ...]:
+        return (self.entry,)
+
+    def row_masked(self, version: str | None) -> tuple[str, ...]:
+        """FlagGems names them ``*_non_inner``: the kernels of its paths in the line so named."""
+        return tuple(dict.fromkeys(p.kernel for p in self.paths_in(version) if p.kernel.endswith("non_inner")))
+
     def paths_in(self, version: str | None) -> tuple[Path, ...]:
         return tuple(p for p in self.paths if p.in_version(version))
-
-    def fn(self, attr: str | None = None) -> Callable[..., Any]:
-        """The entry point as installed now (a workaround's wrapper, when one is)."""
-        return getattr(sys.modules[self.module], attr or self.entry)
 
     @property
     def dim_form(self) -> str:
@@ -380,21 +392,7 @@ class Op:
         """Why ``prop`` does not apply to this op, or None."""
         return self.exempt.get(prop)
 
-    def known_defects(self, call: Call, version: str | None = None, emulated: bool = False) -> tuple[str, ...]:
-        """The FlagGems defects this call runs into, in FlagGems ``version`` (None: installed);
-        those only the emulator sees count only when ``emulated``."""
-        version = version if version is not None else flag_gems_version()
-        found = [d.id for d in self.defects if d.in_version(version) and (emulated or not (d.emulator_only or d.corrupts))
-                 and not (emulated and d.hardware_only) and self._spoils(d) and d.applies(call)]
-        return tuple(dict.fromkeys(found))
-
-    def corrupting(self, call: Call, version: str | None = None) -> tuple[str, ...]:
-        """The defects this call runs into that write past their tensor on hardware (``corrupts``)."""
-        version = version if version is not None else flag_gems_version()
-        return tuple(dict.fromkeys(d.id for d in self.defects if d.corrupts and d.in_version(version) and self._spoils(d)
-                                   and d.applies(call)))
-
-    def _spoils(self, defect: OpDefect) -> bool:
+    def spoils(self, defect: Defect) -> bool:
         """The defect reaches the field this row (or view) checks."""
         return not defect.fields or (self.result or "") in defect.fields
 
@@ -463,13 +461,13 @@ _INTS = ("int8", "int16", "int32", "uint8")  # promoted to int64 by torch's sum 
 
 # FlagGems' own defects (the catalogue: config/platforms.yaml, defects: whose flag_gems), seen on
 # the interpreter and the H200; each predicate says which calls run into it.
-_NOT_PROMOTED = OpDefect("int_sum_not_promoted", _dtype_in(*_INTS))
-_ACCEPTED = OpDefect("int_input_accepted", _dtype_in(*INTEGERS))
-_EMPTY = OpDefect("empty_input_diverges", _empty)
-_EMPTY_REDUCED = OpDefect("empty_input_diverges", _empty_reduced)
-_FP64 = OpDefect("fp64_computed_in_fp32", _dtype_in("float64"))
-_FP64_ASKED = OpDefect("fp64_computed_in_fp32", _asks_float64)
-_INT32 = OpDefect("int32_offset_overflow", _past_int32)  # every line seen: 5.0.2 and 5.4.0.dev0
+_NOT_PROMOTED = Defect("int_sum_not_promoted", _dtype_in(*_INTS))
+_ACCEPTED = Defect("int_input_accepted", _dtype_in(*INTEGERS))
+_EMPTY = Defect("empty_input_diverges", _empty)
+_EMPTY_REDUCED = Defect("empty_input_diverges", _empty_reduced)
+_FP64 = Defect("fp64_computed_in_fp32", _dtype_in("float64"))
+_FP64_ASKED = Defect("fp64_computed_in_fp32", _asks_float64)
+_INT32 = Defect("int32_offset_overflow", _past_int32)  # every line seen: 5.0.2 and 5.4.0.dev0
 _NAN_DROPPED = "nan_dropped_by_max"
 
 # Compiler features (defect catalogue ids, config/platforms.yaml) every reduction kernel here
@@ -662,7 +660,7 @@ _MINMAX_FEATURES = (*_KERNEL, "partial_2d_tiles", "grid_axes", "int64_offset_ari
 _NOT_ROW = "{}() without a dim (aten {}): not an entry point of this row"
 
 
-def _minmax(name: str, module: str, picks: str, lines: tuple[str, ...] = (), defects: tuple[OpDefect, ...] = ()) -> Op:
+def _minmax(name: str, module: str, picks: str, lines: tuple[str, ...] = (), defects: tuple[Defect, ...] = ()) -> Op:
     """A min/max row: ``amax`` / ``amin`` (dims and dim=None) or ``max_dim`` / ``min_dim``
     (one dim; values and indices: the row and its indices view, ``Op.views``) of
     ``flag_gems.ops.<module>``."""
@@ -670,7 +668,7 @@ def _minmax(name: str, module: str, picks: str, lines: tuple[str, ...] = (), def
     common: dict[str, Any] = dict(
         module=f"flag_gems.ops.{module}", entry=name, kind="reduce", entries=(EntryPoint(name, "reduce"),),
         picks=picks, family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
-        exempt={"large_index": _LARGE_NOT_RUN}, defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")), *defects))
+        exempt={"large_index": _LARGE_NOT_RUN}, defects=(Defect(_NAN_DROPPED, _nan_dropped("nan")), *defects))
     if not name.endswith("_dim"):
         return Op(name=name, dim_forms=("list", "int"), torch_fn=_torch_amin_amax(name), gems_names=(name,),
                   accepts_none=True, paths=_minmax_paths(kernel, full=True, lines=lines), features=_MINMAX_FEATURES,
@@ -694,7 +692,7 @@ def _aminmax() -> Op:
               params=(_KEEPDIM_PARAM,), exempt={"large_index": _LARGE_NOT_RUN}, features=_MINMAX_FEATURES,
               paths=tuple(p for p in _minmax_paths(kernel, full=True) if not isinstance(p.dim, list)),
               unreached={f"{kernel}_2": f"the second stage of dim=None: launched with {kernel}_1"},
-              defects=(OpDefect(_NAN_DROPPED, _nan_dropped("nan")),))
+              defects=(Defect(_NAN_DROPPED, _nan_dropped("nan")),))
 
 # variance and norms (issue 29): var, var_mean and vector_norm move the reduced dims to the
 # back (dim_compress) and tile (BLOCK_M output rows, BLOCK_N columns) with the row condition
@@ -791,15 +789,15 @@ def _variance(name: str) -> Op:
                        f"{name}_kernel_1", kwargs=(("correction", 3 * 700 - 1),))),
               unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with {name}_kernel_1"},
               features=(*_MINMAX_FEATURES, "custom_reduce_combine", "tuple_reduce_rows"),
-              defects=(*((OpDefect("composite_autograd_lost", lambda c: c.backward),) if not pair else ()),
-                       OpDefect("welford_combine_cancels", lambda c: c.values == "offset", ("5.0",), fields=("", "var")),
-                       OpDefect("var_partials_in_input_dtype", lambda c: c.dtype in ("float16", "bfloat16")
+              defects=(*((Defect("composite_autograd_lost", lambda c: c.backward),) if not pair else ()),
+                       Defect("welford_combine_cancels", lambda c: c.values == "offset", ("5.0",), fields=("", "var")),
+                       Defect("var_partials_in_input_dtype", lambda c: c.dtype in ("float16", "bfloat16")
                                 and len(c.reduced) == len(c.shape) and c.reduced_size > 1),
                        # an H200 returns torch's inf there: numpy's evaluation order gives inf - inf
-                       OpDefect("var_huge_nan", lambda c: c.values == "huge", ("5.0",), emulator_only=True),
-                       OpDefect("var_one_value_inf", _one_value, ("5.0",), hardware_only=True, fields=("", "var")),
+                       Defect("var_huge_nan", lambda c: c.values == "huge", ("5.0",), emulator_only=True),
+                       Defect("var_one_value_inf", _one_value, ("5.0",), hardware_only=True, fields=("", "var")),
                        # 5.4's merge over a dim keeps NaN; its two-stage reduction over every dim does not
-                       OpDefect("var_one_value_inf", lambda c: _one_value(c) and len(c.reduced) == len(c.shape), ("5.4",),
+                       Defect("var_one_value_inf", lambda c: _one_value(c) and len(c.reduced) == len(c.shape), ("5.4",),
                                 hardware_only=True, fields=("", "var")),
                        _ACCEPTED, _FP64, _EMPTY_REDUCED))
 
@@ -829,8 +827,8 @@ def _vector_norm() -> Op:
               unreached={f"{k}_norm_kernel_2": "the second stage of dim=None: launched with the first"
                          for k in ("l2", "max", "min", "l0", "l1")},
               features=_MINMAX_FEATURES,
-              defects=(OpDefect("vector_norm_float_only", _dtype_in("float64")),
-                       OpDefect("norm_square_overflows", _square_overflows), _EMPTY_REDUCED))
+              defects=(Defect("vector_norm_float_only", _dtype_in("float64")),
+                       Defect("norm_square_overflows", _square_overflows), _EMPTY_REDUCED))
 
 
 def _square_overflows(call: Call) -> bool:
@@ -864,7 +862,7 @@ def _all_any(name: str) -> Op:
                                                                   f"{name}_kernel_1"},
               features=_MINMAX_FEATURES,
               # 5.4's all_dim casts with inp.bool(): FlagGems' _to_copy when every op is enabled
-              defects=(_EMPTY_REDUCED, OpDefect("float_to_bool_truncates", _enabled_float_cast, ("5.4",))))
+              defects=(_EMPTY_REDUCED, Defect("float_to_bool_truncates", _enabled_float_cast, ("5.4",))))
 
 
 def _enabled_float_cast(call: Call) -> bool:
@@ -887,7 +885,7 @@ def _count_nonzero() -> Op:
                      P("past 2048: partial counts, then a combine", (2, 2049, 3), 1, "count_nonzero_combin_kernel"),
                      P("past 2048: the combine pass", (2, 2049, 3), 1, "count_nonzero_combin_kernel_1")),
               features=("masked_1d_load", "runtime_loop", "grid_axes", "int64_offset_arith"),
-              defects=(OpDefect("count_nonzero_negative_dim", lambda c: isinstance(c.dim, int) and c.dim < 0, ("5.0",)),
+              defects=(Defect("count_nonzero_negative_dim", lambda c: isinstance(c.dim, int) and c.dim < 0, ("5.0",)),
                        _EMPTY_REDUCED))
 
 
@@ -952,11 +950,11 @@ def _cumsum_like(name: str, lines: tuple[str, ...] = ()) -> Op:
                       **({"large_inputs": "a product of large inputs overflows by definition"} if name == "cumprod" else {})},
               params=(_dtype_param((None, "float64"), ("float32",)), _dtype_param(("float32",), ("float16",))),
               paths=paths, unreached=unreached, features=_SCAN_FEATURES,
-              defects=(OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
-                       *((_EMPTY, _FP64_ASKED, OpDefect("cumsum_half_rounded_twice", _half_blocks),
-                          OpDefect("cumsum_int32_accumulator", _int32_scan_wraps)) if name == "cumsum" else ()),
-                       *((OpDefect("out_not_resized", lambda c: c.layout == "out_wrong_size", corrupts=True),
-                          OpDefect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"))
+              defects=(Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
+                       *((_EMPTY, _FP64_ASKED, Defect("cumsum_half_rounded_twice", _half_blocks),
+                          Defect("cumsum_int32_accumulator", _int32_scan_wraps)) if name == "cumsum" else ()),
+                       *((Defect("out_not_resized", lambda c: c.layout == "out_wrong_size", corrupts=True),
+                          Defect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"))
                          if name == "cumsum" else ())))
 
 
@@ -982,10 +980,10 @@ def _cum_extreme(name: str) -> Op:
               torch_tuple=torch_tuple,
               exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN}, paths=paths,
               features=(*_SCAN_FEATURES, "scan_tuple_combine"),
-              defects=(OpDefect("cum_extreme_bool_as_int64", _dtype_in("bool")), _EMPTY,
-                       OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
+              defects=(Defect("cum_extreme_bool_as_int64", _dtype_in("bool")), _EMPTY,
+                       Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
                        # its gradient is zeros.scatter_add_(dim, indices, grad): FlagGems' when every op is on
-                       OpDefect("scatter_add_same_shape_copy", lambda c: c.backward and _scans_non_last(c))))
+                       Defect("scatter_add_same_shape_copy", lambda c: c.backward and _scans_non_last(c))))
 
 
 def _scans_non_last(call: Call) -> bool:
@@ -1003,8 +1001,8 @@ def _logcumsumexp() -> Op:
               paths=(P("K == 1: one program a row", (3, 5), 1, "logcumsumexp_kernel", lines=lines),
                      P("K > 1: one program per (m, k)", (3, 5, 4), 1, "logcumsumexp_kernel_3d", lines=lines)),
               features=_SCAN_FEATURES,
-              defects=(OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
-                       OpDefect("logcumsumexp_shifts_by_row_max",
+              defects=(Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
+                       Defect("logcumsumexp_shifts_by_row_max",
                                 lambda c: c.values in ("offset", "pos_inf", "inf_minus_inf", "all_neg_inf")),
                        _ACCEPTED, _FP64, _EMPTY))
 
@@ -1016,16 +1014,16 @@ OPS: tuple[Op, ...] = (
        out_entry="sum_dim_out", dtype_arg=True, accepts_none=True, fastpath="sum", real_case=True, seed_table=True,
        params=_REDUCE_PARAMS, paths=_SUM_PATHS,
        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
-       defects=(_NOT_PROMOTED, OpDefect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"),
+       defects=(_NOT_PROMOTED, Defect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"),
                 # dim=None is torch.sum itself (sum_dim_comm): its float64 is torch's
-                _INT32, OpDefect("fp64_computed_in_fp32", lambda c: _asks_float64(c) and c.dim is not None))),
+                _INT32, Defect("fp64_computed_in_fp32", lambda c: _asks_float64(c) and c.dim is not None))),
     Op(name="mean", module="flag_gems.ops.mean", entry="mean_dim", kind="reduce", dim_forms=("list", "int"),
        torch_fn=_torch("mean"), gems_names=("mean_dim",), entries=(EntryPoint("mean_dim", "reduce"),),
        dtype_arg=True, accepts_none=True, fastpath="mean",
        params=_REDUCE_PARAMS, paths=_MEAN_PATHS,
        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
-       defects=(OpDefect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY, _INT32, _FP64_ASKED,
-                OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(512, 1024)))),
+       defects=(Defect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY, _INT32, _FP64_ASKED,
+                Defect("grid_y_over_limit", _column_tiles_past_grid_y(512, 1024)))),
     Op(name="softmax", module="flag_gems.ops.softmax", entry="softmax", kind="along", dim_forms=("int",),
        torch_fn=_torch("softmax", takes_keepdim=False), gems_names=("softmax",),
        entries=(EntryPoint("softmax", "along"), EntryPoint("softmax_out", "along", out="out"),
@@ -1034,7 +1032,7 @@ OPS: tuple[Op, ...] = (
        keepdim="none", fastpath="softmax", seed_table=True, exempt={"keepdim": _NO_KEEPDIM},
        params=(_H2F,), paths=_SOFTMAX_PATHS,
        running_max=True, features=(*_KERNEL, *_TILED, "tile_2d_reduce", "masked_2d_store"),
-       defects=(OpDefect("softmax_permuted_output", lambda c: c.layout in DENSE_PERMUTED, ("5.4",)), _INT32,
+       defects=(Defect("softmax_permuted_output", lambda c: c.layout in DENSE_PERMUTED, ("5.4",)), _INT32,
                 _BACKWARD_STRIDES)),
     Op(name="log_softmax", module="flag_gems.ops.log_softmax", entry="log_softmax", kind="along", dim_forms=("int",),
        torch_fn=_torch("log_softmax", takes_keepdim=False), gems_names=("log_softmax",),
@@ -1044,29 +1042,29 @@ OPS: tuple[Op, ...] = (
        keepdim="none", seed_table=True, exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
        params=(_H2F,), paths=_LOG_SOFTMAX_PATHS,
        running_max=True, features=(*_KERNEL, *_TILED, "python_and_or_masks", "masked_2d_store"),
-       defects=(_ACCEPTED, _EMPTY, _FP64, _BACKWARD_STRIDES, OpDefect(_NAN_DROPPED, _nan_dropped("nan"), ("5.0",)),
+       defects=(_ACCEPTED, _EMPTY, _FP64, _BACKWARD_STRIDES, Defect(_NAN_DROPPED, _nan_dropped("nan"), ("5.0",)),
                 # 5.4's non-inner kernel keeps the NaN; its inner one (where a workaround that
                 # moves the axis to the back sends every call) still drops it
-                OpDefect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and (c.routed or not c.non_inner)),
-                OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1), ("5.0",)))),
+                Defect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and (c.routed or not c.non_inner)),
+                Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1), ("5.0",)))),
     Op(name="argmax", module="flag_gems.ops.argmax", entry="argmax", kind="index", dim_forms=("int",),
        torch_fn=_torch("argmax"), gems_names=("argmax",), entries=(EntryPoint("argmax", "index"),),
        accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
        params=(_KEEPDIM_PARAM,), paths=_ARGMAX_PATHS,
        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "argmax_tie_break"),
-       defects=(OpDefect("argmax_tile_not_pow2", _argmax_tile_not_pow2), OpDefect(_NAN_DROPPED, _nan_dropped("nan")),
-                OpDefect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED, _INT32,
-                OpDefect("grid_y_over_limit", _column_tiles_past_grid_y(512, 512)))),
+       defects=(Defect("argmax_tile_not_pow2", _argmax_tile_not_pow2), Defect(_NAN_DROPPED, _nan_dropped("nan")),
+                Defect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED, _INT32,
+                Defect("grid_y_over_limit", _column_tiles_past_grid_y(512, 512)))),
     Op(name="argmin", module="flag_gems.ops.argmin", entry="argmin", kind="index", dim_forms=("int",),
        torch_fn=_torch("argmin"), gems_names=("argmin",), accepts_none=True, extreme="min",
        exempt={"large_inputs": _INDEX, "large_index": _LARGE_NOT_RUN}, params=(_KEEPDIM_PARAM,), paths=_ARGMIN_PATHS,
        features=("grid_axes",),
-       defects=(OpDefect("argmin_inner_out_of_bounds", _argmin_rows_past_end),
-                OpDefect("argmin_inner_out_of_bounds", _argmin_stores_past_end, emulator_only=True),
-                OpDefect("argmin_ignores_nan", lambda c: c.values == "nan" and c.reduced_size > 1),
-                OpDefect("int_input_accepted", _dtype_in("bool")),
-                OpDefect("empty_input_diverges", lambda c: _empty(c) and not _empty_reduced(c)),
-                OpDefect("grid_y_over_limit", _argmin_grid_y))),
+       defects=(Defect("argmin_inner_out_of_bounds", _argmin_rows_past_end),
+                Defect("argmin_inner_out_of_bounds", _argmin_stores_past_end, emulator_only=True),
+                Defect("argmin_ignores_nan", lambda c: c.values == "nan" and c.reduced_size > 1),
+                Defect("int_input_accepted", _dtype_in("bool")),
+                Defect("empty_input_diverges", lambda c: _empty(c) and not _empty_reduced(c)),
+                Defect("grid_y_over_limit", _argmin_grid_y))),
     Op(name="prod", module="flag_gems.ops.prod", entry="prod_dim", kind="reduce", dim_forms=("int",),
        torch_fn=_torch("prod"), gems_names=("prod_dim",), entries=(EntryPoint("prod_dim", "reduce"),),
        dtype_arg=True, interpreter="toy", seed_table=True,
@@ -1076,8 +1074,8 @@ OPS: tuple[Op, ...] = (
                   "prod_kernel": "5.4.0.dev0 defines it and calls it nowhere (its prod_dim takes the inner and "
                                  "non-inner kernels); 5.0.2's paths reach it"},
        absorbing=0.0, features=(*_KERNEL, "masked_2d_row_load", "grid_axes", "int64_offset_arith", "custom_reduce_combine"),
-       defects=(OpDefect("int_sum_not_promoted", _dtype_in(*_INTS, "bool")), _FP64, _FP64_ASKED,
-                OpDefect("empty_input_diverges", _empty_reduced, ("5.0",)))),
+       defects=(Defect("int_sum_not_promoted", _dtype_in(*_INTS, "bool")), _FP64, _FP64_ASKED,
+                Defect("empty_input_diverges", _empty_reduced, ("5.0",)))),
     Op(name="std", module="flag_gems.ops.std", entry="std", kind="reduce", dim_forms=("list", "int"),
        torch_fn=_torch("std"), gems_names=("std",), entries=(EntryPoint("std", "reduce"),), keepdim="keyword",
        accepts_none=True, seed_table=True, interpreter="rows", reference_fn=_std_two_pass,
@@ -1085,34 +1083,34 @@ OPS: tuple[Op, ...] = (
        params=(_KEEPDIM_PARAM, Param("correction", (0, 1, 2, 0.5, 5), lambda v: {"correction": v})),
        paths=_STD_PATHS,
        features=(*_KERNEL, "masked_2d_row_load", "int64_offset_arith", "masked_2d_store"),
-       defects=(OpDefect("std_overflows", lambda c: c.values == "huge"), _ACCEPTED, _EMPTY_REDUCED, _FP64,
-                OpDefect("std_correction_past_n", _correction_past_n),
-                OpDefect(_NAN_DROPPED, _nan_dropped("nan", "pos_inf", "inf_minus_inf", "all_neg_inf")),
-                OpDefect("launch_on_current_device", lambda c: c.placement == "other" and c.dim is not None, ("5.0",)))),
+       defects=(Defect("std_overflows", lambda c: c.values == "huge"), _ACCEPTED, _EMPTY_REDUCED, _FP64,
+                Defect("std_correction_past_n", _correction_past_n),
+                Defect(_NAN_DROPPED, _nan_dropped("nan", "pos_inf", "inf_minus_inf", "all_neg_inf")),
+                Defect("launch_on_current_device", lambda c: c.placement == "other" and c.dim is not None, ("5.0",)))),
     Op(name="logsumexp", module="flag_gems.ops.logsumexp", entry="logsumexp", kind="reduce",
        dim_forms=("list", "int"), torch_fn=_torch("logsumexp"), gems_names=("logsumexp",),
        entries=(EntryPoint("logsumexp", "reduce"),), seed_table=True, composed_of="sum",
        exempt={"large_index": _LARGE_NOT_RUN}, params=(_KEEPDIM_PARAM,), paths=_LOGSUMEXP_PATHS,
        running_max=True, features=("masked_2d_row_load", "int64_offset_arith"),
-       defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),
-                OpDefect("int_input_accepted", _dtype_in(*INTEGERS)), _EMPTY, _FP64)),
+       defects=(Defect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),
+                Defect("int_input_accepted", _dtype_in(*INTEGERS)), _EMPTY, _FP64)),
     Op(name="special_logsumexp", module="flag_gems.ops.special_logsumexp", entry="special_logsumexp", kind="reduce",
        dim_forms=("list", "int"), torch_fn=_torch("logsumexp"), gems_names=("special_logsumexp",),
        entries=(EntryPoint("special_logsumexp", "reduce"),),
        exempt={"large_index": _LARGE_NOT_RUN}, params=(_KEEPDIM_PARAM,), paths=_SPECIAL_LOGSUMEXP_PATHS,
        running_max=True, features=(*_KERNEL, *_TILED),
-       defects=(OpDefect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")), _ACCEPTED,
+       defects=(Defect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")), _ACCEPTED,
                 _EMPTY_REDUCED, _FP64)),
     Op(name="special_log_softmax", module="flag_gems.ops.special_log_softmax", entry="special_log_softmax",
        kind="along", dim_forms=("int",), torch_fn=_torch("log_softmax", takes_keepdim=False),
        gems_names=("special_log_softmax",), entries=(EntryPoint("special_log_softmax", "along"),),
        keepdim="none", exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN}, interpreter="rows",
        paths=_SPECIAL_LOG_SOFTMAX_PATHS, running_max=True, features=(*_KERNEL, *_TILED),
-       defects=(OpDefect("small_n_ignores_k", _small_n_ignores_k, corrupts=True), _ACCEPTED, _EMPTY, _FP64)),
+       defects=(Defect("small_n_ignores_k", _small_n_ignores_k, corrupts=True), _ACCEPTED, _EMPTY, _FP64)),
 
     _minmax("amax", "amax", "max"),
     _minmax("amin", "amin", "min", lines=("5.4",),
-            defects=(OpDefect("amin_float_only", lambda c: c.dtype not in ("float32", "float16", "bfloat16"), ("5.4",)),)),
+            defects=(Defect("amin_float_only", lambda c: c.dtype not in ("float32", "float16", "bfloat16"), ("5.4",)),)),
     _minmax("max_dim", "max", "max"),
     _minmax("min_dim", "min", "min"),
     _aminmax(),
@@ -1128,116 +1126,3 @@ OPS: tuple[Op, ...] = (
     _cum_extreme("cummin"),
     _logcumsumexp(),
 )
-
-OPS_BY_NAME: dict[str, Op] = {op.name: op for op in OPS}
-
-
-def register(op: Op) -> Op:
-    """Add a row (a vendor's op, or a test's copy of one under a new name): the contracts,
-    the workaround's targets, the defect catalogue's reach and the fast path read the table
-    when they run, so a row registered before the contracts are collected (a ``-p`` plugin,
-    a conftest) is picked up with no other edit.  A name already taken is refused."""
-    global OPS
-    if op.name in OPS_BY_NAME:
-        raise ValueError(f"op {op.name!r} is already in the registry")
-    if "." in op.name:
-        raise ValueError(f"op {op.name!r}: '.' names a row's view (max_dim.indices), not a row")
-    if op.kind not in KINDS:
-        raise ValueError(f"op {op.name!r}: kind {op.kind!r} is not one of {', '.join(KINDS)}")
-    OPS = (*OPS, op)
-    OPS_BY_NAME[op.name] = op
-    return op
-
-
-def op_name(name: str) -> str:
-    """An op's name for a name a vendor file may use (the op, or one of its entry points)."""
-    if name in OPS_BY_NAME:
-        return name
-    for op in OPS:
-        if name == op.entry or any(name == e.attr for e in op.entries):
-            return op.name
-    return name  # a vendor registry may name ops we do not know: shown as written
-
-
-def reach(defect: Any) -> tuple[str, ...]:
-    """The ops a catalogue defect reaches: a FlagGems defect the ops whose rows' predicates
-    name it, a compiler defect the ops whose kernels rely on its feature; for a defect no
-    row knows, the ops a vendor file named."""
-    found = tuple(defect_reach(defect.id)) if defect.flag_gems else feature_reach(defect.id)
-    return found or tuple(dict.fromkeys(op_name(n) for n in defect.ops))
-
-
-def feature_reach(defect_id: str) -> tuple[str, ...]:
-    """The ops whose kernels rely on the compiler feature a compiler defect breaks: the
-    reductions' rows, then the layers' and the matmul and index ops'."""
-    from . import layers, tensorops  # they import this module
-
-    rows: list[Op | layers.Layer | tensorops.TensorOp] = [*OPS, *layers.LAYERS, *tensorops.OPS]
-    return tuple(dict.fromkeys(row.name for row in rows if defect_id in row.features))
-
-
-def defect_reach(defect_id: str) -> dict[str, tuple[str, ...]]:
-    """Per op, the FlagGems versions whose calls run into a FlagGems defect (an empty tuple:
-    every version); ops whose rows do not name it are absent."""
-    reach: dict[str, tuple[str, ...]] = {}
-    for op in OPS:
-        rows = [d for d in op.defects if d.id == defect_id]
-        if rows:
-            reach[op.name] = () if any(not d.flag_gems for d in rows) else tuple(sorted({v for d in rows for v in d.flag_gems}))
-    return reach
-
-
-def flag_gems_version() -> str | None:
-    """The installed FlagGems version, from metadata (nothing is imported)."""
-    from ..util import installed_version
-
-    return installed_version("flag_gems")
-
-
-def get(name: str) -> Op:
-    """A row by name, or a row's view (``max_dim.indices``, ``aminmax.max``)."""
-    base, _, view = name.partition(".")
-    op = OPS_BY_NAME.get(base)
-    found = op if op is not None and not view else op.view(view) if op is not None else None
-    if found is None:
-        raise KeyError(f"unknown op {name!r}; known: {', '.join(OPS_BY_NAME)}")
-    return found
-
-
-def has_entries(module_name: str, *names: str) -> bool:
-    """The running FlagGems has the module, imported now if it was not, and each named
-    callable in it: one home for every registry's ``installed``."""
-    module = sys.modules.get(module_name)
-    if module is None:
-        try:
-            __import__(module_name)
-        except ImportError:
-            return False
-        module = sys.modules.get(module_name)
-    return all(callable(getattr(module, name, None)) for name in names)
-
-
-def installed(op: Op) -> bool:
-    """The running FlagGems has this op's module and entry point (5.0.2 has no logsumexp op)."""
-    return has_entries(op.module, op.entry)
-
-
-def non_inner_kernels(module: Any) -> tuple[str, ...]:
-    """The kernels of a FlagGems module that a dropped row condition breaks (2-D tiles folded
-    along their rows; ``coverage``), read from the module's source.  A module with no source
-    to read (a compiled build, a test's stand-in) is known by its kernels' names instead:
-    FlagGems calls them ``*_non_inner``."""
-    from .coverage import module_kernels
-
-    path = getattr(module, "__file__", None)
-    if not path or not str(path).endswith(".py"):
-        return tuple(name for name in vars(module) if "non_inner" in name)
-    return module_kernels(path)
-
-
-def modules() -> tuple[str, ...]:
-    """Every FlagGems module the registry names (the op rows' and the layer rows'), and the
-    namespaces that re-export them."""
-    from .layers import LAYERS
-
-    return ("flag_gems", "flag_gems.ops", *dict.fromkeys([op.module for op in OPS] + [layer.module for layer in LAYERS]))

@@ -1,9 +1,12 @@
-"""Inputs, calls and checks shared by the normalization layer contracts.
+"""The normalization layers' family behaviour: inputs for a case, the call, the float64
+reference, tolerances and the check, for every layer row alike (the row's own callables say
+what differs: its torch call, its weight's shape, the terms an output folds).
 
 Every call goes through torch dispatch as a model makes it: ``torch.nn.functional``'s layer
-inside ``flag_gems.use_gems(include=...)`` (the layer's entry points as the lane installed
-them, a workaround's wrappers included), gradients through autograd inside it too.  The
-reference is the same functional call on float64 CPU tensors, autograd included."""
+inside ``flag_gems.use_gems(...)`` (the layer's entry points as the lane installed them, a
+workaround's wrappers included), gradients through autograd inside it too.  The reference is
+the same functional call on float64 CPU tensors, autograd included.  The contracts
+(``contracts/layers``), the hardware lanes' isolated calls and the mutant tooling use it."""
 
 from __future__ import annotations
 
@@ -12,12 +15,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fl_contract.contracts.enabling import scope_text, use_gems
-
-from pytest_fl_contract.registry.layers import Layer, LayerCase
+from ..registry.layers import Layer, LayerCase
+from . import EPS, assert_within
+from .dispatch import counted, dispatched, outcome, scope_text, use_gems
 
 INF, NAN = float("inf"), float("nan")
-_EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7, "float64": 2.0**-52}
 
 
 @dataclass
@@ -43,7 +45,7 @@ def make_inputs(layer: Layer, case: LayerCase, seed: int = 0, affine: bool = Tru
     weight = torch.randn(channels, generator=g).mul_(0.5).add_(1.0) if affine else None
     bias = torch.randn(channels, generator=g).mul_(0.1) if affine and "bias" in layer.affine else None
     grad = torch.randn(case.shape, generator=g)
-    stats = (torch.zeros(channels), torch.ones(channels)) if layer.functional == "batch_norm" else None
+    stats = (torch.zeros(channels), torch.ones(channels)) if layer.running_stats else None
     return Inputs(x, weight, bias, grad, stats)
 
 
@@ -55,47 +57,6 @@ def plant(x: Any, values: str) -> None:
     """A special value in the first element of the input (one row, one channel)."""
     if values in SPECIAL and x.numel():
         x.view(-1)[0] = SPECIAL[values]
-
-
-@contextlib.contextmanager
-def counted(gems: Any, names: set[str]) -> Any:
-    """FlagGems' registration entries for the functions ``names``, each wrapped to record that
-    torch dispatch called it (``use_gems`` reads the entries when it registers): a contract
-    that never reached FlagGems - torch took cuDNN, or a registration moved - must not pass."""
-    import functools
-
-    seen: set[str] = set()
-
-    def spy(fn: Any) -> Any:
-        @functools.wraps(fn)
-        def called(*args: Any, **kwargs: Any) -> Any:
-            seen.add(fn.__name__)
-            return fn(*args, **kwargs)
-
-        return called
-
-    spies: dict[int, Any] = {}
-
-    def rewired(item: Any) -> Any:
-        if isinstance(item, tuple) and len(item) >= 2 and getattr(item[1], "__name__", None) in names:
-            wrapper = spies.setdefault(id(item[1]), spy(item[1]))
-            return (item[0], wrapper, *item[2:])
-        return item
-
-    full, by_func = gems._FULL_CONFIG, getattr(gems, "FULL_CONFIG_BY_FUNC", None)
-    gems._FULL_CONFIG = tuple(rewired(i) for i in full)
-    if isinstance(by_func, dict):
-        gems.FULL_CONFIG_BY_FUNC = {k: [rewired(i) for i in v] for k, v in by_func.items()}
-    try:
-        yield seen
-    finally:
-        gems._FULL_CONFIG = full
-        if isinstance(by_func, dict):
-            gems.FULL_CONFIG_BY_FUNC = by_func
-
-
-def _dispatched(gems: Any, name: str) -> bool:
-    return any(getattr(item[1], "__name__", None) == name for item in gems._FULL_CONFIG if len(item) >= 2)
 
 
 def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any = None,
@@ -119,9 +80,9 @@ def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: st
     x = x.to(device).detach().requires_grad_(backward)
     weight, bias = leaf(inputs.weight), leaf(inputs.bias)
     stats = None if inputs.stats is None else tuple(s.to(device=device, dtype=dt).clone() for s in inputs.stats)
-    wanted = {layer.forward} | ({layer.backward} if backward and gems is not None and _dispatched(gems, layer.backward)
+    wanted = {layer.forward} | ({layer.backward} if backward and gems is not None and dispatched(gems, layer.backward)
                                   else set())
-    count = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
+    count: Any = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
     scope = use_gems(gems, layer.gems_names, enabling) if gems is not None else contextlib.nullcontext()
     with count as seen, torch.backends.cudnn.flags(enabled=False), scope:
         y = layer.torch_call(x, weight, bias, case, stats)
@@ -145,16 +106,9 @@ def reference(layer: Layer, case: LayerCase, inputs: Inputs, backward: bool = Fa
 
 
 def terms(layer: Layer, case: LayerCase, what: str) -> int:
-    """How many values an output folds: a normalized group for y and dx, the rows for a
-    weight gradient and a running statistic."""
-    shape = case.shape
-    if layer.functional in ("layer_norm", "rms_norm"):
-        n = math.prod(shape[len(shape) - case.norm:])
-        return max(n if what in ("y", "dx") else case.rows, 1)
-    spatial = math.prod(shape[2:])
-    if layer.functional == "group_norm" and what in ("y", "dx"):
-        return max(shape[1] // max(case.groups, 1) * spatial, 1)
-    return max(shape[0] * spatial, 1)
+    """How many values an output folds (the row says: a normalized group for y and dx, the
+    rows for a weight gradient and a running statistic)."""
+    return layer.terms(case, what)
 
 
 def tolerance(dtype: str, n: int) -> dict[str, float]:
@@ -163,15 +117,14 @@ def tolerance(dtype: str, n: int) -> dict[str, float]:
     then rounds once to the result's dtype: a few fp32 ulps a term for the sums, half an ulp
     of a half type on top.  A kernel that folds a row past the end, or a group's neighbour,
     is off by far more than that."""
-    rtol = 32 * _EPS["float32"] if dtype in ("float32", "float64") else 2 * _EPS[dtype]
-    atol = 16 * _EPS["float32"] * math.sqrt(n) + (2 * _EPS[dtype] if dtype in ("float16", "bfloat16") else 0.0)
+    rtol = 32 * EPS["float32"] if dtype in ("float32", "float64") else 2 * EPS[dtype]
+    atol = 16 * EPS["float32"] * math.sqrt(n) + (2 * EPS[dtype] if dtype in ("float16", "bfloat16") else 0.0)
     return {"rtol": rtol, "atol": atol}
 
 
 def compare(layer: Layer, case: LayerCase, got: dict[str, Any], want: dict[str, Any], dtype: str, what: str = "") -> None:
     """Each output as torch has it: present where torch has it, the same shape and dtype
     family, values within ``tolerance`` (NaN and inf exactly where float64 has them)."""
-    import torch
 
     for key, ref in want.items():
         if ref is None:
@@ -181,8 +134,8 @@ def compare(layer: Layer, case: LayerCase, got: dict[str, Any], want: dict[str, 
         assert tuple(value.shape) == tuple(ref.shape), \
             f"{what}{layer.name}: {key} has shape {tuple(value.shape)}, torch {tuple(ref.shape)}"
         rounded = ref.to(value.dtype).double()  # what a right answer in the result's dtype can be
-        torch.testing.assert_close(value.double(), rounded, equal_nan=True, **tolerance(dtype, terms(layer, case, key)),
-                                   msg=lambda m, k=key: f"{what}{layer.name}: {k}: {m}")
+        assert_within(value.double(), rounded, tolerance(dtype, layer.terms(case, key)),
+                      msg=lambda m, k=key: f"{what}{layer.name}: {k}: {m}")
 
 
 def rounded(inputs: Inputs, dtype: str) -> Inputs:
@@ -199,14 +152,6 @@ def rounded(inputs: Inputs, dtype: str) -> Inputs:
     return Inputs(r(inputs.x), r(inputs.weight), r(inputs.bias), r(inputs.grad), stats)
 
 
-def outcome(call: Any) -> tuple[str, Any]:
-    """("ok", result) or ("raises", exception type name)."""
-    try:
-        return "ok", call()
-    except Exception as exc:  # the outcome is the exception type itself
-        return "raises", type(exc).__name__
-
-
 def check(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any,
           backward: bool = False, transposed: bool = False, what: str = "", enabling: str = "include") -> None:
     """FlagGems through dispatch against torch in float64 (the same inputs, rounded to the
@@ -221,3 +166,74 @@ def check(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: 
     got = run(layer, case, inputs, device=device, dtype=dtype, gems=gems, backward=backward, transposed=transposed,
               enabling=enabling)
     compare(layer, case, got, want, dtype, what)
+
+
+class LayerFamily:
+    """The layers' family behaviour for one call of a row at any size (the hardware lanes'
+    isolated calls): inputs drawn on the device, the outputs through dispatch, the tolerance."""
+
+    suite = "layers"
+
+    def inputs(self, row: Layer, case: LayerCase, *, seed: int = 0, device: str = "cpu", dtype: str = "float32",
+               backward: bool = False) -> dict[str, Any]:
+        """Seeded inputs drawn where they are used (a large case's gigabytes never cross the bus)."""
+        import torch
+
+        dt = getattr(torch, dtype)
+        g = torch.Generator(device=device).manual_seed(seed)
+        channels = row.channels(case)
+        return {"x": torch.randn(case.shape, generator=g, device=device, dtype=dt),
+                "weight": torch.rand(channels, generator=g, device=device, dtype=dt) + 0.5,
+                "bias": torch.randn(channels, generator=g, device=device, dtype=dt) * 0.1 if "bias" in row.affine
+                else None,
+                "grad": torch.randn(case.shape, generator=g, device=device, dtype=dt) if backward else None}
+
+    def outputs(self, row: Layer, case: LayerCase, inputs: dict[str, Any], *, gems: Any = None, backward: bool = False,
+                enabling: str = "include") -> dict[str, Any]:
+        """The layer on ``inputs`` where they are (``gems``: through FlagGems' entry points;
+        None: torch's own), its gradients too when ``backward``; a call that never reached
+        FlagGems raises."""
+        import torch
+
+        def leaf(t: Any) -> Any:
+            return None if t is None else t.detach().requires_grad_(backward)
+
+        x, weight, bias = leaf(inputs["x"]), leaf(inputs["weight"]), leaf(inputs["bias"])
+        stats = (torch.zeros_like(inputs["weight"]), torch.ones_like(inputs["weight"])) if row.running_stats else None
+        wanted = {row.forward} if gems is not None else set()
+        count: Any = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
+        scope = use_gems(gems, row.gems_names, enabling) if gems is not None else contextlib.nullcontext()
+        with count as seen, torch.backends.cudnn.flags(enabled=False), scope:
+            y = row.torch_call(x, weight, bias, case, stats)
+            if backward:
+                y.backward(inputs["grad"])
+        missing = sorted(wanted - seen)
+        if missing:
+            raise RuntimeError(f"torch dispatch never reached FlagGems' {', '.join(missing)}: torch's own kernels ran")
+        found = {"y": y.detach()}
+        if backward:
+            found.update(dx=x.grad, dweight=weight.grad, **({"dbias": bias.grad} if bias is not None else {}))
+        return found
+
+    def tolerance(self, row: Layer, case: LayerCase, dtype: str, output: str, on_device: bool = False) -> dict[str, float]:
+        """The contracts' tolerance against float64; ``on_device`` (against torch's own result
+        on the device, at sizes no float64 copy fits) also an ulp of a half dtype for each of
+        sqrt(n) folded terms: FlagGems keeps a row's mean and rstd in the input's dtype (torch
+        in fp32), which shifts every term of a weight gradient a little, at random (batch norm's
+        gradients over 2**25 values, fp16, on an H200: 3 to 9 times the tolerance without it,
+        within it with it).  A row read through a wrapped offset adds values of the terms' own
+        size: 16 to 70 on an H200 where this allows 0.5."""
+        n = row.terms(case, output)
+        found = tolerance(dtype, n)
+        if on_device and dtype in ("float16", "bfloat16"):
+            found["atol"] += 2 * EPS[dtype] * math.sqrt(n)
+        return found
+
+    def memory_gib(self, row: Layer, case: LayerCase) -> float:
+        """What a large case holds on the device: the input, the upstream gradient, and FlagGems'
+        and torch's output and input gradient (six fp16 tensors of the input's size), and four
+        more as slack for torch's float32 intermediates."""
+        return 10 * 2 * math.prod(case.shape) / 2**30
+
+
+FAMILY = LayerFamily()

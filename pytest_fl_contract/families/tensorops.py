@@ -1,4 +1,6 @@
-"""Operands, calls and checks shared by the matmul and index-op contracts.
+"""The matmul and index ops' family behaviour: operands, layouts, the call through dispatch, the
+float64 reference, tolerances and the checks, for every tensor-op row alike (the row's own data
+and callables say what differs: its torch call, its index's form, its source).
 
 Every call goes through torch dispatch as a model makes it: torch's op inside
 ``flag_gems.use_gems(include=...)`` (the op's entry points as the lane installed them, a
@@ -12,12 +14,10 @@ import contextlib
 import math
 from typing import Any
 
-from pytest_fl_contract.contracts.enabling import scope_text, use_gems
-from pytest_fl_contract.contracts.layers.checks import counted, outcome
+from ..registry.tensorops import INDEX, MATMUL, TensorCase, TensorOp
+from . import EPS, assert_within
+from .dispatch import counted, outcome, scope_text, use_gems
 
-from pytest_fl_contract.registry.tensorops import INDEX, MATMUL, TensorCase, TensorOp
-
-_EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7, "float64": 2.0**-52}
 FLOATS = ("a", "b", "bias", "x", "src")
 
 
@@ -120,7 +120,7 @@ def run(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layout: s
         shape = op.call(torch, prepared(op, ops, device="cpu", dtype="float64", layout=layout)).shape
         buffer = torch.full(shape, float("nan"), dtype=getattr(torch, dtype), device=device)
     wanted = {op.entry + ("_out" if out else "")} if gems is not None else set()
-    count = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
+    count: Any = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
     scope = use_gems(gems, op.gems_names, enabling) if gems is not None else contextlib.nullcontext()
     with count as seen, scope:
         result = op.call(torch, given, buffer)
@@ -151,9 +151,9 @@ def tolerance(op: TensorOp, case: TensorCase, dtype: str) -> dict[str, float]:
     ulp of a half type of the result.  An index op copies (exact) or sums a few values.  A
     row read past K, or a value landed on the wrong element, is off by far more."""
     n = op.terms(case)
-    half = _EPS[dtype] if dtype in ("float16", "bfloat16") else 0.0
+    half = EPS[dtype] if dtype in ("float16", "bfloat16") else 0.0
     scale = math.sqrt(n)
-    return {"rtol": 16 * _EPS["float32"] + 2 * half, "atol": (16 * _EPS["float32"] * n + 2 * half) * scale}
+    return {"rtol": 16 * EPS["float32"] + 2 * half, "atol": (16 * EPS["float32"] * n + 2 * half) * scale}
 
 
 def compare(op: TensorOp, case: TensorCase, got: Any, want: Any, dtype: str, what: str = "") -> None:
@@ -161,8 +161,8 @@ def compare(op: TensorOp, case: TensorCase, got: Any, want: Any, dtype: str, wha
 
     assert tuple(got.shape) == tuple(want.shape), f"{what}{op.name}: shape {tuple(got.shape)}, torch {tuple(want.shape)}"
     assert got.dtype == getattr(torch, dtype), f"{what}{op.name}: dtype {got.dtype}, torch {dtype}"
-    torch.testing.assert_close(got.double(), want.to(got.dtype).double(), equal_nan=True,
-                               **tolerance(op, case, dtype), msg=lambda m: f"{what}{op.name} {case.id}: {m}")
+    assert_within(got.double(), want.to(got.dtype).double(), tolerance(op, case, dtype),
+                  msg=lambda m: f"{what}{op.name} {case.id}: {m}")
 
 
 def check(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, device: str, dtype: str, gems: Any,
@@ -207,7 +207,6 @@ def check_gradients(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, devi
     """Each float operand's fp32 gradient against float64 autograd of the same values: a
     gradient folds the other operand's extents (a matmul's M or N), so its tolerance is the
     forward's over the case's largest extent."""
-    import torch
 
     ops = rounded(ops, "float32")
     want = gradients(op, ops, device="cpu", dtype="float64")
@@ -218,11 +217,47 @@ def check_gradients(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, devi
         assert (value is None) == (ref is None), f"{what}{op.name}: gradient of {key}: {value} where torch has {ref}"
         if ref is None:
             continue
-        assert tuple(value.shape) == tuple(ref.shape), \
-            f"{what}{op.name}: gradient of {key} has shape {tuple(value.shape)}, torch {tuple(ref.shape)}"
-        torch.testing.assert_close(value.double(), ref.to(value.dtype).double(), equal_nan=True,
-                                   **tolerance(op, widest, "float32"),
-                                   msg=lambda m, k=key: f"{what}{op.name} {case.id}: gradient of {k}: {m}")
+        shape = None if value is None else tuple(value.shape)
+        assert value is not None and shape == tuple(ref.shape), \
+            f"{what}{op.name}: gradient of {key} has shape {shape}, torch {tuple(ref.shape)}"
+        assert_within(value.double(), ref.to(value.dtype).double(), tolerance(op, widest, "float32"),
+                      msg=lambda m, k=key: f"{what}{op.name} {case.id}: gradient of {k}: {m}")
 
 
-__all__ = ["INDEX", "MATMUL", "check", "check_gradients", "gradients", "compare", "lay_out", "reference", "run", "tolerance", "wraps"]
+class TensorOpFamily:
+    """The tensor ops' family behaviour for one call of a row at any size (the hardware lanes'
+    isolated calls): operands drawn on the device, the result through dispatch, the tolerance."""
+
+    suite = "tensorops"
+
+    def inputs(self, row: TensorOp, case: TensorCase, *, seed: int = 0, device: str = "cpu", dtype: str = "float32",
+               backward: bool = False) -> dict[str, Any]:
+        import torch
+
+        dt = getattr(torch, dtype)
+        return {k: (v.to(dt) if k in FLOATS else v) for k, v in row.operands(case, seed, device=device).items()}
+
+    def outputs(self, row: TensorOp, case: TensorCase, inputs: dict[str, Any], *, gems: Any = None,
+                backward: bool = False, enabling: str = "include") -> dict[str, Any]:
+        import torch
+
+        wanted = {row.entry} if gems is not None else set()
+        count: Any = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
+        scope = use_gems(gems, row.gems_names, enabling) if gems is not None else contextlib.nullcontext()
+        with count as seen, scope:
+            found = {"result": row.call(torch, inputs)}
+        missing = sorted(wanted - seen)
+        if missing:
+            raise RuntimeError(f"torch dispatch never reached FlagGems' {', '.join(missing)}: torch's own kernels ran")
+        return found
+
+    def tolerance(self, row: TensorOp, case: TensorCase, dtype: str, output: str, on_device: bool = False) -> dict[str, float]:
+        return tolerance(row, case, dtype)
+
+    def memory_gib(self, row: TensorOp, case: TensorCase) -> float:
+        return row.gib(case)
+
+
+FAMILY = TensorOpFamily()
+
+__all__ = ["FAMILY", "INDEX", "MATMUL", "check", "check_gradients", "gradients", "compare", "lay_out", "reference", "run", "tolerance", "wraps"]

@@ -1,0 +1,78 @@
+"""How a call reaches FlagGems through torch dispatch: the one home for ``use_gems``, for the
+spy that proves the call reached FlagGems at all, and for telling a result from a refusal.
+
+``include``: only the row's own entry points (``use_gems(include=...)``), so a failure names
+the row.  ``everything``: FlagGems enabled for every op it registers (``use_gems()``), as
+torch_fl and model servers run it - the row's call then meets every other FlagGems op it
+dispatches to, a workaround route's own arithmetic included (on the emulated 5.4 line such a
+route once recursed through FlagGems' ``mul`` until Python's limit).  Every family runs its
+rows at least once each way."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+ENABLING = ("include", "everything")
+
+
+def use_gems(gems: Any, names: Iterable[str], enabling: str = "include") -> Any:
+    """FlagGems' registration context for a call: the row's ``names`` only, or every op."""
+    if enabling not in ENABLING:
+        raise ValueError(f"enabling {enabling!r}: expected one of {', '.join(ENABLING)}")
+    return gems.use_gems(include=list(names)) if enabling == "include" else gems.use_gems()
+
+
+def scope_text(names: Iterable[str], enabling: str) -> str:
+    """How a failure message names the registration it ran under."""
+    return f"use_gems(include={list(names)})" if enabling == "include" else "use_gems() (every op)"
+
+
+@contextlib.contextmanager
+def counted(gems: Any, names: set[str]) -> Any:
+    """FlagGems' registration entries for the functions ``names``, each wrapped to record that
+    torch dispatch called it (``use_gems`` reads the entries when it registers): a contract
+    that never reached FlagGems - torch took cuDNN, or a registration moved - must not pass."""
+    import functools
+
+    seen: set[str] = set()
+
+    def spy(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def called(*args: Any, **kwargs: Any) -> Any:
+            seen.add(fn.__name__)
+            return fn(*args, **kwargs)
+
+        return called
+
+    spies: dict[int, Any] = {}
+
+    def rewired(item: Any) -> Any:
+        if isinstance(item, tuple) and len(item) >= 2 and getattr(item[1], "__name__", None) in names:
+            wrapper = spies.setdefault(id(item[1]), spy(item[1]))
+            return (item[0], wrapper, *item[2:])
+        return item
+
+    full, by_func = gems._FULL_CONFIG, getattr(gems, "FULL_CONFIG_BY_FUNC", None)
+    gems._FULL_CONFIG = tuple(rewired(i) for i in full)
+    if isinstance(by_func, dict):
+        gems.FULL_CONFIG_BY_FUNC = {k: [rewired(i) for i in v] for k, v in by_func.items()}
+    try:
+        yield seen
+    finally:
+        gems._FULL_CONFIG = full
+        if isinstance(by_func, dict):
+            gems.FULL_CONFIG_BY_FUNC = by_func
+
+
+def dispatched(gems: Any, name: str) -> bool:
+    return any(getattr(item[1], "__name__", None) == name for item in gems._FULL_CONFIG if len(item) >= 2)
+
+
+def outcome(call: Any) -> tuple[str, Any]:
+    """("ok", result) or ("raises", exception type name)."""
+    try:
+        return "ok", call()
+    except Exception as exc:  # the outcome is the exception type itself
+        return "raises", type(exc).__name__
