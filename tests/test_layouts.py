@@ -110,7 +110,7 @@ def test_packaged_lanes_and_a_lane_end_to_end(tmp_path, wheel_site):
     assert f"manifest: {wheel_site / 'pytest_fl_contract' / 'ci' / 'manifest.yaml'} (packaged with" in done.stderr
     assert re.search(r"^iluvatar-emulated-noworkaround\s+iluvatar\s+op_contracts \(expect fail\)", done.stdout,
                      re.M)
-    done = run(["fl-contract", "run", "cpu", "--step", "cast_contract"], tmp_path, wheel_site)
+    done = run(["fl-contract", "run", "cpu", "--step", "compiler_probes"], tmp_path, wheel_site)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     assert (tmp_path / "reports" / "cpu.xml").is_file()
 

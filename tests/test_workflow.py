@@ -307,17 +307,17 @@ def test_every_matrix_key_the_workflow_reads_is_in_every_row(capsys):
 
 
 def test_cpu_lane_end_to_end_as_the_jobs_run_it(tmp_path):
-    """setup -> the cpu lane's job (its cast_contract step: seconds) -> merge, all three
+    """setup -> the cpu lane's job (its compiler_probes step: seconds) -> merge, all three
     steps' scripts taken from the workflow file, as the caller of this repository runs them."""
-    run = Run(tmp_path, MANIFEST.read_text(), lanes="cpu", runners="hosted", run_args="--step cast_contract")
+    run = Run(tmp_path, MANIFEST.read_text(), lanes="cpu", runners="hosted", run_args="--step compiler_probes")
     done, rows = run.setup()
     assert done.returncode == 0, done.stderr
     assert [row["lane"] for row in rows] == ["cpu"] and rows[0]["runs_on"] == ["ubuntu-latest"]
     done, summary = run.lane(rows[0])
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "fl-contract lane `cpu` (platform cpu): passed" in summary and "| cast_contract | ok: passed" in summary
+    assert "fl-contract lane `cpu` (platform cpu): passed" in summary and "| compiler_probes | ok: passed" in summary
     reports = run.downloaded / "lane-reports"
-    assert (reports / "cpu.exit").read_text() == "0\n" and (reports / "cpu" / "cast_contract.log").is_file()
+    assert (reports / "cpu.exit").read_text() == "0\n" and (reports / "cpu" / "compiler_probes.log").is_file()
     done, merged, summary = run.merge()
     assert done.returncode == 0, done.stderr
     assert "| cpu | ok (exit 0) |" in summary
