@@ -414,8 +414,8 @@ def _torch(method: str, takes_keepdim: bool = True) -> Callable[[Any, Any, bool]
 def _two_pass(x: Any, d: Any, k: bool, root: bool) -> Any:
     """torch's std (``root``) or var, correction 1, of a float64 tensor from two passes of
     torch's sums: its values to float64 rounding, without its CPU kernel's per-output loop
-    over a non-inner dim (std of 2**26 outputs of two rows on one thread: 6.5 s against 1 s;
-    var_mean's 18 s grid-limit case on an H200 worker, 16 s of it in torch.var_mean).  NaN
+    over a non-inner dim, which made the grid-limit cases the slowest of a hardware lane
+    (figures: benchmarks/results/README.md, "Figures formerly in docstrings").  NaN
     where fewer than two values are reduced, as torch gives.  The deviations are scaled by
     their largest magnitude first: squares of deviations near 1e-162 are subnormal and lose
     their digits (hypothesis found a std 15% off there)."""
@@ -444,7 +444,8 @@ def _var_two_pass(x: Any, d: Any, k: bool) -> Any:
 
 def _norm_inner(x: Any, d: Any, k: bool) -> Any:
     """torch's 2-norm over one dim of a float64 tensor, that dim moved innermost first: its
-    CPU kernel over a non-inner dim runs 7.7x slower (two rows of 2**19 columns, one thread)."""
+    CPU kernel over a non-inner dim is several times slower (the figure: benchmarks/results/
+    README.md, "Figures formerly in docstrings")."""
     import torch
 
     single = d if isinstance(d, int) else d[0] if isinstance(d, (list, tuple)) and len(d) == 1 else None

@@ -50,7 +50,8 @@ from ..registry.reductions import EntryPoint, Op
 # an output that kept a permuted input's strides; and a strided out= buffer is filled
 # from a contiguous scratch one, since FlagGems writes out= as if contiguous. Past 2**31
 # elements in a slice, the fast path's offsets are int64 and the moved axis's inner kernel
-# never forms n * K (measured on an H200: sum, mean, softmax, argmax all right).
+# never forms n * K (the hardware run that shows it: results README, "Figures formerly in
+# docstrings").
 def __getattr__(name: str) -> Any:
     """``COVERS``, the protocol's list of defect ids: what the defect catalogue says this
     workaround covers (``workaround: masked_reductions``), read when first asked."""

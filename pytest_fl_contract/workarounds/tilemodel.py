@@ -82,9 +82,10 @@ OPEN = 32  # bytes a contiguous run costs beyond its own: one 32-byte sector, th
 # row steps of a tile at that width.  On an H200 the taller, narrower tile of the same elements
 # ran faster where the terms above price the two alike or the wide one lower: a wide block gives
 # fewer programs, each walking more row steps.  With fewer rows, programs of a step or two each
-# ran up to 5.4x slower (a program's own cost, which the model does not price).  Half-precision
-# sums and means at 128 columns came out even over an A/B (median 0.98x of the wide plan), and
-# one on a fresh seed ran at 1.84x native: no cap (results README "Narrow blocks").
+# ran slower than the wide plan (a program's own cost, which the model does not price), hence
+# NARROW_STEPS.  Half-precision sums and means at 128 columns came out even over an A/B, and one
+# on a fresh seed ran slower than native under the cap: no cap for them.  The figures: results
+# README, "Narrow blocks" and "Figures formerly in docstrings".
 NARROW = {(kind, elem): cols for kind, elem, cols in (("reduce", 4, 128), ("softmax", 4, 64), ("softmax", 2, 64))}
 NARROW_STEPS = 4
 
