@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -325,22 +326,37 @@ def test_item6_fifos_a_step_makes_in_the_reports_never_block_the_runner(tmp_path
 
 # -- 7 and 8: nothing a step starts survives it, or the runner ------------------------------
 
+# Every generation holds the FIFO ``alive`` open for writing: the test's read end sees its end of
+# file when the last of them is gone - an event, where a look at /proc can miss a process that
+# is between two forks.
 ESCAPER = """
 import os, sys, time
-marker, out = sys.argv[1], sys.argv[2]
+marker, alive = sys.argv[1], sys.argv[2]
+held = os.open(alive, os.O_WRONLY)
+os.write(held, b"x")
 def generation():
     while True:
         if os.fork():
             os._exit(0)  # the parent leaves at once: its child is an orphan
         os.setsid()
-        with open(out, "a") as f:
-            f.write(marker + "\\n")
         time.sleep(0.003)
 if os.fork() == 0:
     os.environ.pop("FL_CONTRACT_STEP_TOKEN", None)  # drops the step's environment too
     generation()
 time.sleep(0.2)
 """
+
+
+def _gone(pid: int, guard: float = 60) -> bool:
+    """Whether ``pid`` has exited, waiting on a pidfd (the moment it does; the guard ends a hang)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], guard)[0])
+    finally:
+        os.close(fd)
 
 
 def _alive_with(marker: str) -> list[int]:
@@ -359,13 +375,23 @@ def _alive_with(marker: str) -> list[int]:
 
 @pytest.mark.parametrize("attempt", range(3))
 def test_item7_a_process_that_forks_and_setsids_away_does_not_outlive_its_step(tmp_path, attempt):
-    marker, out = f"escaper-{os.getpid()}-{attempt}", tmp_path / "writes.txt"
-    step = Step("s", "command", (PY, "-c", ESCAPER, marker, str(out)))
-    run, _, cases = _lane(tmp_path, step, platform="cpu")
-    time.sleep(0.3)
-    size = out.stat().st_size if out.exists() else 0
-    time.sleep(0.3)
-    assert _alive_with(marker) == [] and (out.stat().st_size if out.exists() else 0) == size
+    marker, alive = f"escaper-{os.getpid()}-{attempt}", tmp_path / "alive"
+    os.mkfifo(alive)
+    reader = os.open(alive, os.O_RDONLY | os.O_NONBLOCK)  # open first: the escaper's open does not block
+    try:
+        step = Step("s", "command", (PY, "-c", ESCAPER, marker, str(alive)))
+        run, _, cases = _lane(tmp_path, step, platform="cpu")
+        seen = b""
+        while True:  # every generation gone: end of file (the guard ends only a hang)
+            assert select.select([reader], [], [], 60)[0], "an escaper outlived its step"
+            chunk = os.read(reader, 4096)
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(reader)
+    assert seen == b"x"  # the escaper did start, and held the FIFO
+    assert _alive_with(marker) == []
     assert "process(es) it left behind" in run.results[0].detail
     assert "process(es) it left behind" in cases["s"].system_out  # the case records what was killed
 
@@ -387,10 +413,11 @@ def _start_run(tmp_path: Path, marker: str) -> subprocess.Popen:
     manifest.write_text(SLEEPER_MANIFEST.format(py=json.dumps(PY), marker=marker))
     proc = subprocess.Popen([*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    deadline = time.monotonic() + 30
-    while not _alive_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+    log = tmp_path / "r" / "l" / "sleeper.log"
+    deadline = time.monotonic() + 300  # a hang guard: the wait ends when the step has said it started
+    while not (log.exists() and "started" in log.read_text()):
+        assert proc.poll() is None and time.monotonic() < deadline, "the sleeper step never started"
+        time.sleep(0.02)
     return proc
 
 
@@ -411,12 +438,10 @@ def test_item8_signals_besides_term_cancel_the_run_and_keep_the_reports(tmp_path
 def test_item8_a_killed_runner_takes_its_step_along_and_the_next_run_says_so(tmp_path):
     marker = f"sleeper-{os.getpid()}-kill"
     proc = _start_run(tmp_path, marker)
+    sleepers = _alive_with(marker)
     proc.kill()
-    proc.wait(10)
-    deadline = time.monotonic() + 10
-    while _alive_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _alive_with(marker) == [], "the step outlived the runner killed by SIGKILL"
+    proc.wait(60)
+    assert sleepers and all(_gone(pid) for pid in sleepers), "the step outlived the runner killed by SIGKILL"
     assert "started" in (tmp_path / "r" / "l" / "sleeper.log").read_text()  # the log was not sitting in a buffer
     (tmp_path / "m.yaml").write_text("lanes:\n  l:\n    platform: cpu\n    steps:\n      - {name: s, command: [true]}\n")
     done = subprocess.run([*CLI, "--manifest", str(tmp_path / "m.yaml"), "run", "l", "--reports", str(tmp_path / "r")],
