@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from . import __version__
 from .lanes import commands as lane_commands
 from .results import commands as result_commands
-from .util import FlContractError
+from .util import FlContractError, md_code, md_text
 from .util import one_line as util_one_line
 
 
@@ -49,9 +49,10 @@ def defect_lines(platform: Any, covers: set[str], markdown: bool = False) -> lis
         seen = f" (seen: {'; '.join(d.seen)})" if d.seen else ""
         rows.append((d.id, "FlagGems" if d.flag_gems else "compiler", where or "-",
                      "yes" if d.id in covers else "no", " ".join(d.description.split()) + seen))
-    if markdown:
+    if markdown:  # every name may come from a platforms file: inert in the table (util.md_text)
         head = ["| defect | whose | ops (FlagGems versions) | workaround covers | what |", "|---|---|---|---|---|"]
-        return head + [f"| `{r[0]}` | {r[1]} | {r[2]} | {r[3]} | {r[4]} |" for r in rows]
+        return head + [f"| {md_code(r[0])} | {r[1]} | {md_text(r[2], 2000)} | {r[3]} | {md_text(r[4], 2000)} |"
+                       for r in rows]
     return [f"{r[0]}: {r[1]}; ops {r[2]}; workaround covers it: {r[3]}\n    {r[4]}" for r in rows]
 
 
@@ -62,7 +63,8 @@ def cmd_defects(args: argparse.Namespace) -> int:
 
     registry = lane_commands.registry(args)
     platform = registry.get(args.platform) if args.platform else registry.get(detect(registry).platform)
-    print(f"**{platform.name}: known defects**\n" if args.markdown else f"{platform.name}: {len(platform.defects)} known defects")
+    print(f"**{md_text(platform.name)}: known defects**\n" if args.markdown else
+          f"{util_one_line(platform.name)}: {len(platform.defects)} known defects")
     for line in defect_lines(platform, set(registry.covered_by(DEFAULT_WORKAROUND)), args.markdown):
         print(line)
     return 0
@@ -132,9 +134,10 @@ def cmd_triton_cache(args: argparse.Namespace) -> int:
         lines = ["cache=true", *github_output_lines("path", cache.paths), f"key={cache.key}"]
     text = "".join(f"{line}\n" for line in lines)
     if target:
-        try:
-            with open(target, "a", encoding="utf-8") as out:
-                out.write(text)
+        from . import files
+
+        try:  # a FIFO or a socket there is refused, never opened and waited on
+            files.append_text(target, text)
         except OSError as exc:
             raise FlContractError(f"--github-output: cannot append to {shown(target)}: {exc.strerror}") from None
     sys.stdout.write(text)

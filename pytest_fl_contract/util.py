@@ -10,7 +10,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-
 # set by the CPU emulator to the vendor it emulates: platform detection in its children and xdist
 # workers knows the emulated vendor from real hardware
 EMULATOR_ENV = "FL_CONTRACT_EMULATED_VENDOR"
@@ -50,6 +49,21 @@ def md_code(text: object, limit: int = 300) -> str:
     """``text`` as an inline code span (op and defect names): backticks cannot end it."""
     flat = one_line(text, limit).replace("`", "'")
     return f"`{flat}`"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(value: Any) -> Any:
+    """Data read from JSON with every lone surrogate (``"\\ud800"`` decodes to one, and no
+    output can encode it) written as its escape, in every string, key and nested value."""
+    if isinstance(value, str):
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+    if isinstance(value, list):
+        return [safe_text(v) for v in value]
+    if isinstance(value, dict):
+        return {safe_text(k): safe_text(v) for k, v in value.items()}
+    return value
 
 
 def installed_version(dist: str) -> str | None:

@@ -352,10 +352,14 @@ def test_merge_refusals_are_one_line(tmp_path, capsys, monkeypatch, argv, messag
     one_line(err, message)
 
 
-def test_merge_without_lanes_takes_every_lane_report_but_its_own_output(tmp_path, capsys):
+def test_merge_without_lanes_takes_every_lane_report_and_never_writes_among_them(tmp_path, capsys):
     reports = tmp_path / "reports"
     write_lane(reports, "a", passed("a"), None)  # `run` alone writes no .exit: no verdict, no failure
-    out = reports / "merged.xml"
+    inside = reports / "merged.xml"  # a later merge would read it as lane "merged": a stale file as a result
+    code, _, err = cli(capsys, "merge", "--reports", str(reports), "-o", str(inside))
+    assert code == 2 and not inside.exists()
+    one_line(err, "would be read as) the report of lane merged; write the merged report outside --reports")
+    out = tmp_path / "merged.xml"
     out.write_text("stale")
     code, stdout, _ = cli(capsys, "merge", "--reports", str(reports), "-o", str(out))
     assert code == 0 and "| a | ok (verdicts from its report) |" in stdout
@@ -383,7 +387,8 @@ def test_merge_junitparser_reads_what_merge_writes_where_its_own_merge_breaks_th
     from .hostile import schema
 
     reports = tmp_path / "r"
-    write_lane(reports, "a", junit.single_case("a", "s", 0.0, junit.Result("skipped", "why", "pytest.skip")), 0)
+    skipped = junit.Case("t", "a.s", 0.0, (junit.Result("skipped", "why", "pytest.skip"),))
+    write_lane(reports, "a", junit.Report((junit.Suite("a/s", (junit.Case("s", "a.s"), skipped)),)), 0)
     write_lane(reports, "b", passed("b"), 0)
     theirs = JUnitXml.fromfile(str(reports / "a.xml")) + JUnitXml.fromfile(str(reports / "b.xml"))
     theirs.write(str(tmp_path / "theirs.xml"))
@@ -394,6 +399,7 @@ def test_merge_junitparser_reads_what_merge_writes_where_its_own_merge_breaks_th
     assert code == 0
     assert_valid_junit(tmp_path / "ours.xml")
     assert [case.classname for suite in JUnitXml.fromfile(str(tmp_path / "ours.xml")) for case in suite] == [
+        "a.s",
         "a.s",
         "b.s",
     ]

@@ -8,8 +8,35 @@ for no registry, no YAML and none of the lane's stack.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 PLUGIN_NAMES = ("fl_contract", "pytest_fl_contract.plugin")
+
+
+def plugin_specs(spec: Any) -> list[str]:
+    """Plugin names as pytest reads ``PYTEST_PLUGINS`` and ``pytest_plugins``: a comma-separated
+    string, or a list or tuple of names; anything else names none."""
+    if isinstance(spec, str):
+        return [name.strip() for name in spec.split(",") if name.strip()]
+    if isinstance(spec, (list, tuple)):
+        return [name.strip() for name in spec if isinstance(name, str) and name.strip()]
+    return []
+
+
+def peek(args: Sequence[str], flag: str) -> str | None:
+    """The value the command line gives ``flag`` (``--flag VALUE`` or ``--flag=VALUE``, the
+    last one; nothing after ``--``), read before the option exists (its owner is known only
+    once the conftests are loaded)."""
+    found = None
+    words = list(args)
+    for i, word in enumerate(words):
+        if word == "--":
+            break
+        if word == flag and i + 1 < len(words):
+            found = words[i + 1]
+        elif word.startswith(flag + "="):
+            found = word[len(flag) + 1 :]
+    return found
 
 
 def activation(plugins: Sequence[str], given: Sequence[str], environ: Mapping[str, str],
@@ -20,7 +47,7 @@ def activation(plugins: Sequence[str], given: Sequence[str], environ: Mapping[st
     ``given``: the plugin's options set on the command line (``--platform`` first)."""
     for name in plugins:
         if name.strip() in PLUGIN_NAMES:
-            return f"-p {name.strip()}"
+            return f"loaded by name ({name.strip()})"
     if given:
         return given[0]
     if environ.get("FL_PLATFORM", "").strip():

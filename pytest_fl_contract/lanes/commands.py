@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import files
 from ..config.safeyaml import shown
-from ..util import FlContractError
+from ..util import FlContractError, md_text
 
 DEFAULT_MANIFEST = "ci/manifest.yaml"
 
@@ -111,8 +111,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Summarise JUnit files; a file that cannot be trusted as a verdict (no cases, counts
-    that disagree with its cases, suite-level errors) fails with one line saying why."""
-    from . import junit
+    that disagree with its cases, suite-level errors) or shows nothing held (no case passed:
+    ``verdict.ran_nothing``) fails with one line saying why."""
+    from . import junit, verdict
     from .runner import publish
 
     rows = []
@@ -128,6 +129,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise FlContractError(str(exc)) from None
         counts = junit.count(report, path.stem)
         trouble = junit.problems(report) + counts.problems
+        nothing = verdict.ran_nothing(counts) if report.cases else None
+        trouble += [nothing] if nothing else []
         failed = counts.failed + counts.errors
         bad |= failed > 0 or bool(trouble)
         rows.append((counts, "FAIL" if failed or trouble else "ok"))
@@ -172,11 +175,15 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     loaded = manifest(args)  # which one is said below, once it is good: a refusal stays one line
     lanes = matrix.select(loaded, args.lanes, args.platform, args.runners, registry(args))
     jobs = []
+    notices = []
     for lane in lanes:
         job, notice = matrix.job(lane)
         jobs.append(job)
-        if notice:
-            _stderr(notice)
+        notices += [notice] if notice else []
+    if args.format == "github":  # a refusal stays one line
+        matrix.check_github(jobs)
+    for notice in notices:
+        _stderr(notice)
     torch = matrix.cpu_torch() if any(j.hosted for j in jobs) else ""
     _stderr(f"matrix: {len(jobs)} of the {len(loaded.lanes)} lanes of {shown(path)} ({why})")
     for j in jobs:
@@ -202,6 +209,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     output = Path(args.output)
     if output.is_dir():
         raise FlContractError(f"--output {shown(output)}: is a directory")
+    merge.check_output(directory, output)
     lanes = merge.lane_names(directory, args.lanes, output)
     merged = merge.merge(directory, lanes)
     try:
@@ -209,8 +217,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise FlContractError(f"--output {shown(output)}: cannot write: {exc.strerror}") from None
     state = "every lane got its verdict" if not merged.failures else f"{len(merged.failures)} problem(s)"
-    trouble = publish(junit.summary_markdown(f"fl-contract lanes: {len(lanes)} merged into {output.name}, {state}",
-                                             merged.rows))
+    trouble = publish(junit.summary_markdown(f"fl-contract lanes: {len(lanes)} merged into {md_text(output.name)}, "
+                                             f"{state}", merged.rows))
     for line in ([trouble] if trouble else []) + merged.failures:
         _stderr(line)
     return 1 if merged.failures else 0

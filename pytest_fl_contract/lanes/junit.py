@@ -29,7 +29,9 @@ from .. import files, util
 from ..reporting.outcomes import PROPERTY, Summary
 from ..util import md_text
 
-MAX_REPORT_BYTES = 512 * 1024 * 1024  # the GPU lane's 2,456 cases are a few MB
+MAX_REPORT_BYTES = 64 * 1024 * 1024  # the largest H200 lane report (17k cases) is 5.6 MB unzipped
+MAX_ELEMENTS = 1_000_000  # XML elements one report may hold (that report: ~60k); each costs memory once parsed
+READ_CHUNK = 1024 * 1024
 TEXT_CAP = 64 * 1024  # characters kept of one failure text / system-out read from a step's own XML
 RESULT_KINDS = ("failure", "error", "skipped")
 _COUNT_ATTRS = ("tests", "failures", "errors", "skipped")
@@ -85,13 +87,18 @@ class Case:
 
     @property
     def outcome(self) -> str:
-        """passed, failed, error, skipped or xfailed: the first result decides, as pytest writes one."""
-        result = next((r for r in self.results if r.kind in RESULT_KINDS), None)
-        if result is None:
+        """passed, failed, error, skipped or xfailed: the worst of its results decides.  pytest
+        writes a skip (or an xfail) and then the error of its teardown into one case: that case
+        errored, it did not skip."""
+        kinds = {r.kind for r in self.results}
+        if "failure" in kinds:
+            return "failed"
+        if "error" in kinds:
+            return "error"
+        skip = next((r for r in self.results if r.kind == "skipped"), None)
+        if skip is None:
             return "passed"
-        if result.kind == "skipped":
-            return "xfailed" if result.type.endswith("xfail") else "skipped"
-        return "failed" if result.kind == "failure" else "error"
+        return "xfailed" if skip.type.endswith("xfail") else "skipped"
 
 
 @dataclass(frozen=True)
@@ -185,23 +192,41 @@ def under_lane(report: Report, lane: str) -> Report:
 
 def read(path: Path) -> Report:
     """Read a report file; raises ValueError (one line) when it is not JUnit XML, OSError
-    when it cannot be read.  Bounded: a file over MAX_REPORT_BYTES is refused unread."""
+    when it cannot be read.  Bounded: a file over MAX_REPORT_BYTES is refused unread, a gzip
+    one is unzipped chunk by chunk and refused at the same size, so what it costs is the
+    cap, never what the archive expands to."""
     data = files.read_bytes(path, MAX_REPORT_BYTES)
     if len(data) > MAX_REPORT_BYTES:
         raise ValueError(f"{path.name}: larger than {MAX_REPORT_BYTES} bytes: refused")
     if data[:2] == b"\x1f\x8b":  # a gzipped report (an archived lane's): bounded as the plain one is
-        import gzip
-        import io
-        import zlib
-
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
-                data = unzipped.read(MAX_REPORT_BYTES + 1)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise ValueError(f"{path.name}: a broken gzip file ({one_line(str(exc), 100)})") from None
-        if len(data) > MAX_REPORT_BYTES:
-            raise ValueError(f"{path.name}: larger than {MAX_REPORT_BYTES} bytes unzipped: refused")
+        data = gunzip(data, path.name, MAX_REPORT_BYTES)
     return parse(data, path.name)
+
+
+def gunzip(data: bytes, name: str, cap: int) -> bytes:
+    """``data`` unzipped, refused (ValueError, one line) past ``cap`` bytes: read a chunk at a
+    time, so a small archive of zeros never costs more than the cap."""
+    import zlib
+
+    out = bytearray()
+    unzip = zlib.decompressobj(wbits=47)  # gzip (or zlib) framing
+    rest = data
+    try:
+        while True:
+            chunk = unzip.decompress(rest, READ_CHUNK)
+            out += chunk
+            if len(out) > cap:
+                raise ValueError(f"{name}: larger than {cap} bytes unzipped: refused")
+            rest = unzip.unconsumed_tail
+            if unzip.eof:
+                if unzip.unused_data[:2] != b"\x1f\x8b":  # the last member (trailing bytes are ignored)
+                    break
+                rest, unzip = unzip.unused_data, zlib.decompressobj(wbits=47)
+            elif not chunk and not rest:
+                raise ValueError(f"{name}: a broken gzip file (it ends before its end-of-stream marker)")
+    except zlib.error as exc:
+        raise ValueError(f"{name}: a broken gzip file ({one_line(str(exc), 100)})") from None
+    return bytes(out)
 
 
 def _refuse_dtd(data: bytes, name: str) -> None:
@@ -221,13 +246,37 @@ def _refuse_dtd(data: bytes, name: str) -> None:
         raise ValueError(f"malformed JUnit XML {name}: ParseError: {one_line(str(exc))}") from None
 
 
+class _Bounded(ET.TreeBuilder):
+    """A tree builder that refuses its MAX_ELEMENTS + 1st element."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name, self.seen = name, 0
+
+    def start(self, tag: Any, attrs: Any) -> ET.Element:
+        self.seen += 1
+        if self.seen > MAX_ELEMENTS:
+            raise ValueError(f"{self.name}: more than {MAX_ELEMENTS} XML elements: refused (a lane report has a few "
+                             "per case)")
+        return super().start(tag, attrs)
+
+
+def _tree(data: bytes, name: str) -> ET.Element:
+    """The document's tree, refused (ValueError) past MAX_ELEMENTS elements: what a parsed
+    report costs grows with its elements, and a few bytes make one."""
+    parser = ET.XMLParser(target=_Bounded(name))
+    try:
+        for at in range(0, len(data), READ_CHUNK):
+            parser.feed(data[at : at + READ_CHUNK])
+        return parser.close()
+    except ET.ParseError as exc:
+        raise ValueError(f"malformed JUnit XML {name}: ParseError: {one_line(str(exc))}") from None
+
+
 def parse(data: bytes, name: str) -> Report:
     """Parse JUnit XML (``<testsuites>`` or one ``<testsuite>``); ValueError when it is not."""
     _refuse_dtd(data, name)
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError as exc:
-        raise ValueError(f"malformed JUnit XML {name}: ParseError: {one_line(str(exc))}") from None
+    root = _tree(data, name)
     notes: list[str] = []
     if root.tag == "testsuites":
         elements = list(root.iter("testsuite"))
@@ -347,17 +396,20 @@ def _range(low: int, high: int) -> str:
 
 
 def _tally(cases: Iterable[Case]) -> dict[str, tuple[int, int]]:
-    """(lowest, highest) count each attribute may honestly have.  ``tests`` is a range:
-    pytest once counted a test that fails in call and in teardown once, with two cases."""
+    """(lowest, highest) count each attribute may honestly have: counted by case (what we
+    write) up to counted by result element (what pytest writes: it counts reports, so a case
+    that skipped and then errored in teardown is one skip and one error, a test that fails in
+    call and in teardown may be two cases, and ``tests`` may pass the cases' number)."""
     cases = list(cases)
     outcomes = Counter(case.outcome for case in cases)
+    elements = Counter(r.kind for case in cases for r in case.results)
     unique = len({(case.classname, case.name) for case in cases})
-    fixed = {
-        "failures": outcomes["failed"],
-        "errors": outcomes["error"],
-        "skipped": outcomes["skipped"] + outcomes["xfailed"],
-    }
-    return {"tests": (unique, len(cases)), **{k: (v, v) for k, v in fixed.items()}}
+    by_case = {"failures": outcomes["failed"], "errors": outcomes["error"],
+               "skipped": outcomes["skipped"] + outcomes["xfailed"]}
+    by_element = {"failures": elements["failure"], "errors": elements["error"], "skipped": elements["skipped"]}
+    results = sum(max(len([r for r in case.results if r.kind in RESULT_KINDS]), 1) for case in cases)
+    return {"tests": (unique, max(len(cases), results)),
+            **{k: (min(v, by_element[k]), max(v, by_element[k])) for k, v in by_case.items()}}
 
 
 # -- writing --------------------------------------------------------------------------
@@ -449,12 +501,13 @@ class StepCounts:
     summary: Summary = field(default_factory=Summary)
     problems: list[str] = field(default_factory=list)  # e.g. a malformed fl_summary property
     xpass_cases: int = 0  # failures pytest wrote as "[XPASS(strict)]"
+    failed_cases: list[tuple[str, str | None]] = field(default_factory=list)  # (name, op tag) of each real failure
 
     @property
     def xpassed(self) -> int:
-        """Strict xpasses of known defects (failures in JUnit): the plugin's summary says which,
-        pytest's "[XPASS(strict)]" message says so without it."""
-        return max(self.summary.outcomes["xpassed"], self.xpass_cases)
+        """Strict xpasses of known defects (failures in JUnit), read from the cases (pytest's
+        "[XPASS(strict)]" message), never from the summary the step wrote of itself."""
+        return self.xpass_cases
 
 
 def _as_report(xml: Any) -> Report:
@@ -479,7 +532,8 @@ def count(xml: Report | Any, name: str) -> StepCounts:
                 except ValueError as exc:
                     counts.problems.append(f"suite {one_line(suite.name, 60)!r}: {one_line(str(exc), 200)}")
     from_cases = Summary()
-    for case in report.cases:
+    ops = _op_tags(report)
+    for case, op in zip(report.cases, ops):
         counts.tests += 1
         counts.seconds += case.time
         outcome = case.outcome
@@ -494,7 +548,10 @@ def count(xml: Report | Any, name: str) -> StepCounts:
             from_cases.skips[reason.removeprefix("Skipped: ") or "(no reason)"] += 1
         elif outcome == "failed":
             counts.failed += 1
-            counts.xpass_cases += any(r.message.startswith("[XPASS(strict)]") for r in case.results)
+            if any(r.message.startswith("[XPASS(strict)]") for r in case.results):
+                counts.xpass_cases += 1
+            else:
+                counts.failed_cases.append((case.name, op))
         else:
             counts.errors += 1
     if written:
@@ -504,6 +561,19 @@ def count(xml: Report | Any, name: str) -> StepCounts:
     else:
         counts.summary = from_cases
     return counts
+
+
+def _op_tags(report: Report) -> list[str | None]:
+    """Each case's op as the plugin tagged it (``fl_cases``), None where it did not."""
+    from ..results.cases import case_keys, tags_of
+
+    out: list[str | None] = []
+    for suite in report.suites:
+        tags = tags_of(suite)
+        for key in case_keys(suite, ""):
+            op = tags.get(key, {}).get("op")
+            out.append(op if isinstance(op, str) and op else None)
+    return out
 
 
 def summary_markdown(title: str, rows: list[tuple[StepCounts, str]]) -> str:

@@ -35,6 +35,10 @@ LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image"
 STEP_KEYS = {"name", "use", "contracts", "flaggems_tests", "pytest", "command", "compare", "args", "shell", "env",
              "timeout", "allow_failure", "expect", "catch", "description", "output_cap"}
 DEFAULT_KEYS = {"timeout", "output_cap"}
+TEXT_KEYS = ("description", "display_name", "image")  # lane keys whose value is text, and nothing else
+# Names the runner gives its own files in a reports directory (``baselines/LANE.xml``, a lane's
+# last green run): a lane of that name would write its steps' reports over other lanes' baselines.
+RESERVED_NAMES = frozenset({"baselines"})
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,9 @@ def _lane_as_written(raw: Any) -> Any:
     for key in ("runner_labels", "pytest_args", "setup", "packages"):
         if key in out:
             out[key] = safeyaml.texts(out[key])
+    for key in TEXT_KEYS:
+        if key in out:
+            out[key] = safeyaml.as_written(raw, key, out[key])
     if "env" in out:
         out["env"] = _env(out["env"])
     return out
@@ -165,6 +172,21 @@ def _env_problem(env: Any) -> str | None:
             return f"env name {_show(key)} must be a variable name ([A-Za-z_][A-Za-z0-9_]*, no '=')"
     if _has_nul(env):
         return "env values cannot hold a NUL byte"
+    return None
+
+
+def _text_problem(raw: Any, key: str) -> str | None:
+    """Why ``raw[key]`` is not text (a list, a mapping, a YAML null), or None; a plain scalar
+    counts as the text written (``image: 3.11`` is "3.11")."""
+    if key not in raw:
+        return None
+    value = raw[key]
+    if not isinstance(value, str):
+        what = "null" if value is None else "a list" if isinstance(value, list) else \
+            "a mapping" if isinstance(value, dict) else type(value).__name__
+        return f"{key} must be text, got {what}: {_show(safeyaml.plain(value))}"
+    if "\0" in value:
+        return f"{key} cannot hold a NUL byte"
     return None
 
 
@@ -302,6 +324,11 @@ def _parse_step(
     if not (_str_list(catch) and all(catch)) or (catch and expect != "fail"):
         raise err(_line(raw, "catch"), "catch must be a list of op names, on an expect: fail step (each op must "
                   "fail a contract for the defect to count as caught)", lane, name)
+    if "description" in merged:
+        described = safeyaml.as_written(merged, "description", merged["description"])
+        problem = _text_problem({"description": described}, "description")
+        if problem:
+            raise err(_line(raw, "description"), problem, lane, name)
     cap = merged.get("output_cap", default_cap)
     if not _output_cap(cap):
         raise err(_line(raw, "output_cap"), f"output_cap must be bytes in [{MIN_OUTPUT_CAP}, {MAX_OUTPUT_CAP}]",
@@ -325,8 +352,9 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
     for key in doc:
         if key not in TOP_KEYS:
             raise err(_line(doc, key), f"unknown top-level key {_show(key)} (known: {', '.join(sorted(TOP_KEYS))})")
-    if doc.get("version", 1) != 1:
-        raise err(_line(doc, "version"), f"unsupported version {_show(doc.get('version'))} (supported: 1)")
+    version = doc.get("version", 1)
+    if type(version) is not int or version != 1:  # not True, not 1.0, not "1": a version is the number 1
+        raise err(_line(doc, "version"), f"unsupported version {_show(version)} (supported: 1)")
     defaults = doc.get("defaults", {}) or {}
     if not isinstance(defaults, dict) or set(defaults) - DEFAULT_KEYS:
         raise err(_line(doc, "defaults"), f"defaults may only set: {', '.join(sorted(DEFAULT_KEYS))}")
@@ -357,6 +385,9 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
         line = _line(lanes_raw, lane_name)
         if not isinstance(lane_name, str) or not NAME_RE.match(lane_name):
             raise err(line, f"lane name {_show(lane_name)} must match {NAME_RULE}")
+        if lane_name in RESERVED_NAMES:
+            raise err(line, f"lane name {lane_name!r} is the runner's own in a reports directory (its {lane_name}/ "
+                      "keeps the lanes' last green runs); rename the lane")
         if not isinstance(raw, dict):
             raise err(line, "a lane must be a mapping", lane_name)
         for key in raw:
@@ -372,6 +403,10 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
                 lane_name,
             )
         raw = _lane_as_written(raw)
+        for key in TEXT_KEYS:
+            refused = _text_problem(raw, key)
+            if refused:
+                raise err(_line(raw, key), refused, lane_name)
         for key in ("runner_labels", "pytest_args", "setup", "packages"):
             if key in raw and not _str_list(raw[key]):
                 raise err(_line(raw, key), f"{key} must be a list of strings", lane_name)

@@ -41,6 +41,7 @@ PYTORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 GITLAB_HOSTED_IMAGE = "python:3.11"  # CPU lanes on GitLab: a Debian image with Python, no tag
 DIST = "pytest-fl-contract"
 RUNNERS = ("all", "hosted", "self-hosted")
+GITHUB_MAX_JOBS = 256  # GitHub Actions: "a matrix can generate a maximum of 256 jobs per workflow run"
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,18 @@ def cpu_torch(dist: str = DIST) -> str:
     raise FlContractError(f"no torch pin in the [cpu] extra of the installed {dist}: reinstall it")
 
 
+def check_github(jobs: list[LaneJob]) -> None:
+    """Over GitHub's 256 jobs a matrix fails the workflow run before any lane starts: refused
+    in one line, so it is never emitted."""
+    if len(jobs) > GITHUB_MAX_JOBS:
+        raise FlContractError(f"{len(jobs)} lanes selected: a GitHub Actions matrix holds at most {GITHUB_MAX_JOBS} "
+                              "jobs; split them over several matrices with --lanes or --platform")
+
+
 def github(jobs: list[LaneJob], torch: str) -> dict[str, Any]:
-    """The ``strategy.matrix`` of the reusable workflow's lane job: ``{"include": [row, ...]}``."""
+    """The ``strategy.matrix`` of the reusable workflow's lane job: ``{"include": [row, ...]}``
+    (``check_github``: never more jobs than GitHub runs)."""
+    check_github(jobs)
     return {"include": [{
         "lane": j.lane,
         "platform": j.platform,

@@ -1,9 +1,14 @@
 """``fl-contract merge``: every lane's ``LANE.xml`` back into one report, each lane's verdicts
 read again from its cases (``verdict``), lane in classname, so the one check a workflow
-requires is red exactly when a lane did not get its verdict, left no report or was lost."""
+requires is red exactly when a lane did not get its verdict, left no report or was lost.
+
+Only a current report is a result: a lane whose run holds its lock is still running (what
+is there is the last run's, or none: ``run`` removes its last report before it starts),
+and the merged report is never written where it would be read back as a lane's."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +19,7 @@ from ..config import safeyaml
 from ..util import FlContractError
 from . import junit, verdict
 from .manifest import NAME_RE, NAME_RULE
+from .runner import lane_running
 
 VERDICTS = {0: "ok", 1: "FAIL", 4: "SKIPPED (an input it needs was not set)"}  # a lane job's exit status
 
@@ -42,6 +48,17 @@ def _verdict(status: int | None) -> str:
     if status > 128:
         return f"CANCELLED (exit {status})"
     return f"{VERDICTS.get(status, 'FAIL')} (exit {status})"
+
+
+def check_output(directory: Path, output: Path) -> None:
+    """Refuse an output the merge would read back as a lane's report: ``NAME.xml`` in the
+    reports directory (a lane's own report overwritten, and left out of the merge that
+    overwrote it), or any file standing where one is."""
+    target = Path(os.path.realpath(output))
+    if target.parent == Path(os.path.realpath(directory)) and target.suffix == ".xml" and NAME_RE.match(target.stem):
+        raise FlContractError(f"--output {safeyaml.shown(output)}: in --reports {safeyaml.shown(directory)} it is (or "
+                              f"would be read as) the report of lane {target.stem}; write the merged report outside "
+                              "--reports")
 
 
 def lane_names(directory: Path, lanes: str | None, output: Path | None = None) -> list[str]:
@@ -109,7 +126,10 @@ def merge(directory: Path, lanes: list[str]) -> Merged:
         status = _exit_status(directory, lane)
         trouble = None
         report = None
-        if not path.is_file():
+        if lane_running(directory, lane):
+            trouble = (f"lane {lane} is still running into {safeyaml.shown(directory)}: its report is not this run's "
+                       "until the run ends")
+        elif not path.is_file():
             trouble = (f"no report {path.name}: its job uploaded no reports/ (cancelled, timed out, or its runner "
                        "was lost)")
         else:

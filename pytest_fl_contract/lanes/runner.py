@@ -14,9 +14,11 @@ named by the next one, which also kills what its last step left.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -29,9 +31,9 @@ from typing import BinaryIO, Callable, TextIO
 
 from .. import files
 from ..config import safeyaml
-from ..util import FlContractError, md_text
+from ..util import FlContractError, md_code, md_text
 from . import junit, verdict
-from .manifest import PACKAGE_VAR, PACKAGES_STEP, SETUP_STEP, Lane, Step
+from .manifest import PACKAGE_VAR, PACKAGES_STEP, RESERVED_NAMES, SETUP_STEP, Lane, Step
 from .supervise import (
     Cancel,
     Execution,
@@ -193,8 +195,10 @@ def _with_record(report: junit.Report, record: tuple[str, str]) -> junit.Report:
 
 
 def _rerun_failures(lane: Lane, step: Step, xml: junit.Report, env: dict[str, str], log_dir: Path,
-                    cancel: Cancel) -> tuple[junit.Report, str | None]:
-    """Each failing case again, ``step.rerun`` times in fresh processes (lanes/rerun.py)."""
+                    cancel: Cancel, deadline: float) -> tuple[junit.Report, str | None]:
+    """Each failing case again, ``step.rerun`` times in fresh processes (lanes/rerun.py),
+    each round inside what is left of the step's own time (``deadline``, monotonic): re-runs
+    never carry the lane past its budget."""
     from . import rerun
 
     keys = rerun.failing_keys(xml, lane.name)
@@ -202,36 +206,53 @@ def _rerun_failures(lane: Lane, step: Step, xml: junit.Report, env: dict[str, st
         return xml, None
 
     def run_round(report: Path, extra: dict[str, str]) -> Path | None:
-        if cancel.signum is not None:
-            return None
+        left = deadline - time.monotonic()
+        if cancel.signum is not None or left <= 0:
+            raise rerun.NotRun()
         with _log_file(log_dir / f"{step.name}.rerun.log", []) as log:
-            execute(step_argv(lane, step, report), False, {**env, **extra}, step.timeout, log, step.output_cap,
-                    cancel)
+            execute(step_argv(lane, step, report), False, {**env, **extra}, left, log, step.output_cap, cancel)
         return report if report.is_file() else None
 
     result = rerun.rerun(keys, step.rerun, lane.name, run_round)
     return rerun.label(xml, lane.name, result), result.note()
 
 
-def _compare_step(lane: Lane, step: Step, reports: Path, progress: TextIO) -> StepResult:
-    """Two earlier steps of the lane held alike: the step passes when both fail exactly the
-    same cases (FlagGems' own suite with the workaround against the plain CPU lane); its
-    case carries the comparison."""
-    from ..results import cases, compare
+def _this_run(lane: Lane, name: str, earlier: Mapping[str, StepResult]):
+    """The report step ``name`` left in this run, in memory: a file from an earlier run (or
+    one a later step wrote over) is never a result."""
+    from ..results import cases
+
+    result = earlier.get(name)
+    if result is None or result.verdict == "not run":
+        why = result.detail if result is not None else "it did not run in this run of the lane"
+        raise FlContractError(f"step {name} has no report to compare: {why}")
+    return cases.from_report(result.xml, lane.name, f"{lane.name}/{name} (this run)")
+
+
+def _compare_step(lane: Lane, step: Step, reports: Path, progress: TextIO,
+                  earlier: Mapping[str, StepResult] | None = None) -> StepResult:
+    """Two earlier steps of this run of the lane held alike: the step passes when both fail
+    exactly the same cases, none of the reference's is missing from the other, and some case
+    passed in both (``compare.Comparison.holds``: equal nothing is no agreement); its case
+    carries the comparison."""
+    from ..results import compare
 
     start = time.monotonic()
-    reference, current = (reports / lane.name / f"{name}.xml" for name in step.args)
     try:
-        result = compare.compare(cases.read_one(reference), cases.read_one(current))
+        reference, current = (_this_run(lane, name, earlier or {}) for name in step.args)
+        result = compare.compare(reference, current)
     except FlContractError as exc:
         state, detail, text = "error", junit.one_line(str(exc), 300), ""
     else:
         differ = result.differs
-        state = "failed" if differ or not result.passed_in_both else "passed"
+        state = "passed" if result.holds(same_failures=True) else "failed"
         detail = (f"{step.args[1]} fails {'other' if differ else 'the same'} cases than {step.args[0]}: "
                   f"{len(result.of('new_failures'))} more, {len(result.of('fixed'))} fewer, "
                   f"{len(result.of('still_failing'))} in both, {result.passed_in_both} passed in both")
-        if not result.passed_in_both:  # two runs that proved nothing agree on nothing
+        lost = {kind: len(result.of(kind)) for kind in ("hidden", "new_xfails", "disappeared") if result.of(kind)}
+        if lost:
+            detail += "; " + ", ".join(f"{n} {compare.TITLES[kind]}" for kind, n in lost.items())
+        if result.proves_nothing:  # two runs that proved nothing agree on nothing
             detail += " - no case passed in both: the comparison shows nothing held"
         text = compare.markdown(result)
     xml = junit.command_suite(lane.name, step.name, state, detail, text, time.monotonic() - start, text)
@@ -247,7 +268,8 @@ def _compare_step(lane: Lane, step: Step, reports: Path, progress: TextIO) -> St
 
 
 def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Cancel | None = None,
-             token: str | None = None) -> StepResult:
+             token: str | None = None, earlier: Mapping[str, StepResult] | None = None) -> StepResult:
+    """One step; ``earlier``: this run's results so far (what a compare step compares)."""
     cancel = cancel or Cancel()
     lane_dir = reports / lane.name
     report = lane_dir / f"{step.name}.xml"
@@ -260,7 +282,7 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
         notes.append(f"cannot prepare {report.name}: {exc.strerror}")
     env = {**os.environ, **lane.env, **step.env}
     if step.kind == "compare":
-        return _compare_step(lane, step, reports, progress)
+        return _compare_step(lane, step, reports, progress, earlier)
     if step.flaggems_tests:  # the rows' FlagGems test files, found where the lane's FlagGems tests are now
         from . import owntests
 
@@ -275,6 +297,7 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
             lane = replace(lane, pytest_args=expanded(lane.pytest_args, env))
             step = replace(step, args=expanded(tuple(step.args), env))
         argv = step_argv(lane, step, report)
+        started = time.monotonic()
         run = execute(argv, step.shell, env, step.timeout, log, step.output_cap, cancel, token)
     ended = _ended(step, argv, run)
     if run.ended == "cancelled":
@@ -308,7 +331,8 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
             assert xml is not None and run.code is not None
             state, detail = verdict.pytest_verdict(run.code, junit.count(xml, step.name))
         if state == "failed" and step.rerun > 0 and xml is not None:
-            xml, note = _rerun_failures(lane, step, xml, env, log_dir=lane_dir, cancel=cancel)
+            xml, note = _rerun_failures(lane, step, xml, env, log_dir=lane_dir, cancel=cancel,
+                                        deadline=started + step.timeout)
             if note:
                 notes.append(note)
         if state == "error":  # keep what the step said: its output becomes an error case
@@ -367,36 +391,68 @@ def not_run(lane: Lane, step: Step, reports: Path, reason: str, progress: TextIO
 # -- one run of a lane at a time ----------------------------------------------------------
 
 
+def lock_directory() -> Path:
+    """A private directory for the lanes' locks, outside every reports directory: a step
+    that empties ``--reports`` (or removes it) cannot take the lock of the run it is part of
+    along.  ``$XDG_RUNTIME_DIR/fl-contract``, else ``TMPDIR/fl-contract-UID``; ours and no one
+    else's (mode 0700, owned by us, not a link)."""
+    candidates = [Path(os.environ["XDG_RUNTIME_DIR"]) / "fl-contract"] if os.environ.get("XDG_RUNTIME_DIR") else []
+    candidates.append(Path(tempfile.gettempdir()) / f"fl-contract-{os.getuid()}")
+    for folder in candidates:
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            found = os.lstat(folder)
+        except OSError:
+            continue
+        if stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o022:
+            return folder
+    raise FlContractError(f"no private directory for the lane locks ({', '.join(map(str, candidates))}: "
+                          "missing, not ours or writable by others)")
+
+
 class LaneLock:
-    """``reports/LANE.lock``: held (flock) while a run writes the lane's reports, so a second
-    run of the lane into the same directory is refused instead of replacing its files.  It
-    records the running step's token; a lock found unheld but saying "running" is a run that
-    was killed (SIGKILL, a lost machine): the next run names it and kills what it left."""
+    """Held (flock) while a run writes the lane's reports, so a second run of the lane into
+    the same directory is refused instead of replacing its files.  Two locks: one in the
+    private lock directory, keyed by the reports directory's real path (``lock_directory``:
+    no step can delete it), and ``reports/LANE.lock`` (shared by every machine that mounts
+    the directory).  Each records the running step's token; a lock found unheld but saying
+    "running" is a run that was killed (SIGKILL, a lost machine): the next run names it and
+    kills what its last step left."""
 
     def __init__(self, reports: Path, lane: str) -> None:
         self.path = reports / f"{lane}.lock"
         self.lane = lane
-        self.fd: int | None = None
+        self.reports = reports
+        self.fds: list[int] = []
         self.previous: dict | None = None
 
     def acquire(self) -> None:
+        digest = hashlib.sha256(os.fsencode(os.path.realpath(self.reports))).hexdigest()[:24]
+        private = lock_directory() / f"{digest}-{self.lane}.lock"
         if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
             try:
                 (shutil.rmtree if self.path.is_dir() else os.unlink)(self.path)
             except OSError:
                 pass
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o644)
+        states = []
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            held = _read_state(fd)
-            os.close(fd)
-            who = f" (pid {held.get('pid')}, since {held.get('started')})" if held else ""
-            raise FlContractError(f"lane {self.lane} is already running into {safeyaml.shown(self.path.parent)}"
-                                  f"{who}: wait for it, or give this run another --reports") from None
-        self.fd = fd
-        state = _read_state(fd)
-        self.previous = state if state and state.get("state") == "running" else None
+            for path in (private, self.path):
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o644)
+                self.fds.append(fd)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    held = _read_state(fd)
+                    who = f" (pid {held.get('pid')}, since {held.get('started')})" if held else ""
+                    raise FlContractError(
+                        f"lane {self.lane} is already running into {safeyaml.shown(self.reports)}{who}: wait for "
+                        "it, or give this run another --reports") from None
+                states.append(_read_state(fd))
+        except BaseException:
+            self._close()
+            raise
+        running = [state for state in states if state and state.get("state") == "running"]
+        self.previous = running[0] if running else None
 
     def note(self, step: str, token: str) -> None:
         self._write({"state": "running", "pid": os.getpid(), "started": self._started, "step": step, "token": token})
@@ -404,20 +460,23 @@ class LaneLock:
     _started = time.strftime("%Y-%m-%dT%H:%M:%S")
 
     def _write(self, state: dict) -> None:
-        if self.fd is None:
-            return
         data = json.dumps(state).encode()
-        try:
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, data, 0)
-        except OSError:
-            pass
+        for fd in self.fds:
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, data, 0)
+            except OSError:
+                pass
+
+    def _close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
 
     def release(self) -> None:
-        if self.fd is not None:
+        if self.fds:
             self._write({"state": "finished", "pid": os.getpid(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
-            os.close(self.fd)
-            self.fd = None
+            self._close()
 
 
 def _read_state(fd: int) -> dict | None:
@@ -454,6 +513,9 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
     progress = progress or sys.stdout
     lane_dir = reports / lane.name
     merged_path = reports / f"{lane.name}.xml"
+    if lane.name in RESERVED_NAMES:
+        raise FlContractError(f"lane {lane.name!r}: the name is the runner's own in a reports directory "
+                              f"({', '.join(sorted(RESERVED_NAMES))}/ keeps the lanes' baselines); rename the lane")
     try:
         lane_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -468,9 +530,43 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
     except OSError as exc:
         raise FlContractError(f"cannot lock {safeyaml.shown(lock.path)}: {exc.strerror}") from None
     try:
+        _forget_last_run(merged_path)
         return _run_locked(lane, reports, lock, only, fail_fast, progress, step_runner, output_cap, rerun_failures)
     finally:
         lock.release()
+
+
+def _forget_last_run(merged: Path) -> None:
+    """The last run's LANE.xml goes before anything runs: while this run lasts, and if it can
+    never write its own (a full disk, a lost machine), no one reads the old one as this run's."""
+    try:
+        if merged.is_symlink() or merged.exists():
+            os.unlink(merged)
+    except OSError as exc:
+        raise FlContractError(f"cannot remove the last run's lane report {safeyaml.shown(merged)} ({exc.strerror}): "
+                              "it would be read as this run's") from None
+
+
+def lane_running(reports: Path, lane: str) -> bool:
+    """Whether a run of ``lane`` into ``reports`` holds its lock now (``merge`` reads no report
+    of a lane that is still running: what is there is the last run's, or none)."""
+    digest = hashlib.sha256(os.fsencode(os.path.realpath(reports))).hexdigest()[:24]
+    try:
+        candidates = [lock_directory() / f"{digest}-{lane}.lock"]
+    except FlContractError:
+        candidates = []
+    for path in (*candidates, reports / f"{lane}.lock"):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+    return False
 
 
 def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fail_fast: bool, progress: TextIO,
@@ -541,7 +637,10 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
             token = uuid.uuid4().hex
             lock.note(step.name, token)
             try:
-                result = step_runner(lane, step, reports, progress, cancel=cancel, token=token)
+                if step.kind == "compare":  # this run's reports, in memory
+                    result = _compare_step(lane, step, reports, progress, {r.step.name: r for r in results})
+                else:
+                    result = step_runner(lane, step, reports, progress, cancel=cancel, token=token)
             except Exception as exc:  # nothing is lost, not even to our own bug
                 result = broken(lane, step, reports, exc, progress)
             results.append(result)
@@ -580,8 +679,8 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
     state = cancel.reason.upper() if cancel.signum is not None else ("passed" if ok else "FAILED")
     if skipped:
         state = f"SKIPPED ({skipped})"
-    markdown = junit.summary_markdown(f"fl-contract lane `{lane.name}` (platform {lane.platform}): {md_text(state)}",
-                                      rows)
+    markdown = junit.summary_markdown(f"fl-contract lane {md_code(lane.name)} (platform {md_text(lane.platform)}): "
+                                      f"{md_text(state)}", rows)
     if unfinished:
         markdown += f"\n**{md_text(unfinished)}**\n"
     if problem:
@@ -614,7 +713,7 @@ def against_baseline(lane: Lane, reports: Path, merged: Path, green: bool) -> tu
         except FlContractError as exc:
             held, said = False, f"\n**baseline: {md_text(str(exc))}**\n"
         else:
-            held = not result.regressions
+            held = result.holds(same_failures=False)
             said = "\n" + compare.markdown(result)
     if green and held and lane.baseline == LAST_GREEN:
         try:

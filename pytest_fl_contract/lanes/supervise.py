@@ -2,7 +2,9 @@
 starts left alive.
 
 Every step runs in its own session with a token in its environment and the runner's
-death as its own (``PR_SET_PDEATHSIG``).  The runner is a child subreaper
+death as its own (``PR_SET_PDEATHSIG``); a watchdog beside it (``WATCHDOG``) takes the
+rest of the step along - its group, every process carrying its token - the moment the
+runner dies without saying the step ended (SIGKILL, a lost machine).  The runner is a child subreaper
 (``PR_SET_CHILD_SUBREAPER``): a process that double-forks and ``setsid()``s to escape is
 re-parented to the runner, not to init, so it is still found.  When the step ends - it
 exits, times out, or the run is cancelled - the runner sweeps until a sweep finds nothing:
@@ -11,6 +13,11 @@ and of the runner that started after the step did; each sweep kills what it foun
 process forking every few milliseconds runs out of parents.  The case records what was
 killed.  Output is read as bytes through a selector, written unbuffered to the step's log
 (kept whole if the runner itself is killed) and kept for the JUnit case capped in bytes.
+
+A step that is cancelled or runs out of time is stopped as Ctrl-C stops pytest: SIGINT
+first, so pytest writes its JUnit report and its summary of what ran (nothing it ran is
+lost), then SIGTERM, then SIGKILL, each after a bounded grace; another cancel signal moves
+on to the next at once.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -32,7 +40,8 @@ from typing import BinaryIO
 from . import junit
 from .manifest import DEFAULT_OUTPUT_CAP
 
-KILL_GRACE = 2.0  # seconds a cancelled step's group gets between SIGTERM and SIGKILL
+INTERRUPT_GRACE = 5.0  # seconds a stopped step's group gets after SIGINT to write what it ran
+KILL_GRACE = 2.0  # seconds a stopped step's group gets between SIGTERM and SIGKILL
 DRAIN_SECONDS = 1.0  # reading what is left in the pipe once the group is dead
 POLL = 0.1  # seconds between looks at exit, deadline and cancel
 READ_CHUNK = 64 * 1024
@@ -83,10 +92,12 @@ def shell_signal(code: int | None, argv: list[str] | str, shell: bool) -> int | 
 
 
 class Cancel:
-    """Set by the runner's signal handlers; the running step polls it."""
+    """Set by the runner's signal handlers; the running step polls it.  ``count``: the
+    cancel signals received (a second one hurries a step that is being stopped)."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
+        self.count = 0
 
     @property
     def reason(self) -> str:
@@ -104,6 +115,7 @@ def cancel_on_signals() -> Iterator[Cancel]:
         return
 
     def handler(signum: int, frame: object) -> None:
+        cancel.count += 1
         if cancel.signum is None:
             cancel.signum = signum
 
@@ -300,6 +312,7 @@ def _carries(pid: int, mark: bytes) -> bool:
 
 
 _LIVE_LEADERS: set[int] = set()  # steps running now in this process (threads): not another's strays
+_WATCHDOGS: set[int] = set()  # the runner's own watchdogs (``Watchdog``): never a step's strays
 
 
 def _children(pid: int) -> list[int] | None:
@@ -337,7 +350,7 @@ def _descendants(pgid: int, since: int) -> set[int] | None:
     mine = _children(me)
     if mine is None:
         return None
-    others = _LIVE_LEADERS - {pgid}
+    others = (_LIVE_LEADERS - {pgid}) | _WATCHDOGS
     roots = [pid for pid in mine if pid not in others and (pid == pgid or _started(pid) >= since)]
     found: set[int] = set()
     while roots:
@@ -358,7 +371,7 @@ def leftovers(pgid: int, token: str, since: int = 0) -> dict[int, str]:
     procs = _processes()
     me = os.getpid()
     mark = f"{STEP_TOKEN}={token}".encode()
-    others = _LIVE_LEADERS - {pgid}
+    others = (_LIVE_LEADERS - {pgid}) | _WATCHDOGS
     roots = {p.pid for p in procs.values() if p.pid != pgid and (
         p.pgid == pgid or (p.ppid == me and p.start >= since and p.pid not in others) or _carries(p.pid, mark))}
     children: dict[int, list[int]] = {}
@@ -481,6 +494,127 @@ def _boot_ticks() -> int:
         return 0
 
 
+# The watchdog: a small process beside each step that outlives a runner killed with SIGKILL.
+# It starts before the step (a step may run ahead of its runner), knowing the step's token,
+# and waits on a pipe only the runner can write: "pgid N" once the step is started, "done"
+# once it ended.  End of file without "done" is the runner's death: the step's leader died
+# with it (PR_SET_PDEATHSIG), and the watchdog kills what is left - the step's process group
+# and every process carrying its token, with their descendants - until a scan finds none.
+WATCHDOG = r"""
+import os, signal, sys, time
+for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT):
+    signal.signal(sig, signal.SIG_IGN)
+mark = (sys.argv[2] + "=" + sys.argv[1]).encode()
+said = b""
+while True:
+    try:
+        chunk = os.read(0, 64)
+    except InterruptedError:
+        continue
+    if not chunk:
+        break
+    said += chunk
+if b"done" in said:
+    sys.exit(0)
+words = said.split()
+pgid = int(words[words.index(b"pgid") + 1]) if b"pgid" in words[:-1] else -1
+
+def scan():
+    procs = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open("/proc/" + entry + "/stat").read()
+            fields = stat[stat.rfind(")") + 2:].split()
+            marked = mark in open("/proc/" + entry + "/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if fields[0] not in "ZX":
+            procs[int(entry)] = (int(fields[1]), int(fields[2]), marked)
+    return procs
+
+end, quiet = time.monotonic() + 10, 0
+while quiet < 2 and time.monotonic() < end:
+    procs = scan()
+    found = {pid for pid, (ppid, pgrp, marked) in procs.items() if marked or pgrp == pgid}
+    todo = list(found)
+    while todo:
+        parent = todo.pop()
+        for pid, (ppid, _, _) in procs.items():
+            if ppid == parent and pid not in found:
+                found.add(pid)
+                todo.append(pid)
+    found.discard(os.getpid())
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    quiet = quiet + 1 if not found else 0
+    time.sleep(0.01)
+"""
+
+
+class Watchdog:
+    """The step's watchdog (``WATCHDOG``), started before the step: ``started(pgid)`` tells it
+    the step's group, ``done()`` that the step ended (and reaps it)."""
+
+    def __init__(self, token: str) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.write: int | None = None
+        read, write = os.pipe()  # not inheritable: no step holds the runner's end
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-S", "-I", "-c", WATCHDOG, token, STEP_TOKEN], stdin=read,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                         env={})
+        except (OSError, ValueError, subprocess.SubprocessError):
+            os.close(write)  # no watchdog: the next run still finds the step by its token
+        else:
+            self.write = write
+            _WATCHDOGS.add(self.proc.pid)
+        finally:
+            os.close(read)
+
+    def started(self, pgid: int) -> None:
+        if self.write is not None:
+            try:
+                os.write(self.write, f"pgid {pgid}\n".encode())
+            except OSError:
+                pass
+
+    def done(self) -> None:
+        if self.write is not None:
+            try:
+                os.write(self.write, b"done")
+            except OSError:
+                pass
+            os.close(self.write)
+            self.write = None
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            _WATCHDOGS.discard(self.proc.pid)
+            self.proc = None
+
+
+def _stop(proc: subprocess.Popen, reader: _Reader, cancel: Cancel) -> None:
+    """SIGINT, then SIGTERM, each with its grace while the step's leader lives (SIGKILL is
+    ``kill_all``'s): pytest writes its report and summary on the first.  A cancel signal
+    that comes meanwhile ends the grace at once."""
+    for sig, grace in ((signal.SIGINT, INTERRUPT_GRACE), (signal.SIGTERM, KILL_GRACE)):
+        if _exited(proc):
+            return
+        _signal_group(proc.pid, sig)
+        seen = cancel.count
+        end = time.monotonic() + grace
+        while not _exited(proc) and time.monotonic() < end and cancel.count == seen:
+            reader.pump(min(POLL, max(end - time.monotonic(), 0.0)))
+
+
 @dataclass(frozen=True)
 class Execution:
     code: int | None  # exit status (negative: the signal); None when it never started
@@ -509,14 +643,17 @@ def execute(
     become_subreaper()
     since = _boot_ticks()
     parent = os.getpid()
+    watchdog = Watchdog(token)
     try:
         proc = subprocess.Popen(argv, shell=shell, env={**env, STEP_TOKEN: token}, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                                 preexec_fn=(lambda: _die_with_parent(parent)) if _PRCTL else None)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        watchdog.done()
         return Execution(None, "not started", junit.xml_safe(f"cannot start: {exc}"), time.monotonic() - start)
     assert proc.stdout is not None
     _LIVE_LEADERS.add(proc.pid)
+    watchdog.started(proc.pid)
     wake = _pidfd(proc.pid)
     reader = _Reader(proc.stdout.fileno(), log, keep, wake)
     deadline = start + timeout
@@ -532,11 +669,8 @@ def execute(
                 ended = "timeout"
                 break
             reader.pump(min(POLL, left))
-        if ended == "cancelled":
-            _signal_group(proc.pid, signal.SIGTERM)
-            grace = time.monotonic() + KILL_GRACE
-            while not _exited(proc) and time.monotonic() < grace:
-                reader.pump(POLL)
+        if ended != "exited":
+            _stop(proc, reader, cancel)
         killed = kill_all(proc.pid, token, since)
         proc.wait()
         reader.drain(DRAIN_SECONDS)
@@ -546,6 +680,7 @@ def execute(
             kill_all(proc.pid, token, since)
             proc.wait()
         _LIVE_LEADERS.discard(proc.pid)
+        watchdog.done()
         reader.close()
         proc.stdout.close()
         if wake is not None:

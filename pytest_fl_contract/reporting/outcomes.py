@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..util import md_code, md_text
+from ..util import md_code, md_text, safe_text
 
 PROPERTY = "fl_summary"
 CASES = "fl_cases"  # per case: op, contract, known defect (JSON keyed by junit_key) - for compare and parity
@@ -168,7 +168,7 @@ class Summary:
     def from_json(cls, text: str) -> Summary:
         """Raises ValueError when ``text`` is not a summary this module wrote."""
         try:
-            data = json.loads(text)
+            data = safe_text(json.loads(text))  # a lone surrogate no output can encode is an escape
             if not isinstance(data, dict):
                 raise TypeError("not an object")
             return cls(

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..lanes import junit
 from ..reporting.outcomes import CASES
-from ..util import FlContractError
+from ..util import FlContractError, safe_text
 
 FAILING = ("failed", "error", "xpassed")
 XPASS = "[XPASS(strict)]"
@@ -72,15 +72,19 @@ def _message(case: junit.Case) -> str:
 def _rerun_label(message: str) -> str | None:
     if not message.startswith(RERUN):
         return None
-    return "intermittent" if "nondeterministic result" in message else "deterministic"
+    if "nondeterministic result" in message:
+        return "intermittent"
+    return "deterministic" if "deterministic:" in message else "not re-run"
 
 
-def _tags(suite: junit.Suite) -> dict[str, dict[str, Any]]:
+def tags_of(suite: junit.Suite) -> dict[str, dict[str, Any]]:
+    """The plugin's per-case tags (``fl_cases``) of a suite; its text made printable (a JSON
+    escape can carry a lone surrogate no output encodes); {} where it is unreadable."""
     for name, value in suite.properties:
         if name == CASES:
             try:
-                data = json.loads(value)
-            except ValueError:
+                data = safe_text(json.loads(value))
+            except (ValueError, RecursionError):
                 return {}
             return {str(k): v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
     return {}
@@ -126,15 +130,35 @@ def _ident(classname: str, name: str, lane: str, fallback_lane: str, tags: dict[
 def case_keys(suite: junit.Suite, fallback_lane: str) -> list[str]:
     """Each case's key within its step (``Row.key`` after the step), in the suite's order."""
     lane, _ = _split_suite(suite.name, fallback_lane)
-    tags = _tags(suite)
+    tags = tags_of(suite)
     return [_ident(case.classname, case.name, lane, fallback_lane, tags)[0] for case in suite.cases]
 
 
+# How bad an outcome is: a case written twice in one report (pytest writes a test that fails
+# in call and again in teardown as two cases; a retrying plugin may write each attempt) is
+# as good as its worst entry, never its last one.
+SEVERITY = ("passed", "skipped", "xfailed", "xpassed", "error", "failed")
+
+
+def worst(rows: list[Row]) -> Row:
+    """The row of a case written more than once: its worst outcome's, the times added."""
+    worst = max(rows, key=lambda row: SEVERITY.index(row.outcome) if row.outcome in SEVERITY else len(SEVERITY))
+    return worst if len(rows) == 1 else replace(worst, seconds=sum(row.seconds for row in rows))
+
+
 def rows_of(report: junit.Report, fallback_lane: str) -> list[Row]:
+    """One row per case of each step; entries of one case are merged into one (``worst``)."""
+    by_key: dict[tuple[str, str], list[Row]] = {}
+    for row in _entries(report, fallback_lane):
+        by_key.setdefault((row.lane, row.key), []).append(row)
+    return [worst(rows) for rows in by_key.values()]
+
+
+def _entries(report: junit.Report, fallback_lane: str) -> list[Row]:
     rows = []
     for suite in report.suites:
         lane, step = _split_suite(suite.name, fallback_lane)
-        tags = _tags(suite)
+        tags = tags_of(suite)
         for case in suite.cases:
             ident, classname = _ident(case.classname, case.name, lane, fallback_lane, tags)
             tag = tags.get(ident) or _untagged(classname, case.name, tags)
@@ -145,6 +169,12 @@ def rows_of(report: junit.Report, fallback_lane: str) -> list[Row]:
                             seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
                             message, case.time, _rerun_label(message)))
     return rows
+
+
+def from_report(report: junit.Report, lane: str, path: str) -> LaneReport:
+    """A report held in memory (a step of the run in progress) as the one lane it is of."""
+    return LaneReport(lane, path, tuple(row for row in rows_of(report, lane) if row.lane == lane),
+                      dict(report.suites[0].properties) if report.suites else {})
 
 
 def read(path: Path, lane: str | None = None) -> list[LaneReport]:

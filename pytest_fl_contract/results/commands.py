@@ -28,9 +28,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     result = compare.compare(baseline, current)
     _write(args.json, compare.to_json(result), "--json")
     publish(compare.markdown(result))
-    if args.same_failures:
-        return 1 if result.differs else 0
-    return 1 if result.regressions else 0
+    return 0 if result.holds(args.same_failures) else 1
 
 
 def cmd_parity(args: argparse.Namespace) -> int:
@@ -58,6 +56,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     from . import cases, history
 
     db = Path(args.db)
+    if args.top < 1:
+        raise FlContractError(f"--top {args.top}: a number of cases, 1 or more")
     if args.action == "add":
         if not args.items:
             raise FlContractError("history add: name the lane reports to record")
@@ -83,7 +83,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     comp = sub.add_parser("compare", help="what changed from BASELINE to CURRENT (JUnit files or report "
-                                          "directories): new failures, fixed, new skips, ...; exit 1 on a regression")
+                                          "directories): new failures, fixed, new skips, ...; exit 1 on a regression "
+                                          "or when no case passed in both")
     comp.add_argument("baseline")
     comp.add_argument("current")
     comp.add_argument("--json", metavar="PATH", help="also write the comparison as JSON here")

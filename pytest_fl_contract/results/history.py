@@ -2,18 +2,25 @@
 asked: nothing writes a database but ``history add``), answering "first seen failing" and
 "how often did this case flip".
 
-One row per run (lane, when it was added, the report's provenance) and one per case of it.
+One row per run (lane, when it was added, the report's provenance) and one per case of it
+(``cases.rows_of``: a case written twice in a report is its worst entry).  The database is
+input like any other: a FIFO, a device or a directory is refused unopened, and one that is
+read-only, full, locked or not a database is one line (``FlContractError``), never a
+traceback.  A case is named by its whole key or its exact, case-sensitive ending.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import Iterable, Sequence
-from contextlib import closing
+import stat
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..util import FlContractError
+from ..config.safeyaml import shown
+from ..util import FlContractError, one_line
 from .cases import FAILING, LaneReport
 
 SCHEMA = """
@@ -27,19 +34,37 @@ create index if not exists cases_key on cases (key);
 """
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def _refuse_odd(path: Path) -> None:
+    """A FIFO where the database should be would block SQLite's open for good."""
     try:
-        db = sqlite3.connect(str(path), timeout=30)
-        db.executescript(SCHEMA)
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise FlContractError(f"history database {shown(path)}: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise FlContractError(f"history database {shown(path)}: not a regular file")
+
+
+@contextmanager
+def database(path: Path) -> Iterator[sqlite3.Connection]:
+    """The database, open; every SQLite error inside (read-only, full, corrupt, locked) and
+    text it cannot store become one line."""
+    _refuse_odd(path)
+    try:
+        with closing(sqlite3.connect(str(path), timeout=30)) as db:
+            db.executescript(SCHEMA)
+            yield db
     except sqlite3.Error as exc:
-        raise FlContractError(f"history database {path}: {exc}") from None
-    return db
+        raise FlContractError(f"history database {shown(path)}: {one_line(exc, 300)}") from None
+    except UnicodeEncodeError as exc:
+        raise FlContractError(f"history database {shown(path)}: text it cannot store ({one_line(exc, 200)})") from None
 
 
 def add(path: Path, reports: Iterable[LaneReport], when: str) -> list[int]:
-    """Record each lane report as one run; returns the run ids."""
+    """Record each lane report as one run, all of them or none; returns the run ids."""
     ids = []
-    with closing(connect(path)) as db, db:
+    with database(path) as db, db:
         for report in reports:
             p = report.properties
             cursor = db.execute(
@@ -67,13 +92,14 @@ class CaseHistory:
 
 def case_history(path: Path, key: str, lane: str | None = None) -> list[CaseHistory]:
     """Every lane's history of one case (``key`` as compare prints it, or its unique ending)."""
-    with closing(connect(path)) as db:
-        keys = [k for (k,) in db.execute("select distinct key from cases where key = ? or key like ?",
-                                          (key, f"%{key}"))]
+    with database(path) as db:
+        # the whole key, or its exact ending: no LIKE (its % and _ are wildcards, its case folds)
+        keys = [k for (k,) in db.execute("select distinct key from cases where key = ?1 or "
+                                          "(length(key) > length(?1) and substr(key, -length(?1)) = ?1)", (key,))]
         if len(keys) > 1 and key not in keys:
             raise FlContractError(f"{key!r} names {len(keys)} cases ({', '.join(keys[:3])}, ...); give more of it")
         if not keys:
-            raise FlContractError(f"no case {key!r} in {path}")
+            raise FlContractError(f"no case {key!r} in {shown(path)}")
         found = key if key in keys else keys[0]
         rows = db.execute("select r.lane, r.id, r.added, r.commit_id, c.outcome from cases c join runs r on r.id = c.run "
                           "where c.key = ? and (? is null or r.lane = ?) order by r.lane, r.id",
@@ -90,7 +116,7 @@ def case_history(path: Path, key: str, lane: str | None = None) -> list[CaseHist
 
 def flaky(path: Path, top: int = 20) -> Sequence[tuple[str, str, int, int]]:
     """The cases that flipped most, (lane, key, flips, runs): the nondeterminism a single run cannot see."""
-    with closing(connect(path)) as db:
+    with database(path) as db:
         rows = db.execute("select r.lane, c.key, c.outcome from cases c join runs r on r.id = c.run "
                           "order by r.lane, c.key, r.id").fetchall()
     seen: dict[tuple[str, str], list[bool]] = {}

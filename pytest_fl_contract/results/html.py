@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Union
 
 from .. import files
-from ..util import FlContractError
+from ..config import safeyaml
+from ..util import FlContractError, one_line, safe_text
 from .cases import FAILING, LaneReport, Row, read
 from .parity import RATE, Cell, Matrix, Rate, matrix
 
@@ -152,17 +153,30 @@ def ratios(bench: Bench) -> list[float]:
         raise FlContractError("benchmark: expected a non-empty JSON list of rows each with a number \"ratio\"")
     out = []
     for i, row in enumerate(rows):
-        value: Any = row.get("ratio") if isinstance(row, Mapping) else None
-        if value is None and isinstance(row, Mapping) and _number(row.get("fast")) and _number(row.get("native")):
-            value = row["fast"] / row["native"] if row["native"] else None
-        if not _number(value) or not math.isfinite(value) or value < 0:
+        value: float | None = None
+        if isinstance(row, Mapping) and row.get("ratio") is not None:
+            value = _float(row["ratio"])
+        elif isinstance(row, Mapping):
+            fast, native = _float(row.get("fast")), _float(row.get("native"))
+            try:
+                value = fast / native if fast is not None and native else None
+            except OverflowError:
+                value = None
+        if value is None or not math.isfinite(value) or value < 0:
             raise FlContractError(f"benchmark: row {i} has no finite, non-negative number \"ratio\"")
-        out.append(float(value))
+        out.append(value)
     return out
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _float(value: object) -> float | None:
+    """A JSON number as a float; None for anything else, and for an integer no float holds
+    (``1e400`` written out)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
 
 
 def histogram(chart_id: str, values: Sequence[float], bins: int = 24) -> str:
@@ -270,14 +284,14 @@ def _defects(report: LaneReport) -> tuple[list[str], str]:
     source = "from each case's fl_cases tag"
     if not seen:
         try:
-            summary = json.loads(report.properties.get("fl_summary", "{}"))
-        except ValueError:
+            summary = safe_text(json.loads(report.properties.get("fl_summary", "{}")))
+        except (ValueError, RecursionError):
             summary = {}
         defects = summary.get("defects") if isinstance(summary, dict) else None
         if isinstance(defects, dict):
             for name, counts in defects.items():
                 if isinstance(counts, dict):
-                    seen[str(name)] = Counter({k: v for k, v in counts.items() if _number(v)})
+                    seen[str(name)] = Counter({k: v for k, v in counts.items() if type(v) is int})
             source = "from the first step's fl_summary (its cases carry no fl_cases tags)"
     untagged = Counter(row.outcome for row in report.rows if row.outcome in ("xfailed", "xpassed") and not row.defect)
     rows = [f"<tr{_attrs(data_defect=name, data_xfailed=c['xfailed'], data_xpassed=c['xpassed'])}>"
@@ -424,18 +438,28 @@ def write(path: str | Path, text: str) -> None:
     files.write_atomic(Path(path), text.encode("utf-8"))
 
 
+MAX_BENCH_BYTES = 16 * 1024 * 1024  # bench_reductions.py --json of every case is a few hundred KB
+
+
 def read_bench(path: str) -> list[float]:
-    """A benchmark JSON file's ratios; FlContractError, one line, when it is not one."""
+    """A benchmark JSON file's ratios; FlContractError, one line, when it is not one.  Read
+    as every input is (``files.read_bytes``): a FIFO or a device is refused unread, a file
+    past MAX_BENCH_BYTES refused for its size."""
+    shown_path = safeyaml.shown(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = files.read_bytes(path, MAX_BENCH_BYTES)
     except OSError as exc:
-        raise FlContractError(f"{path}: cannot read the benchmark: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise FlContractError(f"{path}: not a benchmark JSON ({str(exc).splitlines()[0][:200]})") from None
+        raise FlContractError(f"{shown_path}: cannot read the benchmark: {exc.strerror}") from None
+    if len(raw) > MAX_BENCH_BYTES:
+        raise FlContractError(f"{shown_path}: larger than {MAX_BENCH_BYTES} bytes: not a benchmark JSON (refused)")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise FlContractError(f"{shown_path}: not a benchmark JSON ({one_line(exc, 200)})") from None
     try:
         return ratios(data)
     except FlContractError as exc:
-        raise FlContractError(f"{path}: {exc}") from None
+        raise FlContractError(f"{shown_path}: {exc}") from None
 
 
 def page_name(lane: str, taken: set[str]) -> str:
