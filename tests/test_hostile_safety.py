@@ -59,8 +59,9 @@ def test_item1_a_foreign_suite_runs_as_if_the_plugin_were_not_installed(pytester
     """Autoload on (as ``pip install`` leaves it): same exit, same output, no header line,
     no import of torch / triton / flag_gems, with and without a vendor named."""
     pytester.makepyfile(test_foreign=FOREIGN)
-    installed = run_subprocess("-p", "no:cacheprovider", "-rA", autoload=True, timeout=120, env=env)
-    absent = run_subprocess("-p", "no:cacheprovider", "-rA", "-p", "no:fl_contract", autoload=True, timeout=120, env=env)
+    quiet = ("-p", "no:cacheprovider", "-p", "no:randomly", "-rA")  # a reordering plugin, if installed, stays out
+    installed = run_subprocess(*quiet, autoload=True, timeout=120, env=env)
+    absent = run_subprocess(*quiet, "-p", "no:fl_contract", autoload=True, timeout=120, env=env)
     assert installed.ret == absent.ret == pytest.ExitCode.TESTS_FAILED
     assert _comparable(installed.stdout.str()) == _comparable(absent.stdout.str())
     assert installed.stderr.str() == absent.stderr.str()
