@@ -182,3 +182,22 @@ def test_fuzzed_manifests_never_raise_anything_but_a_clear_error(doc):
         parse(text, "fuzz.yaml", REGISTRY)
     except FlContractError as exc:
         assert "\n" not in str(exc) and str(exc).startswith("fuzz.yaml")
+
+
+def test_no_hardware_lane_runs_a_suite_its_platform_can_only_skip():
+    """Every case of the copy suite requires a device cast (read from its markers, not listed
+    here): on a platform without one the step would run nothing, which is a failure
+    (docs/verdicts.md), so such a lane must not have the step at all."""
+    import ast
+
+    source = (ROOT / "contracts" / "copy" / "test_cast.py").read_text()
+    tests = [node for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.FunctionDef) and node.name.startswith("test")]
+    assert tests
+    marked = {t.name for t in tests if any("requires_device_cast" in ast.unparse(d) for d in t.decorator_list)}
+    assert marked == {t.name for t in tests}
+    manifest = load(ROOT / "ci" / "manifest.yaml", REGISTRY)
+    for name, lane in manifest.lanes.items():
+        lacks = REGISTRY.get(lane.platform).lacks
+        for step in lane.steps:
+            assert not ("copy" in step.suites and "device_cast" in lacks), (name, step.name)

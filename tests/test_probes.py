@@ -159,7 +159,7 @@ def test_row_load_ops_come_from_the_registry():
 
 # -- the table -------------------------------------------------------------------------------------
 
-ROWS = [
+TABLE_ROWS = [
     probes.Row("seed_masked_load", "tl.load(mask=(n<N)&(k<K))", "28", "6", "FAIL", ROW_LOAD),
     probes.Row("mask_pipe", "(n>=N) | (k>=K)", "[8, 8]", "[8, 8]", "ok", ""),
     probes.Row("int64_offsets", "offsets", "-", "-", "skipped", "", "hardware only"),
@@ -167,7 +167,7 @@ ROWS = [
 
 
 def test_text_table_is_aligned():
-    lines = probes.render_text(ROWS)
+    lines = probes.render_text(TABLE_ROWS)
     assert lines[0].split() == probes.HEADER
     starts = [lines[0].index(h) for h in ("result", "expected", "verdict")]
     assert [line[s - 2 : s] for line in lines for s in starts] == ["  "] * len(lines) * 3
@@ -175,10 +175,10 @@ def test_text_table_is_aligned():
 
 
 def test_markdown_table_escapes_pipes_and_quotes_variants():
-    lines = probes.render_markdown(ROWS)
+    lines = probes.render_markdown(TABLE_ROWS)
     assert lines[:2] == ["| probe | variant | result | expected | verdict | defect |", "|---|---|---|---|---|---|"]
     assert lines[3] == "| mask_pipe | `(n>=N) \\| (k>=K)` | [8, 8] | [8, 8] | ok |  |"
-    assert probes.notes(ROWS) == ["int64_offsets skipped: hardware only"]
+    assert probes.notes(TABLE_ROWS) == ["int64_offsets skipped: hardware only"]
 
 
 @pytest.mark.parametrize("values, text", [(6.0, "6"), (-float("inf"), "-inf"), (0.5, "0.5"),

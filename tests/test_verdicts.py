@@ -566,9 +566,12 @@ def test_class9_a_small_gzip_bomb_costs_the_cap_not_its_expansion(tmp_path):
         for _ in range(600):
             out.write(b" " * (1 << 20))
     assert bomb.stat().st_size < 1_000_000
-    probe = ("import resource, sys\nfrom pathlib import Path\nfrom pytest_fl_contract.lanes import junit\n"
+    # The peak is the process's own VmHWM (its address space's high-water mark, new at exec):
+    # getrusage's ru_maxrss survives execve, so a probe started from a worker that had torch
+    # loaded reported the worker's 490 MB, not its own.
+    probe = ("import re, sys\nfrom pathlib import Path\nfrom pytest_fl_contract.lanes import junit\n"
              "try:\n    junit.read(Path(sys.argv[1]))\nexcept ValueError as exc:\n    print(exc)\n"
-             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+             "print(re.search(r'VmHWM:\\s*(\\d+)', Path('/proc/self/status').read_text())[1])\n")
     done = subprocess.run([PY, "-c", probe, str(bomb)], capture_output=True, text=True, timeout=60, env=_env())
     said, peak_kb = done.stdout.splitlines()
     assert said == f"lane.xml.gz: larger than {junit.MAX_REPORT_BYTES} bytes unzipped: refused"
