@@ -30,7 +30,17 @@ from .config.settings import Settings, versions
 from .imports import after_import
 from .registry.reductions import Op
 from .reporting import report
-from .reporting.outcomes import CASES, PROPERTY, CaseRecord, CaseTag, Summary, junit_key, record_of, rerun_keys
+from .reporting.outcomes import (
+    CASES,
+    PROPERTY,
+    CaseRecord,
+    CaseTag,
+    Summary,
+    junit_key,
+    overload_fields,
+    record_of,
+    rerun_keys,
+)
 from .stash import DECISION, SEED, SPECS, TAG
 from .util import FlContractError, first_line, xdist_worker
 
@@ -325,7 +335,8 @@ class LaneSession:
         if record is not None:
             self.add(record)
             seed = (getattr(report, "fl_case", None) or {}).get("seed")
-            fields = {"op": record.op, "contract": record.contract, "defect": record.defect, "seed": seed}
+            fields = {"op": record.op, "contract": record.contract, "defect": record.defect, "seed": seed,
+                      **overload_fields(report.user_properties)}
             if any(v is not None for v in fields.values()):
                 self.cases[junit_key(report.nodeid)] = {k: v for k, v in fields.items() if v is not None}
 

@@ -84,6 +84,10 @@ class Case:
     results: tuple[Result, ...] = ()
     system_out: str = ""
     system_err: str = ""
+    # what the test recorded (``record_property``): pytest writes it inside the case, read here;
+    # never written back (xunit2 has no ``<properties>`` in a case): the plugin keeps what it
+    # needs in its suite properties (``fl_cases``)
+    properties: tuple[tuple[str, str], ...] = ()
 
     @property
     def outcome(self) -> str:
@@ -358,7 +362,9 @@ def _case(element: ET.Element, notes: list[str]) -> Case:
     out = "".join(child.text or "" for child in element if child.tag == "system-out")
     err = "".join(child.text or "" for child in element if child.tag == "system-err")
     seconds = _number(element.get("time"), f"case {one_line(name, 60)!r}", notes)
-    return Case(name, element.get("classname") or "", seconds or 0.0, results, out, err)
+    properties = tuple((p.get("name") or "", p.get("value") or p.text or "")
+                       for child in element if child.tag == "properties" for p in child.iter("property"))
+    return Case(name, element.get("classname") or "", seconds or 0.0, results, out, err, properties)
 
 
 # -- checking -------------------------------------------------------------------------

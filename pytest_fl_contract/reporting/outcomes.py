@@ -17,10 +17,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..util import md_code, md_text, safe_text
+from ..util import md_code, md_text, one_line, safe_text
 
 PROPERTY = "fl_summary"
 CASES = "fl_cases"  # per case: op, contract, known defect (JSON keyed by junit_key) - for compare and parity
+# The overload suite's per-case interface (issue 57): each case records fl_overload, fl_status,
+# fl_detail, fl_transform and fl_sample (``record_property``).  pytest writes them inside the
+# ``<testcase>``, which xunit2 has no place for and the runner's rewrite drops, so the session
+# also folds them into the case's ``fl_cases`` tag (under these names, without ``fl_``).
+OVERLOAD_FIELDS = ("overload", "status", "detail", "transform", "sample")
+
+
+def overload_fields(properties: Iterable[tuple[str, object]]) -> dict[str, str]:
+    """The overload interface's fields among a case's properties (``fl_status`` -> ``status``),
+    each one line (a detail is shown, never parsed); the last value of a name recorded twice."""
+    wanted = {f"fl_{name}": name for name in OVERLOAD_FIELDS}
+    return {wanted[name]: one_line(value, 300) for name, value in properties if name in wanted}
 
 
 RERUN_ENV = "FL_CONTRACT_RERUN"  # a file of junit_keys: the runner re-runs only these cases

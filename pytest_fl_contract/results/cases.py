@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lanes import junit
-from ..reporting.outcomes import CASES
+from ..reporting.outcomes import CASES, OVERLOAD_FIELDS, overload_fields
 from ..util import FlContractError, safe_text
 
 FAILING = ("failed", "error", "xpassed")
@@ -38,6 +38,7 @@ class Row:
     message: str = ""  # the skip reason, xfail reason or failure message, one line
     seconds: float = 0.0
     rerun: str | None = None  # deterministic | intermittent, where the runner re-ran it
+    fields: tuple[tuple[str, str], ...] = ()  # the overload suite's (OVERLOAD_FIELDS): overload, status, ...
 
     @property
     def failing(self) -> bool:
@@ -50,6 +51,8 @@ class LaneReport:
     path: str
     rows: tuple[Row, ...]
     properties: Mapping[str, str] = field(default_factory=dict)  # the first suite's, provenance among them
+    # each step's own (its first suite's): what a step's run wrote of itself (the overload scoreboard's provenance)
+    step_properties: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def by_key(self) -> dict[str, Row]:
         return {row.key: row for row in self.rows}
@@ -97,6 +100,15 @@ def _split_suite(name: str, fallback_lane: str) -> tuple[str, str]:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _fields(case: junit.Case, tag: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The overload suite's fields of a case: its own ``<properties>`` as pytest wrote them,
+    else its ``fl_cases`` tag (what is left of them once the runner has rewritten the file)."""
+    found = overload_fields(case.properties) or overload_fields(
+        (f"fl_{name}", tag[name]) for name in OVERLOAD_FIELDS
+        if isinstance(tag.get(name), (str, int)) and not isinstance(tag.get(name), bool))
+    return tuple((name, found[name]) for name in OVERLOAD_FIELDS if name in found)
 
 
 def _untagged(classname: str, name: str, tags: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,14 +179,36 @@ def _entries(report: junit.Report, fallback_lane: str) -> list[Row]:
             rows.append(Row(lane, step, f"{step}/{ident}", _outcome(case), _text(tag.get("op")),
                             _text(tag.get("contract")), _text(tag.get("defect")),
                             seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-                            message, case.time, _rerun_label(message)))
+                            message, case.time, _rerun_label(message), _fields(case, tag)))
     return rows
 
 
 def from_report(report: junit.Report, lane: str, path: str) -> LaneReport:
     """A report held in memory (a step of the run in progress) as the one lane it is of."""
     return LaneReport(lane, path, tuple(row for row in rows_of(report, lane) if row.lane == lane),
-                      dict(report.suites[0].properties) if report.suites else {})
+                      dict(report.suites[0].properties) if report.suites else {}, _step_properties(report, lane)[lane])
+
+
+def _step_properties(report: junit.Report, fallback: str) -> dict[str, dict[str, dict[str, str]]]:
+    """lane -> step -> the step's first suite's properties."""
+    out: dict[str, dict[str, dict[str, str]]] = {fallback: {}}
+    for suite in report.suites:
+        lane, step = _split_suite(suite.name, fallback)
+        out.setdefault(lane, {}).setdefault(step, dict(suite.properties))
+    return out
+
+
+def lanes_of(parsed: junit.Report, path: str, fallback: str) -> list[LaneReport]:
+    """A parsed report (a lane's, or several lanes' merged) as one LaneReport per lane."""
+    by_lane: dict[str, list[Row]] = {}
+    props: dict[str, dict[str, str]] = {}
+    for row in rows_of(parsed, fallback):
+        by_lane.setdefault(row.lane, []).append(row)
+    for suite in parsed.suites:
+        props.setdefault(_split_suite(suite.name, fallback)[0], dict(suite.properties))
+    steps = _step_properties(parsed, fallback)
+    return [LaneReport(name, path, tuple(rows), props.get(name, {}), steps.get(name, {}))
+            for name, rows in by_lane.items()]
 
 
 def read(path: Path, lane: str | None = None) -> list[LaneReport]:
@@ -194,14 +228,7 @@ def read(path: Path, lane: str | None = None) -> list[LaneReport]:
         raise FlContractError(f"{path}: not a JUnit report ({junit.one_line(str(exc), 200)})") from None
     if not parsed.suites:
         raise FlContractError(f"{path}: a JUnit report with no test suites")
-    fallback = lane or path.name.split(".", 1)[0]
-    by_lane: dict[str, list[Row]] = {}
-    props: dict[str, dict[str, str]] = {}
-    for row in rows_of(parsed, fallback):
-        by_lane.setdefault(row.lane, []).append(row)
-    for suite in parsed.suites:
-        props.setdefault(_split_suite(suite.name, fallback)[0], dict(suite.properties))
-    return [LaneReport(name, str(path), tuple(rows), props.get(name, {})) for name, rows in by_lane.items()]
+    return lanes_of(parsed, str(path), lane or path.name.split(".", 1)[0])
 
 
 def read_one(path: Path) -> LaneReport:

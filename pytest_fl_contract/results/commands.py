@@ -50,6 +50,30 @@ def cmd_html(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scoreboard(args: argparse.Namespace) -> int:
+    """Each lane's overload scoreboard: its one-line summary and the lines where lanes differ
+    on stdout (and the step summary), ``LANE.scoreboard.json`` and ``.md`` in ``--out``.
+    Every report is read and every board made before anything is written."""
+    from ..lanes.runner import publish
+    from . import cases, scoreboard
+
+    reports = [report for name in args.reports for report in cases.read(Path(name))]
+    boards = scoreboard.boards_of(reports)
+    if not boards:
+        raise FlContractError(f"no lane holds overload cases (fl_overload) in {', '.join(map(shown, args.reports))}: "
+                              "not reports of the overload suite (contracts/overloads)")
+    folder = Path(args.out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        written = [path for board in boards for path in scoreboard.write(board, folder)]
+    except OSError as exc:
+        raise FlContractError(f"--out {shown(args.out)}: cannot write the scoreboard: {exc.strerror or exc}") from None
+    publish(scoreboard.lane_lines(boards))
+    for path in written:
+        print(f"scoreboard: wrote {path}")
+    return 0
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
@@ -102,6 +126,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     page.add_argument("--bench", metavar="JSON", help="a benchmark JSON (bench_reductions.py --json): its fast/native "
                                                       "ratio distribution on each lane page")
     page.set_defaults(fn=cmd_html)
+    board = sub.add_parser("scoreboard", help="the overload suite's scoreboard: per lane every registered overload "
+                                              "STRICT, PARTIAL, FAILED, UNSUPPORTED or UNTESTED, one summary line "
+                                              "each, and the overloads whose status differs between lanes")
+    board.add_argument("reports", nargs="+", help="LANE.xml files or report directories")
+    board.add_argument("--out", default="reports/scoreboard",
+                       help="directory for LANE.scoreboard.json and LANE.scoreboard.md (default reports/scoreboard)")
+    board.set_defaults(fn=cmd_scoreboard)
     hist = sub.add_parser("history", help="keep lane reports in SQLite: first seen failing, how often a case flipped")
     hist.add_argument("action", choices=("add", "case", "flaky"))
     hist.add_argument("items", nargs="*", help="add: LANE.xml files or directories; case: one case key")
