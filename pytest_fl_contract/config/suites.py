@@ -19,7 +19,7 @@ from pathlib import Path
 from ..util import FlContractError
 
 PACKAGE = "pytest_fl_contract.contracts"
-SUITES = ("reductions", "layers", "tensorops", "copy", "probes")
+SUITES = ("reductions", "layers", "tensorops", "copy", "probes", "overloads")
 
 
 def root() -> Path:

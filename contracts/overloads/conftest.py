@@ -1,0 +1,84 @@
+"""Parametrization of the overload suite from the installed FlagGems' registration table: one
+case per (overload, sample, dtype, transform) whose sample reaches it, one UNTESTED item per
+entry with no case, so every registered overload has at least one item; and each case's known
+FlagGems defects (``overloads.defects``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pytest_fl_contract.contracts.marking import own_items
+
+from pytest_fl_contract.config.platforms import DTYPE_CAPABILITY
+from pytest_fl_contract.overloads import defects
+from pytest_fl_contract.overloads.cases import Case, Plan, plan
+from pytest_fl_contract.overloads.table import read, summary
+from pytest_fl_contract.plugin import settings_of
+from pytest_fl_contract.registry.schema import flag_gems_version
+from pytest_fl_contract.session import tag_case
+
+_PLANS = pytest.StashKey["tuple[str, list[Plan]]"]()
+
+
+class Untested:
+    """An entry of the table with no case, and why."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.overload = plan.overload.name
+        self.reason = plan.untested
+
+    def __repr__(self) -> str:
+        return f"Untested({self.overload!r})"
+
+
+def plans(config: pytest.Config) -> tuple[str, list[Plan]]:
+    """The table's summary line and each entry's plan, once per process (collection probes
+    every overload with a spy: no kernel runs)."""
+    if _PLANS not in config.stash:
+        import flag_gems
+
+        entries = read(flag_gems)
+        config.stash[_PLANS] = (summary(entries), plan(flag_gems, entries, settings_of(config).sweep))
+    return config.stash[_PLANS]
+
+
+def _param(case: Case) -> Any:
+    cap = DTYPE_CAPABILITY.get(case.dtype)
+    return pytest.param(case, id=case.id, marks=[pytest.mark.requires_capability(cap)] if cap else [])
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "overload_case" not in metafunc.fixturenames:
+        return
+    try:
+        _, found = plans(metafunc.config)
+    except ImportError as exc:  # no FlagGems: one failing item says so (a run of nothing is not green)
+        metafunc.parametrize("overload_case", [pytest.param(str(exc), id="flag_gems-unavailable")])
+        return
+    params = []
+    for p in found:
+        params += [_param(c) for c in p.cases] if p.cases else [pytest.param(Untested(p), id=f"{p.overload.name}-untested")]
+    metafunc.parametrize("overload_case", params)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    try:
+        line, found = plans(config)
+    except Exception:
+        return []
+    tested = sum(1 for p in found if p.cases)
+    return [f"fl-contract overloads: {line}; {tested} with cases, {len(found) - tested} UNTESTED "
+            f"({settings_of(config).sweep} sweep)"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    version = flag_gems_version()
+    for item in own_items(items, __file__):
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        case = params.get("overload_case")
+        name = case.overload if isinstance(case, (Case, Untested)) else None
+        tag_case(item, name, "overloads")
+        if isinstance(case, Case):
+            for defect in defects.known(case, version):
+                item.add_marker(pytest.mark.known_defect(defect))

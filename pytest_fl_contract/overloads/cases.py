@@ -1,0 +1,279 @@
+"""The cases of each registered overload, and running one.
+
+``plan`` gives every entry of the registration table either its cases - (sample, dtype,
+transform) triples whose sample was shown to reach exactly that overload - or the reason it has
+none, so the suite has an item for every entry.  ``run`` is one case: torch in the case's dtype
+(structure, dtype, shape), torch in float64 (values), then FlagGems' function registered for
+that overload alone, with a spy that must see it called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import boundary
+from .oracle import (
+    UNDEFINED_VALUES,
+    Timeout,
+    Verdict,
+    compare,
+    deadline,
+    failure,
+    identity,
+    one_line,
+    random_verdict,
+    spied,
+)
+from .samples import (
+    SEED,
+    Source,
+    Unavailable,
+    callers,
+    candidates,
+    drawn,
+    fresh,
+    invoke,
+    out_buffers,
+    reaches,
+    registered,
+    schema,
+    supports,
+)
+from .table import Overload, function_of
+
+QUICK_TRANSFORMS = ("none", "boundary")
+FULL_TRANSFORMS = ("none", "boundary", "transposed", "strided", "expanded", "empty", "pow2")
+FULL_DTYPES = ("float32", "float16", "bfloat16")
+PROBE_DTYPES = ("float32", "int64", "int32", "bool", "float16", "bfloat16", "uint8", "float64")
+BUDGET = {"quick": 4097, "full": 1 << 22}  # elements of a transformed sample's largest tensor
+
+
+@dataclass(frozen=True)
+class Case:
+    overload: str
+    source: Source
+    index: int
+    dtype: str
+    transform: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.overload}-{self.source.opinfo}-{self.source.caller}-{self.index}-{self.dtype}-{self.transform}"
+
+    @property
+    def sample(self) -> str:
+        """``fl_sample``: the sample's index and dtype."""
+        return f"{self.source.opinfo}[{self.index}] {self.source.caller} {self.dtype}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    overload: Overload
+    cases: tuple[Case, ...]
+    untested: str = ""  # why there is no case
+
+
+def dispatch_key(gems: Any) -> str:
+    """The key FlagGems registers under on this lane (the device's)."""
+    device = getattr(getattr(gems, "runtime", None), "device", None)
+    key = getattr(device, "dispatch_key", None)
+    if key:
+        return str(key)
+    from flag_gems.runtime.backend.device import DeviceDetector
+
+    return str(DeviceDetector().dispatch_key)
+
+
+def is_random(name: str) -> bool:
+    """Some overload of the op takes a Generator: its values are drawn, not computed."""
+    import torch
+
+    base = name.split(".", 1)[0]
+    packet = getattr(torch.ops.aten, base, None)
+    if packet is None:
+        return False
+    for overload in packet.overloads():
+        if any("Generator" in str(a.type) for a in getattr(packet, overload)._schema.arguments):
+            return True
+    return base.rstrip("_") in {"dropout", "native_dropout", "randperm", "rand", "randn", "rand_like", "randn_like",
+                                 "randint", "randint_like", "multinomial"}
+
+
+def why_untestable(entry: Overload) -> str:
+    """Why an entry can have no case whatever the samples (empty: it can)."""
+    import torch
+
+    if entry.excluded:
+        return "the lane's vendor backend leaves it out of FlagGems' registration"
+    if not entry.enabled:
+        return f"its registration condition is false under torch {torch.__version__}"
+    if schema(entry.name) is None:
+        return f"torch {torch.__version__} has no aten::{entry.name}: FlagGems' registration of it fails"
+    return ""
+
+
+def plan_one(gems: Any, entry: Overload, sweep: str, keys: tuple[str, ...], dtypes: tuple[str, ...]) -> Plan:
+    """``entry``'s cases: the first samples that reach it (quick: one; full: up to four), in the
+    dtypes the lane and the OpInfo take, under the sweep's transforms."""
+    reason = why_untestable(entry)
+    if reason:
+        return Plan(entry, (), reason)
+    try:
+        names = candidates(entry.name)
+    except Unavailable as exc:
+        return Plan(entry, (), str(exc))
+    if not names:
+        return Plan(entry, (), "no OpInfo entry matches it by name, alias or variant, and no generator is written for it")
+    fn, extra = function_of(gems, entry.name)
+    want = 1 if sweep == "quick" else 4
+    hits: list[tuple[Source, int, str]] = []
+    shaped: tuple[Source, int, str] | None = None  # the first reaching sample with a size past 1
+    for name in names:
+        probe = next((d for d in PROBE_DTYPES if supports(name, d)), None)
+        if probe is None:
+            continue
+        for caller in callers(entry.name):
+            source = Source(name, caller)
+            for index, sample in enumerate(drawn(name, probe)):
+                if len(hits) >= want and shaped is not None:
+                    break
+                if reaches(entry.name, source, sample, keys + extra, fn):
+                    if len(hits) < want:
+                        hits.append((source, index, probe))
+                    if shaped is None and has_size(sample):
+                        shaped = (source, index, probe)
+            if hits:
+                break  # one way of calling it is enough
+        if hits:
+            break
+    if not hits:
+        return Plan(entry, (), f"none of the samples of {', '.join(names[:4])} reaches it through dispatch")
+    cases: list[Case] = []
+    transforms = QUICK_TRANSFORMS if sweep == "quick" else FULL_TRANSFORMS
+    for source, index, probe in hits:
+        kinds = [probe] if sweep == "quick" or probe not in FULL_DTYPES else \
+            [d for d in dtypes if d == probe or supports(source.opinfo, d)]
+        for dtype in kinds:
+            cases.append(Case(entry.name, source, index, dtype, "none"))
+    if shaped is not None:
+        source, index, probe = shaped
+        cases += [Case(entry.name, source, index, probe, t) for t in transforms if t != "none"]
+    return Plan(entry, tuple(dict.fromkeys(cases)))
+
+
+def has_size(sample: Any) -> bool:
+    """Some tensor of the sample has a dimension past 1: the transforms have something to change."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    flat = tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))[0]
+    return any(isinstance(t, torch.Tensor) and any(s > 1 for s in t.shape) for t in flat)
+
+
+def plan(gems: Any, entries: tuple[Overload, ...], sweep: str, dtypes: tuple[str, ...] = FULL_DTYPES) -> list[Plan]:
+    import warnings
+
+    keys = (dispatch_key(gems),)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [plan_one(gems, e, sweep, keys, dtypes) for e in entries]
+
+
+def _as64(sample: Any) -> Any:
+    import torch
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda v: v.to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v, sample)
+
+
+def _torch_call(case: Case, sample: Any) -> tuple[Any, dict[str, Any] | None]:
+    """torch's own result of the case's call (FlagGems not registered) and its out buffers."""
+    out = None
+    if case.source.caller == "out" or (case.source.caller == "aten" and any(
+            a.is_out for a in schema(case.overload).arguments)):
+        out = out_buffers(case.overload, invoke(case.overload, Source(case.source.opinfo, "op"), fresh_tuple(sample)))
+    return invoke(case.overload, case.source, fresh_tuple(sample), out=out), out
+
+
+def fresh_tuple(sample: Any) -> Any:
+    import torch
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda v: v.detach().clone() if isinstance(v, torch.Tensor) else v, sample)
+
+
+def to_device(sample: Any, device: str) -> Any:
+    import torch
+    from torch.utils._pytree import tree_map
+
+    if device == "cpu":
+        return fresh_tuple(sample)
+    return tree_map(lambda v: v.detach().to(device) if isinstance(v, torch.Tensor) else v, sample)
+
+
+def run(gems: Any, case: Case, *, budget: int, seconds: float, seed: int = SEED, device: str = "cpu") -> Verdict:
+    """One case's verdict (``budget``: elements of a transformed tensor; ``seconds``: its time;
+    ``device``: where FlagGems' call runs - torch's reference stays on the host)."""
+    import warnings
+
+    import torch
+
+    warnings.filterwarnings("ignore", category=UserWarning)
+    samples = drawn(case.source.opinfo, case.dtype)
+    if case.index >= len(samples):
+        return Verdict("UNTESTED", f"{case.source.opinfo} draws {len(samples)} samples in {case.dtype}")
+    try:
+        drawn_sample = boundary.redraw(fresh(samples[case.index]), case.transform, budget=budget, seed=seed)
+        sample = boundary.relayout(drawn_sample, case.transform)
+    except boundary.NotApplicable as exc:
+        return Verdict("UNTESTED", f"{case.transform}: {exc}")
+    random = is_random(case.overload)
+    grad = torch.enable_grad() if case.source.caller == "backward" else torch.no_grad()
+    with grad:
+        try:
+            torch.manual_seed(seed)
+            meta, out = _torch_call(case, sample)
+        except Exception as exc:
+            return Verdict("UNTESTED", f"torch refuses this sample ({case.transform}): {one_line(exc)}")
+        ref = meta
+        if not random and case.dtype != "float64":
+            try:
+                ref, _ = _torch_call(case, _as64(sample))
+            except Exception:
+                ref = meta  # torch has no float64 kernel for it: its own result in the case's dtype
+        draws = []
+        if random:
+            for k in range(1, 5):
+                torch.manual_seed(seed + k)
+                draws.append(_torch_call(case, sample)[0])
+        fn, extra = function_of(gems, case.overload)
+        spy, calls = spied(fn)
+        lib = registered(case.overload, spy, (dispatch_key(gems), *extra))
+        try:
+            inputs = boundary.relayout(to_device(drawn_sample, device), case.transform)
+            bufs = {k: torch.empty_like(v, device=device) for k, v in out.items()} if out else None
+            with deadline(seconds):
+                torch.manual_seed(seed)
+                got = invoke(case.overload, case.source, inputs, out=bufs)
+                again = None
+                if random:
+                    torch.manual_seed(seed)
+                    again = invoke(case.overload, case.source,
+                                   boundary.relayout(to_device(drawn_sample, device), case.transform),
+                                   out={k: torch.empty_like(v, device=device) for k, v in out.items()} if out else None)
+        except (Exception, Timeout) as exc:
+            if not calls:
+                return Verdict("UNTESTED", f"the case did not reach {fn.__name__} ({one_line(exc)})")
+            return failure(exc)
+        finally:
+            lib._destroy()
+    if not calls:
+        return Verdict("UNTESTED", f"the case did not reach {fn.__name__}: dispatch took another path")
+    problem = identity(case.source.caller, got, inputs, bufs)
+    if problem:
+        return Verdict("WRONG", problem)
+    if random:
+        return random_verdict(got, again, meta, draws)
+    problem = compare(got, meta, ref, values=case.overload.split(".")[0].rstrip("_") not in UNDEFINED_VALUES)
+    return Verdict("WRONG", problem) if problem else Verdict("PASS", "")

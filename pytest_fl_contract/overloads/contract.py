@@ -1,0 +1,47 @@
+"""What one item of the overload suite does: run its case, record the interface's fields, and
+turn the status into pytest's outcome (the suite's test module only calls this)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .oracle import FAILING, Verdict
+
+# elements of a transformed sample's largest tensor, and seconds a case may take: the emulator
+# runs kernels program by program in Python, hardware gets sizes past many tiles
+BUDGET = {("quick", True): 4097, ("full", True): 1 << 14, ("quick", False): 1 << 20, ("full", False): 1 << 22}
+SECONDS = {True: 20.0, False: 120.0}
+
+
+def record(node: Any, **fields: str) -> None:
+    """The interface's per-case properties, as ``record_property`` writes them (its
+    ``user_properties``, without its xunit2 warning on every case)."""
+    node.user_properties.extend((f"fl_{k}", v) for k, v in fields.items())
+
+
+def outcome(verdict: Verdict) -> None:
+    """PASS returns; UNSUPPORTED and UNTESTED skip; the failing statuses raise AssertionError,
+    which a known defect's strict xfail takes."""
+    if verdict.status == "PASS":
+        return
+    if verdict.status in FAILING:
+        raise AssertionError(f"{verdict.status}: {verdict.detail}")
+    pytest.skip(f"{verdict.status}: {verdict.detail}")
+
+
+def run_item(node: Any, gems: Any, settings: Any, device: str, case: Any) -> None:
+    from .cases import Case, run
+
+    if isinstance(case, str):  # FlagGems' table could not be read: the item fails saying why
+        record(node, overload="", status="ERROR", detail=case, transform="none", sample="")
+        raise AssertionError(f"ERROR: {case}")
+    if not isinstance(case, Case):  # an entry with no case
+        record(node, overload=case.overload, status="UNTESTED", detail=case.reason, transform="none", sample="")
+        pytest.skip(f"UNTESTED: {case.reason}")
+    emulated = settings.emulation is not None
+    verdict = run(gems, case, budget=BUDGET[(settings.sweep, emulated)], seconds=SECONDS[emulated], device=device)
+    record(node, overload=case.overload, status=verdict.status, detail=verdict.detail.replace("\n", " "),
+           transform=case.transform, sample=case.sample)
+    outcome(verdict)

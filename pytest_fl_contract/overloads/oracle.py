@@ -1,0 +1,239 @@
+"""One case's verdict: FlagGems' function, registered for exactly its overload, against torch's
+own CPU kernel in float64.
+
+What FlagGems returns must be what torch returns: the same structure, dtypes and shapes (torch
+in the case's dtype says which), values within the dtype's tolerance of the float64 result,
+integer, bool and index results exactly, NaN and inf where float64 has them; an in-place or
+``out=`` call returns the caller's tensor.  The case counts only if dispatch reached the
+function (``counted``'s spy, one overload): an OpInfo sample that torch routes elsewhere says
+nothing about it.  Random ops are held to properties instead (``random_verdict``).
+
+Statuses: PASS; WRONG (values or metadata differ: the largest error and the first index that
+differs); FAULT (the kernel touched memory it does not own: ``markers.device_fault``); ERROR
+(FlagGems raised where torch did not); UNSUPPORTED (FlagGems refuses a dtype or layout torch
+takes - its own status, since refusing is not answering wrong); TIMEOUT; UNTESTED (the case
+never reached the function, or torch itself refuses the input).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import signal
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..families import EPS
+
+STATUSES = ("PASS", "WRONG", "FAULT", "ERROR", "UNSUPPORTED", "TIMEOUT", "UNTESTED")
+FAILING = ("WRONG", "FAULT", "ERROR", "TIMEOUT")
+
+# ops whose values torch leaves undefined: only their metadata is the contract
+UNDEFINED_VALUES = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided",
+                              "empty_permuted"})
+# what FlagGems says when it declines an input, as opposed to failing on it
+_REFUSAL = re.compile(r"not (yet )?supported|unsupported|not implemented|only supports?|does not support", re.I)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    detail: str
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}")
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
+
+
+def refusal(exc: BaseException) -> bool:
+    """FlagGems declined the input (a dtype or layout it does not take)."""
+    return isinstance(exc, NotImplementedError) or bool(_REFUSAL.search(str(exc)))
+
+
+def tolerance(dtype: str) -> dict[str, float]:
+    """assert_close tolerances against float64 for a result in ``dtype``: FlagGems computes in
+    fp32 (a few ulps a term over the short sums OpInfo's samples make) and rounds once to a half
+    type (two of its ulps on top).  A masked row read, a lost tail or a wrong index is off by
+    far more."""
+    if dtype in ("float16", "bfloat16"):
+        return {"rtol": 2 * EPS[dtype] + 64 * EPS["float32"], "atol": 2 * EPS[dtype] + 64 * EPS["float32"]}
+    if dtype == "float64":
+        return {"rtol": 64 * EPS["float64"] * 2**20, "atol": 64 * EPS["float32"]}  # FlagGems may sum in fp32
+    return {"rtol": 64 * EPS["float32"], "atol": 64 * EPS["float32"]}
+
+
+class Timeout(BaseException):
+    """The case ran past its budget (a BaseException: no ``except Exception`` in a kernel's
+    host code swallows it)."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Any:
+    """SIGALRM after ``seconds`` in the main thread (the interpreter runs kernels in Python, so
+    it lands); elsewhere no limit."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise Timeout(f"ran past {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def leaves(value: Any) -> list[Any]:
+    from torch.utils._pytree import tree_flatten
+
+    return tree_flatten(value)[0]
+
+
+def first_difference(got: Any, want: Any, tol: dict[str, float] | None) -> str | None:
+    """None where ``got`` (a tensor) matches ``want`` (float64 or exact); else the largest
+    error and the first index that differs, in one line."""
+    import torch
+
+    g, w = got.detach().cpu(), want.detach().cpu()
+    if g.is_complex() or w.is_complex():
+        g, w = torch.view_as_real(g.to(torch.complex128)), torch.view_as_real(w.to(torch.complex128))
+    if tol is None:  # exact: integer, bool and index results
+        bad = g.to(torch.float64) != w.to(torch.float64)
+        both_nan = torch.isnan(g.to(torch.float64)) & torch.isnan(w.to(torch.float64))
+        bad = bad & ~both_nan
+        err = (g.to(torch.float64) - w.to(torch.float64)).abs()
+    else:
+        g64, w64 = g.to(torch.float64), w.to(torch.float64)
+        nan_g, nan_w = torch.isnan(g64), torch.isnan(w64)
+        inf_mismatch = (torch.isinf(g64) | torch.isinf(w64)) & (g64 != w64)
+        finite = ~(nan_g | nan_w) & ~(torch.isinf(g64) | torch.isinf(w64))
+        err = torch.where(finite, (g64 - w64).abs(), torch.zeros_like(g64))
+        bad = (nan_g != nan_w) | inf_mismatch | (finite & (err > tol["atol"] + tol["rtol"] * w64.abs()))
+    if not bool(bad.any()):
+        return None
+    flat = int(bad.reshape(-1).nonzero()[0])
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(bad.shape))) if bad.dim() else ()
+    err = err.reshape(-1)
+    finite_err = err[torch.isfinite(err)]
+    worst = float(finite_err.max()) if finite_err.numel() else float("nan")
+    return (f"max error {worst:.4g}, first at index {list(index)}: got {g.reshape(-1)[flat].item()!r}, "
+            f"want {w.reshape(-1)[flat].item()!r} ({int(bad.sum())} of {bad.numel()} differ)")
+
+
+def compare(got: Any, meta: Any, ref: Any, *, values: bool = True) -> str | None:
+    """FlagGems' result against torch's in the case's dtype (``meta``: structure, dtype, shape)
+    and in float64 (``ref``: values).  None when they agree, else one line."""
+    import torch
+
+    g, m, r = leaves(got), leaves(meta), leaves(ref)
+    if len(g) != len(m):
+        return f"{len(g)} results, torch {len(m)}"
+    for i, (gv, mv, rv) in enumerate(zip(g, m, r)):
+        where = f"result {i}: " if len(g) > 1 else ""
+        if isinstance(mv, torch.Tensor):
+            if not isinstance(gv, torch.Tensor):
+                return f"{where}{type(gv).__name__}, torch a tensor"
+            if gv.dtype != mv.dtype:
+                return f"{where}dtype {gv.dtype}, torch {mv.dtype}"
+            if tuple(gv.shape) != tuple(mv.shape):
+                return f"{where}shape {tuple(gv.shape)}, torch {tuple(mv.shape)}"
+            if not values:
+                continue
+            want = rv if isinstance(rv, torch.Tensor) and tuple(rv.shape) == tuple(mv.shape) else mv
+            floating = gv.is_floating_point() or gv.is_complex()
+            if floating:
+                want = want.to(gv.dtype)  # what a right answer in the result's dtype can be
+            problem = first_difference(gv, want, tolerance(str(gv.dtype).removeprefix("torch.")) if floating else None)
+            if problem:
+                return where + problem
+        elif isinstance(mv, (bool, int)) and not isinstance(mv, float):
+            if gv != mv:
+                return f"{where}{gv!r}, torch {mv!r}"
+        elif isinstance(mv, float):
+            want = rv if isinstance(rv, float) else mv
+            if not (isinstance(gv, (int, float)) and (math.isclose(gv, want, rel_tol=1e-5, abs_tol=1e-6)
+                                                       or (math.isnan(gv) and math.isnan(want)))):
+                return f"{where}{gv!r}, torch {want!r}"
+    return None
+
+
+def identity(caller: str, got: Any, inputs: Any, out: dict[str, Any] | None) -> str | None:
+    """An in-place call returns its self, an out= call its buffers."""
+    if caller == "inplace" and got is not inputs[0]:
+        return "the in-place call returned a new tensor, not its self"
+    if caller == "out" and out:
+        bufs = list(out.values())
+        got_list = list(got) if isinstance(got, (tuple, list)) else [got]
+        if len(got_list) != len(bufs) or any(a is not b for a, b in zip(got_list, bufs)):
+            return "the out= call returned new tensors, not its out buffers"
+    return None
+
+
+def spied(fn: Callable[..., Any]) -> tuple[Callable[..., Any], list[int]]:
+    """``fn`` wrapped to count its calls (it keeps ``fn``'s name and module: FlagGems and the
+    emulator tell its functions by them)."""
+    import functools
+
+    calls: list[int] = []
+
+    @functools.wraps(fn)
+    def called(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return fn(*args, **kwargs)
+
+    return called, calls
+
+
+def failure(exc: BaseException) -> Verdict:
+    """The status of an exception FlagGems' call raised where torch's did not."""
+    from ..markers import device_fault
+
+    if isinstance(exc, Timeout):
+        return Verdict("TIMEOUT", str(exc))
+    if device_fault(exc):
+        return Verdict("FAULT", one_line(exc))
+    if refusal(exc):
+        return Verdict("UNSUPPORTED", one_line(exc))
+    return Verdict("ERROR", one_line(exc))
+
+
+def random_verdict(got: Any, again: Any, meta: Any, draws: list[Any]) -> Verdict:
+    """A random op by property: torch's structure, dtype and shape; the same seed gives the
+    same bits; finite values; and where there are enough values, the mean and spread of torch's
+    own draws (the same call, other seeds) within six standard errors - seeded, so the verdict
+    is the same every run."""
+    import torch
+
+    problem = compare(got, meta, meta, values=False)
+    if problem:
+        return Verdict("WRONG", problem)
+    for a, b in zip(leaves(got), leaves(again)):
+        if isinstance(a, torch.Tensor) and not torch.equal(a.view(-1).view(torch.uint8) if a.numel() else a,
+                                                           b.view(-1).view(torch.uint8) if b.numel() else b):
+            return Verdict("WRONG", "the same seed gave different values")
+    for i, g in enumerate(leaves(got)):
+        if not isinstance(g, torch.Tensor) or not g.is_floating_point() or g.numel() < 64:
+            continue
+        g64 = g.double().reshape(-1)
+        if not bool(torch.isfinite(g64).all()):
+            return Verdict("WRONG", f"result {i}: non-finite values from a random op")
+        pool = torch.cat([leaves(d)[i].double().reshape(-1) for d in draws])
+        mean, std = float(pool.mean()), float(pool.std())
+        bound = 6 * std * math.sqrt(1 / g64.numel() + 1 / pool.numel()) + 1e-6
+        if abs(float(g64.mean()) - mean) > bound:
+            return Verdict("WRONG", f"result {i}: mean {float(g64.mean()):.4g}, torch's draws {mean:.4g} (+-{bound:.2g})")
+        sbound = 6 * std * math.sqrt(1 / (2 * g64.numel()) + 1 / (2 * pool.numel())) + 1e-6
+        if abs(float(g64.std()) - std) > sbound:
+            return Verdict("WRONG", f"result {i}: std {float(g64.std()):.4g}, torch's draws {std:.4g} (+-{sbound:.2g})")
+    return Verdict("PASS", "")
