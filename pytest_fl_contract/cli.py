@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from . import __version__
 from .lanes import commands as lane_commands
 from .results import commands as result_commands
+from .triage import commands as triage_commands
 from .util import FlContractError, md_code, md_text
 from .util import one_line as util_one_line
 
@@ -159,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lane_commands.register(sub)
     result_commands.register(sub)
+    triage_commands.register(sub)
     sub.add_parser("platform", help="print the detected platform and how").set_defaults(fn=cmd_platform)
     defects = sub.add_parser("defects", help="the known defects of a platform: whose, which ops and versions, covered or not")
     defects.add_argument("--platform", default=None, metavar="NAME", help="a registry platform (default: this machine's)")
@@ -251,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
-    if "--" in argv and _command(argv) == "contracts":  # pytest's own arguments; elsewhere '--' is argparse's
+    if "--" in argv and _command(argv) in ("contracts", "repro", "triage"):  # pytest's own arguments; elsewhere '--' is argparse's
         passthrough = argv[argv.index("--") + 1 :]
         argv = argv[: argv.index("--")]
     try:

@@ -1,0 +1,304 @@
+"""Triage (issue 60): reproductions, groups by cause, order and isolation, drafts.
+
+The scripts are run as a lane engineer runs them - standalone, in a fresh interpreter - and
+must exit 1 while the defect is there and 0 once it is gone: a fake ``flag_gems`` package
+(one function, broken or not by an environment variable) stands in for FlagGems where the
+subject is the script and the recorder, the emulator with the injected defect where the
+subject is the emulated lane.  Grouping is checked on a committed H200 report (a hardware
+lane's failures and a FlagGems defect it registers) and on an emulated lane's rows; order
+and isolation on a planted suite (an order-dependent pair, a flaky case, a case that fails
+alone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_fl_contract.results.cases import Row, read_one
+from pytest_fl_contract.triage import drafts, groups, order, script
+from pytest_fl_contract.triage.rerun import Runner, ident, lane_options, nodeid
+
+ROOT = Path(__file__).resolve().parent.parent
+H200 = ROOT / "tests" / "data" / "triage" / "h200-tensorops-fg502.xml"
+
+FAKE_FLAG_GEMS = {
+    "flag_gems/__init__.py": "from .ops.fake import sum_dim\n_FULL_CONFIG = (('sum.dim_IntList', sum_dim),)\n",
+    "flag_gems/ops/__init__.py": "",
+    "flag_gems/ops/fake.py": textwrap.dedent("""\
+        import os
+
+
+        def sum_dim(inp, dim=None, keepdim=False, *, dtype=None):
+            '''torch's sum, plus one past the first row where FAKE_BROKEN is set (a row read twice).'''
+            out = inp.sum(dim, keepdim=keepdim)
+            if os.environ.get("FAKE_BROKEN"):
+                out = out + 1.0
+            return out
+        """),
+}
+
+
+def fake_flag_gems(where: Path) -> Path:
+    for name, text in FAKE_FLAG_GEMS.items():
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_text(text)
+    return where
+
+
+def run_script(path: Path, site: Path, *args: str, broken: bool) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop("FAKE_BROKEN", None)
+    if broken:
+        env["FAKE_BROKEN"] = "1"
+    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, env=env,
+                          cwd=str(path.parent), timeout=300)
+
+
+def test_script_replays_the_call_bit_for_bit_and_exits_by_the_defect(tmp_path):
+    """A strided view of a larger storage (a layout contract's input) is rebuilt exactly,
+    the call runs against torch's float64 aten op, and the exit code is the verdict."""
+    import torch
+
+    site = fake_flag_gems(tmp_path / "site")
+    base = torch.randn(7, 9, generator=torch.Generator().manual_seed(3))
+    view = base.t()[2:, 1:]  # not contiguous, offset into its storage
+    record, data = script.tensor_record("t0", view)
+    assert record.offset == view.storage_offset() and record.stride == view.stride()
+    call = script.Call("flag_gems.ops.fake", "sum_dim", "sum.dim_IntList",
+                       (script.encode(view, lambda t: "t0"), {"list": [1]}), (("keepdim", False),), 1e-6, 1e-5)
+    repro = script.Repro(key="m::t[x]", lane="lane", platform="cpu", device="cpu", failure="AssertionError: off",
+                         versions={"torch": torch.__version__}, calls=(call,), tensors=(record,))
+    path = tmp_path / "repro.py"
+    path.write_text(script.render(repro, path.name))
+    broken = run_script(path, site, "--lane", "device", broken=True)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "| sum_dim(t0, [1], keepdim=False) |" in broken.stdout and "WRONG" in broken.stdout
+    fixed = run_script(path, site, broken=False)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "every call holds" in fixed.stdout
+
+
+def test_large_inputs_go_beside_the_script_and_are_checked(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(script, "INLINE_BYTES", 64)
+    site = fake_flag_gems(tmp_path / "site")
+    x = torch.arange(60.0).reshape(6, 10)
+    record, data = script.tensor_record("t0", x)
+    assert not record.inline and record.data == ""
+    call = script.Call("flag_gems.ops.fake", "sum_dim", "sum.dim_IntList", ({"tensor": "t0"}, {"list": [0]}), (),
+                       1e-6, 1e-5)
+    repro = script.Repro("m::t", "lane", "cpu", "cpu", "off", {}, (call,), (record,))
+    path = tmp_path / "repro.py"
+    path.write_text(script.render(repro, path.name))
+    for name, blob in script.sidecars(repro, {"t0": data}, path.name).items():
+        (tmp_path / name).write_bytes(blob)
+    assert run_script(path, site, broken=True).returncode == 1
+    sidecar = tmp_path / script.sidecar_name(path.name, record)
+    sidecar.write_bytes(__import__("zlib").compress(b"\0" * record.nbytes))  # other bytes: refused, never used
+    done = run_script(path, site, broken=True)
+    assert done.returncode == 2 and "do not match their digest" in done.stderr  # not 1: that says "defect"
+
+
+def test_unrecordable_arguments_are_refused():
+    with pytest.raises(script.Unrecordable):
+        script.encode(object(), lambda t: "t0")
+
+
+PLANTED_CAPTURE = """
+import flag_gems
+import torch
+
+
+def test_sum_rows():
+    x = torch.arange(12.0).reshape(3, 4)
+    got = flag_gems.ops.fake.sum_dim(x, [0])
+    assert torch.equal(got, x.sum(0))
+
+
+def test_no_flag_gems_call():
+    assert False, "nothing of FlagGems ran"
+"""
+
+
+def test_recorder_writes_a_script_from_the_call_the_case_made(pytester, tmp_path):
+    """The recorder (``-p pytest_fl_contract.triage.capture``) sees the FlagGems call a
+    failing case made, whatever the test is, and its script fails standalone the same way;
+    a case that made no FlagGems call gets no script and says why."""
+    site = fake_flag_gems(tmp_path / "site")
+    pytester.makepyfile(test_planted=PLANTED_CAPTURE)
+    out = tmp_path / "out"
+    out.mkdir()
+    pytester._monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(ROOT)]))
+    pytester._monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester._monkeypatch.setenv("FL_TRIAGE_OUT", str(out))
+    pytester._monkeypatch.setenv("FAKE_BROKEN", "1")
+    pytester.runpytest_subprocess("-p", "pytest_fl_contract.triage.capture", "-p", "no:cacheprovider", timeout=300)
+    lines = {json.loads(ln)["key"]: json.loads(ln) for ln in (out / "captured.jsonl").read_text().splitlines()}
+    assert set(lines) == {"test_planted::test_sum_rows", "test_planted::test_no_flag_gems_call"}
+    assert "made no FlagGems call" in lines["test_planted::test_no_flag_gems_call"]["why"]
+    entry = lines["test_planted::test_sum_rows"]
+    assert entry["calls"] == ["sum_dim(t0, [0])"]
+    path = Path(entry["script"])
+    assert run_script(path, site, broken=True).returncode == 1
+    assert run_script(path, site, broken=False).returncode == 0
+
+
+def _rows(spec: list[tuple[str, str, str | None, str]]) -> list[Row]:
+    return [Row("lane", "op_contracts", f"op_contracts/{key}", outcome, op, key.split("::")[0].split(".")[-1][5:],
+                None, None, message) for key, outcome, op, message in spec]
+
+
+def test_an_emulated_lane_comes_out_as_its_compiler_defect_and_what_else_broke():
+    """The injected compiler defect's reduction ops failing their assertions are one group
+    (probe-implicated: the probes that failed for it are named), the probe cases themselves
+    another (the standalone evidence); a TypeError of a reached op is not lumped in."""
+    from pytest_fl_contract.config.platforms import load_registry
+
+    lane = groups.lane_of({"fl_platform": "iluvatar", "fl_emulated": "iluvatar-small; defects: masked_2d_row_load"},
+                          load_registry(entry_points=False))
+    assert "sum" in lane.compiler["masked_2d_row_load"] and lane.injected == ("masked_2d_row_load",)
+    rows = _rows([
+        ("reductions.test_accuracy::test_accuracy[sum-3x5x4-d1-float32]", "failed", "sum",
+         "AssertionError: Tensor-likes are not close! Mismatched elements: 12 / 12"),
+        ("reductions.test_dims::test_dims[softmax-3x5x4-d1]", "failed", "softmax", "Tensor-likes are not close!"),
+        ("reductions.test_dims::test_dims[sum-3x5x4-d0]", "failed", "sum", "TypeError: sum_dim() got 'dim'"),
+        ("probes.test_compiler::test_probe[load_row_mask]", "failed", None,
+         "AssertionError: 2-D mask: result 28, expected 6 - evidence for compiler: masked_2d_row_load; affects sum"),
+        ("reductions.test_accuracy::test_accuracy[sum-3x4-d1-float32]", "passed", "sum", ""),
+    ])
+    found = groups.group(rows, lane)
+    first = found[0]
+    assert first.signature.cause == "compiler:masked_2d_row_load" and first.signature.family == "reductions"
+    assert first.size == 2 and dict(first.ops) == {"sum": 1, "softmax": 1}
+    assert first.probes == ("op_contracts/probes.test_compiler::test_probe[load_row_mask]",)
+    assert "probes failed" in first.evidence and "injected" in first.evidence
+    rest = {(g.signature.cause, g.signature.error, g.size) for g in found[1:]}
+    assert rest == {("compiler:masked_2d_row_load", "AssertionError", 1), ("failure", "TypeError", 1)}
+
+
+def test_a_hardware_lane_groups_by_cause_across_contracts_and_drafts_the_registered_defect():
+    """The committed H200 report (tensorops, FlagGems 5.0.2): the mm cases out of shared
+    memory in eight contracts are one group (the one a strict xfail's mismatch hides
+    included), bmm's empty-input error another; with ``registered`` the FlagGems defect the
+    lane registers (argmax_tile_not_pow2) is a group whose draft says where it is registered."""
+    from pytest_fl_contract.config.platforms import load_registry
+
+    report = read_one(H200)
+    registry = load_registry(entry_points=False)
+    lane = groups.lane_of(report.properties, registry)
+    found = groups.group(report.rows, lane)
+    sizes = {(g.signature.error, dict(g.ops).get("mm", 0) + dict(g.ops).get("bmm", 0)): g.size for g in found}
+    assert sizes == {("OutOfResources", 15): 15, ("ValueError", 2): 2}
+    assert len(dict(found[0].contracts)) == 8
+    with_known = groups.group(report.rows, lane, registered=True)
+    known = next(g for g in with_known if g.signature.whose == "flag_gems")
+    assert known.signature.defect == "argmax_tile_not_pow2" and dict(known.ops) == {"argmax": 2}
+    text = drafts.render(known, drafts.Evidence(), lane=report.lane, report=report.path,
+                         properties=report.properties, registry=registry)
+    for needed in ("**Draft - not filed.**", "## Reproduction", "## Versions and device", "| flag_gems | 5.0.2 |",
+                   "NVIDIA H200", "Registered: `argmax_tile_not_pow2`", "## Workaround"):
+        assert needed in text
+    md = "\n".join(groups.markdown(found))
+    assert "**17 failing cases in 2 groups**" in md
+
+
+def test_triage_command_writes_groups_and_drafts_and_refuses_bad_input(tmp_path, capsys):
+    from pytest_fl_contract.cli import main
+
+    assert main(["triage", str(H200), "--out", str(tmp_path), "--no-repro"]) == 0
+    data = json.loads((tmp_path / "groups.json").read_text())
+    assert [g["size"] for g in data["groups"]] == [15, 2]
+    assert all((tmp_path / g["draft"]).is_file() for g in data["groups"])
+    assert "failures by cause" in (tmp_path / "groups.md").read_text()
+    capsys.readouterr()
+    assert main(["triage", str(tmp_path / "missing.xml"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such report" in err
+
+
+def test_lane_options_and_node_ids():
+    props = {"fl_platform": "iluvatar", "fl_emulated": "iluvatar-small; defects: masked_2d_row_load",
+             "fl_workaround": "off", "fl_sweep": "quick", "fl_autotune": "rotate"}
+    assert lane_options(props) == ["--fl-platform", "iluvatar", "--fl-emulate", "--fl-profile", "iluvatar-small",
+                                   "--fl-inject", "masked_2d_row_load", "--fl-no-workaround", "--fl-sweep", "quick"]
+    assert ident("op_contracts/reductions.test_a::test_a[x/y]") == "reductions.test_a::test_a[x/y]"
+    from pytest_fl_contract.config.suites import root
+
+    assert nodeid("reductions.test_accuracy::test_accuracy[sum-3x5-d1-float32]", root()) == \
+        "reductions/test_accuracy.py::test_accuracy[sum-3x5-d1-float32]"
+
+
+PLANTED_ORDER = """
+import os
+from pathlib import Path
+
+STATE = []
+
+
+def test_a_leaves_state():
+    STATE.append("left")
+
+
+def test_b_needs_clean_state():
+    assert not STATE, "state left by an earlier test"
+
+
+def test_c_flaky():
+    marker = Path(os.environ["FLAKY_DIR"]) / "ran"
+    first = not marker.exists()
+    marker.touch()
+    assert not first, "fails the first time only"
+
+
+def test_d_broken():
+    assert 1 == 2
+"""
+
+
+def test_order_dependent_pair_flaky_case_and_own_failure_are_told_apart(pytester, tmp_path):
+    """A planted suite: b fails after a (module state), c fails once, d always.  Each failing
+    case re-run alone in a fresh process, then after the cases before it: d 'alone', b
+    'order' naming a, c 'flaky'."""
+    pytester.makepyfile(test_planted=PLANTED_ORDER)
+    env = {"FLAKY_DIR": str(tmp_path), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    for name, value in env.items():
+        pytester._monkeypatch.setenv(name, value)
+    junit = tmp_path / "lane.xml"
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--junitxml={junit}", timeout=300)
+    report = read_one(junit)
+    failing = [ident(r.key) for r in report.rows if r.failing]
+    assert failing == ["test_planted::test_b_needs_clean_state", "test_planted::test_c_flaky",
+                       "test_planted::test_d_broken"]
+    runner = Runner(pytester.path, env=env, timeout=300)
+    found = {f.key.split("::")[1]: f for f in order.classify_all(failing, [ident(r.key) for r in report.rows],
+                                                                  runner.run)}
+    assert found["test_b_needs_clean_state"].kind == "order"
+    assert found["test_b_needs_clean_state"].after == ("test_planted::test_a_leaves_state",)
+    assert found["test_c_flaky"].kind == "flaky"
+    assert found["test_d_broken"].kind == "alone"
+
+
+def test_classification_from_a_table_of_outcomes():
+    """The halving names the one earlier case that breaks a later one out of many; a case
+    whose re-run says nothing is 'unknown', never a pass."""
+    culprit = "m::t7"
+
+    def run(keys):
+        last = keys[-1]
+        if last == "m::x":
+            return {}
+        return {last: "failed" if culprit in keys[:-1] or last == "m::own" else "passed"}
+
+    before = [f"m::t{i}" for i in range(20)]
+    assert order.classify("m::late", before, run) .after == (culprit,)
+    assert order.classify("m::own", before, run).kind == "alone"
+    assert order.classify("m::x", before, run).kind == "unknown"
+    assert order.classify("m::late", [], run).kind == "flaky"
