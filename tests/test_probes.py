@@ -247,7 +247,7 @@ def test_command_on_the_emulated_iluvatar_lane(tmp_path):
 
 def test_suite_on_the_emulated_lane_names_the_defect_in_the_summary(pytester, run_subprocess):
     xml = pytester.path / "probes.xml"
-    result = run_subprocess(str(ROOT / "contracts" / "probes"), "-p", "fl_contract", "--platform", "iluvatar",
+    result = run_subprocess(str(ROOT / "contracts" / "probes" / "test_compiler.py"), "-p", "fl_contract", "--platform", "iluvatar",
                             "--fl-emulate", f"--junitxml={xml}")
     result.assert_outcomes(failed=len(ROW_LOAD_PROBES), passed=len(battery.PROBES) - len(ROW_LOAD_PROBES) - 1,
                            skipped=1)

@@ -26,8 +26,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         params = getattr(item, "callspec", None)
         probe = params.params.get("probe") if params is not None else None
-        if isinstance(probe, Probe):
-            tag_case(item, probes.label(probe.defect, settings.platform, settings.registry), probe.id)
+        if isinstance(probe, Probe):  # a module may name the defect its cases are evidence for (DEFECT)
+            defect = getattr(getattr(item, "module", None), "DEFECT", None) or probe.defect
+            tag_case(item, probes.label(defect, settings.platform, settings.registry), probe.id)
 
 
 @pytest.fixture

@@ -36,10 +36,14 @@ import threading
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from . import assume
+
 # The defects this emulator can inject (--fl-inject): the seed's, and the classes vendor lanes
 # meet beyond masks (issue 30) - a kernel specialised on its first launch's scalars, a cold
-# compile that is wrong once, masked lanes that do not take other=.
-INJECTABLE = ("masked_2d_row_load", "scalar_bound_at_first_launch", "cold_first_launch", "masked_load_other")
+# compile that is wrong once, masked lanes that do not take other=; and a store dropped after a
+# branch holding tl.assume (issue 59: emulation/assume.py, the equivalent-kernel probes' class).
+INJECTABLE = ("masked_2d_row_load", "scalar_bound_at_first_launch", "cold_first_launch", "masked_load_other",
+              "equivalent_kernels_differ")
 
 
 class EmulatedDeviceFault(RuntimeError):
@@ -347,10 +351,15 @@ def enable(*names: str) -> None:
     install()
     DEVICE.enabled.update(names)
     DEVICE.injecting = DEVICE.injecting or bool(names)
+    if assume.DEFECT in names:  # a source-level defect: the interpreter's rewriter applies it
+        assume.install(lambda: DEVICE.enabled)
 
 
 def disable(*names: str) -> None:
+    was = set(DEVICE.enabled)
     DEVICE.enabled.difference_update(names or tuple(DEVICE.enabled))
+    if assume.DEFECT in was - DEVICE.enabled:
+        assume.install(lambda: DEVICE.enabled)  # kernels rewritten with the defect are rewritten again
 
 
 def poison(fill: float | None) -> None:

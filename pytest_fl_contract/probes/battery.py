@@ -1052,6 +1052,33 @@ def _first_launch(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
     return out, np.arange(1, 5, dtype=np.int32)
 
 
+ASSUME_PROGRAMS, ASSUME_N = 3, 8  # FlagTree #1227's count, small: 3 programs adding 8 each
+
+
+@triton.jit
+def atomic_after_assume(out_ptr, N, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid < 0:  # never taken: the assumption holds nowhere it is reached
+        tl.assume(N < 0)
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(out_ptr, tl.sum(tl.where(offs < N, 1, 0), axis=0))
+
+
+@triton.jit
+def atomic_after_assume_dropped(out_ptr, N, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid < 0:
+        tl.assume(N < 0)
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr, tl.sum(tl.where(offs < 0, 1, 0), axis=0), mask=pid < 0)  # the atomic_add gone
+
+
+def _assume_branch(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    (out,) = _on(device, torch.zeros(1, dtype=torch.int32))
+    kernel[(ASSUME_PROGRAMS,)](out, ASSUME_N, BLOCK=ASSUME_N)
+    return out, np.array([ASSUME_PROGRAMS * ASSUME_N], dtype=np.int32)
+
+
 PROBES: tuple[Probe, ...] = (
     # the seed's table, row for row
     Probe("seed_masked_load", _SEED + "tl.load(mask=(n<N)&(k<K), other=0.0)", "masked_2d_row_load",
@@ -1134,6 +1161,9 @@ PROBES: tuple[Probe, ...] = (
           "scalar_bound_at_first_launch", _scalar_args, sum_first_n, sum_first_n_bound),
     Probe("first_launch", "(4 programs, a kernel's first launch) each program stores pid + 1", "cold_first_launch",
           _first_launch, program_ids, program_ids_first_only),
+    Probe("atomic_after_assume", f"({ASSUME_PROGRAMS} programs) tl.assume in a never-taken if, then tl.atomic_add of "
+          f"{ASSUME_N} each (FlagTree #1227: 3072 -> 0)", "equivalent_kernels_differ", _assume_branch,
+          atomic_after_assume, atomic_after_assume_dropped),
     Probe("int64_offsets", "(int8, 3 programs) offsets pid * (2**30+3) past 2**31", "int64_offset_arith",
           _int64, int64_offsets, int64_offsets_wrapped, needs=("int64",), hardware_only=True),
 )

@@ -1,0 +1,38 @@
+"""The interpreter oracle's child process (``probes.variants.oracle``): ``python -m
+pytest_fl_contract.probes.oracle IN OUT`` replays each probe's recorded launches (a pickle of
+``{probe id: Recording}``) on the CPU lane's emulator, no defect injected, and pickles
+``{probe id: result array or error line}`` to OUT.  Its own process because the interpreter
+must be on before triton is imported."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m pytest_fl_contract.probes.oracle IN.pickle OUT.pickle", file=sys.stderr)
+        return 2
+    from ..emulation.interpreter import bring_up
+
+    bring_up("nvidia-small")
+    from ..util import first_line
+    from . import variants
+    from .battery import BY_ID
+
+    with open(argv[0], "rb") as f:
+        recordings = pickle.load(f)  # noqa: S301 - written by our parent
+    results = {}
+    for probe_id, recording in recordings.items():
+        try:
+            results[probe_id] = variants.replay(recording, BY_ID[probe_id].kernel, "cpu").numpy()
+        except Exception as exc:  # one probe's failure is that probe's finding, not the run's
+            results[probe_id] = f"{type(exc).__name__}: {first_line(exc)}"
+    with open(argv[1], "wb") as f:
+        pickle.dump(results, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
