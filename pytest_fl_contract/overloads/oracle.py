@@ -100,9 +100,11 @@ def leaves(value: Any) -> list[Any]:
     return tree_flatten(value)[0]
 
 
-def first_difference(got: Any, want: Any, tol: dict[str, float] | None) -> str | None:
+def first_difference(got: Any, want: Any, tol: dict[str, float] | None, torch_own: Any = None) -> str | None:
     """None where ``got`` (a tensor) matches ``want`` (float64 or exact); else the largest
-    error and the first index that differs, in one line."""
+    error and the first index that differs, in one line.  ``torch_own``: torch's result in the
+    case's dtype - FlagGems may be off float64 by twice as much as torch's own kernel is there
+    (an ill-conditioned function near its poles, a long sum), on top of the dtype's tolerance."""
     import torch
 
     g, w = got.detach().cpu(), want.detach().cpu()
@@ -119,7 +121,11 @@ def first_difference(got: Any, want: Any, tol: dict[str, float] | None) -> str |
         inf_mismatch = (torch.isinf(g64) | torch.isinf(w64)) & (g64 != w64)
         finite = ~(nan_g | nan_w) & ~(torch.isinf(g64) | torch.isinf(w64))
         err = torch.where(finite, (g64 - w64).abs(), torch.zeros_like(g64))
-        bad = (nan_g != nan_w) | inf_mismatch | (finite & (err > tol["atol"] + tol["rtol"] * w64.abs()))
+        allowed = tol["atol"] + tol["rtol"] * w64.abs()
+        if torch_own is not None and tuple(torch_own.shape) == tuple(w64.shape):
+            own = (torch_own.detach().cpu().to(torch.float64) - w64).abs()
+            allowed = allowed + 2 * torch.where(torch.isfinite(own), own, torch.zeros_like(own))
+        bad = (nan_g != nan_w) | inf_mismatch | (finite & (err > allowed))
     if not bool(bad.any()):
         return None
     flat = int(bad.reshape(-1).nonzero()[0])
@@ -154,7 +160,8 @@ def compare(got: Any, meta: Any, ref: Any, *, values: bool = True) -> str | None
             floating = gv.is_floating_point() or gv.is_complex()
             if floating:
                 want = want.to(gv.dtype)  # what a right answer in the result's dtype can be
-            problem = first_difference(gv, want, tolerance(str(gv.dtype).removeprefix("torch.")) if floating else None)
+            problem = first_difference(gv, want, tolerance(str(gv.dtype).removeprefix("torch.")) if floating else None,
+                                       mv if floating and mv is not rv else None)
             if problem:
                 return where + problem
         elif isinstance(mv, (bool, int)) and not isinstance(mv, float):

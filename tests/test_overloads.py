@@ -1,0 +1,136 @@
+"""The overload suite (issue 57): FlagGems' registration table is the denominator on both lines,
+a planted wrong kernel is WRONG and fails, a refused dtype is UNSUPPORTED, an entry with no
+sample is UNTESTED with its reason, a case that never reaches its function does not count, and
+every item carries the JUnit interface's properties.  The emulator patches a process for good,
+so each check runs in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from .conftest import ROOT
+
+CONTRACTS = ROOT / "contracts"
+
+ENGINE = textwrap.dedent("""
+    import json, sys
+    from pytest_fl_contract.emulation.interpreter import bring_up
+    bring_up("nvidia-small", ())
+    import flag_gems
+    from pytest_fl_contract.overloads import cases, samples, table
+
+    entries = table.read(flag_gems)
+    raw = flag_gems._FULL_CONFIG
+    found = {"count": len(entries), "raw": len(raw),
+             "names": [e.name for e in entries] == [item[0] for item in raw],
+             "functions": [e.function for e in entries] == [item[1].__name__ for item in raw],
+             "version": flag_gems.__version__}
+    if "--run" in sys.argv:
+        # a case whose sample dispatch routes elsewhere: abs's sample, called as abs, counted for sum
+        case = cases.Case("sum.dim_IntList", samples.Source("abs", "op"), 0, "float32", "none")
+        found["unreached"] = cases.run(flag_gems, case, budget=64, seconds=60).status
+        case = cases.Case("abs", samples.Source("abs", "op"), 0, "float32", "none")
+        found["reached"] = cases.run(flag_gems, case, budget=64, seconds=60).status
+    print("RESULT " + json.dumps(found))
+""")
+
+
+def _engine(pythonpath: list[str], *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath), "OMP_NUM_THREADS": "1"}
+    env.pop("PYTEST_ADDOPTS", None)
+    done = subprocess.run([sys.executable, "-c", ENGINE, *args], capture_output=True, text=True, timeout=600,
+                          env=env, cwd=str(ROOT.parent))
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line is not None, done.stderr[-3000:]
+    return json.loads(line[len("RESULT "):])
+
+
+@pytest.mark.slow
+def test_table_and_reach_502():
+    """Every entry of 5.0.2's table, in its order; a case counts only where dispatch reached
+    the function registered for its overload."""
+    found = _engine([str(ROOT)], "--run")
+    assert found["version"].startswith("5.0.2")
+    assert found["count"] == found["raw"] > 0 and found["names"] and found["functions"]
+    assert found["unreached"] == "UNTESTED"  # abs's call never reaches sum's function
+    assert found["reached"] == "PASS"
+
+
+@pytest.mark.slow
+def test_table_54(fg54_site):
+    found = _engine([str(fg54_site), str(ROOT)])
+    assert found["version"].startswith("5.4")
+    assert found["count"] == found["raw"] > 0 and found["names"] and found["functions"]
+
+
+PLANTED = textwrap.dedent('''
+    """Registers a small table in place of FlagGems' own: a wrong abs, a neg that refuses
+    float32, exp as FlagGems has it, and an op no OpInfo has."""
+    import functools
+
+    import pytest
+
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(session):
+        import flag_gems
+
+        real = {item[0]: item[1] for item in flag_gems._FULL_CONFIG}
+
+        @functools.wraps(real["abs"])
+        def wrong(*args, **kwargs):
+            result = real["abs"](*args, **kwargs)
+            result.reshape(-1)[-1:].add_(1)
+            return result
+
+        @functools.wraps(real["neg"])
+        def refuses(*args, **kwargs):
+            raise NotImplementedError("neg: float32 is not supported")
+
+        flag_gems._FULL_CONFIG = (("abs", wrong), ("neg", refuses), ("exp", real["exp"]),
+                                  ("_assert_async", real["_assert_async"]))
+''')
+
+
+def _cases(path) -> list[tuple[str, str, dict[str, str]]]:
+    found = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        found.append((case.get("name"), outcome, props))
+    return found
+
+
+@pytest.mark.slow
+def test_planted_table(pytester, run_subprocess):
+    """A planted wrong kernel is WRONG and fails; a refused dtype is UNSUPPORTED and skips; an
+    op with no sample is UNTESTED and skips with its reason; the right kernel passes; every
+    item has the interface's properties."""
+    pytester.makepyfile(planted=PLANTED)
+    xml = pytester.path / "junit.xml"
+    result = run_subprocess("-p", "fl_contract", "-p", "planted", "-c", str(CONTRACTS / "pytest.ini"),
+                            "--rootdir", str(CONTRACTS), "-p", "no:cacheprovider", "-p", "no:randomly",
+                            "--platform", "cpu", "-q", "-rs", f"--junitxml={xml}", str(CONTRACTS / "overloads"),
+                            "-W", "ignore::UserWarning", timeout=600)
+    found = _cases(xml)
+    assert found, result.stdout.str()[-3000:]
+    by = {}
+    for name, outcome, props in found:
+        assert set(props) >= {"fl_overload", "fl_status", "fl_detail", "fl_transform", "fl_sample"}, name
+        assert props["fl_status"] in ("PASS", "WRONG", "FAULT", "ERROR", "UNSUPPORTED", "TIMEOUT", "UNTESTED")
+        by.setdefault(props["fl_overload"], []).append((outcome, props))
+    assert set(by) == {"abs", "neg", "exp", "_assert_async"}
+    assert any(o == "failure" and p["fl_status"] == "WRONG" and "max error" in p["fl_detail"] for o, p in by["abs"])
+    assert all(o == "skipped" and p["fl_status"] == "UNSUPPORTED" for o, p in by["neg"])
+    assert any(o == "passed" and p["fl_status"] == "PASS" for o, p in by["exp"])
+    assert by["_assert_async"] == [("skipped", by["_assert_async"][0][1])]
+    assert by["_assert_async"][0][1]["fl_status"] == "UNTESTED" and by["_assert_async"][0][1]["fl_detail"]
+    assert {p["fl_transform"] for _, p in by["exp"]} >= {"none", "boundary"}
+    result.stdout.fnmatch_lines(["*UNSUPPORTED: NotImplementedError: neg: float32 is not supported*", "*UNTESTED: *"])
