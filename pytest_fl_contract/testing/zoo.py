@@ -1377,6 +1377,10 @@ MUTANTS: dict[str, Mutant] = {
                "scalar_bound_at_first_launch)", "sum and interleaved", args=("--fl-inject", "scalar_bound_at_first_launch")),
         Mutant("other_undefined", "masked lanes of a load hold the heap, not other= (the emulator's masked_load_other)",
                "sum and path and one-tile", args=("--fl-inject", "masked_load_other")),
+        Mutant("assume_drops_later_store", "a compiler drops the stores after a branch holding tl.assume, taken or "
+               "not (FlagTree #1227; the emulator's equivalent_kernels_differ): equivalent kernels disagree",
+               "test_equivalent and (seed_masked_load or first_launch)",
+               args=("--fl-inject", "equivalent_kernels_differ"), suite="probes"),
         # outside review (paths only some sizes take)
         Mutant("prod_loop_every_other_chunk", "prod's 1024-wide chunk loop steps 2 * BLOCK_N (an unroll by two that "
                "lost its second half): every other chunk is never multiplied", "prod and (path or tile)",
