@@ -302,3 +302,42 @@ def test_classification_from_a_table_of_outcomes():
     assert order.classify("m::own", before, run).kind == "alone"
     assert order.classify("m::x", before, run).kind == "unknown"
     assert order.classify("m::late", [], run).kind == "flaky"
+
+
+def test_emulated_lane_case_reproduces_standalone_and_passes_on_the_cpu_lane(tmp_path, capsys):
+    """``fl-contract repro`` on a case of the emulated Iluvatar lane without the workaround:
+    the script it writes fails standalone under the emulator with the defect injected (exit
+    1, the seed's table) and holds on the plain CPU lane (exit 0)."""
+    from pytest_fl_contract.cli import main
+
+    key = "reductions.test_accuracy::test_accuracy[sum-1x5x64-d1-float32]"
+    code = main(["repro", key, "--out", str(tmp_path), "--verify", "--",
+                 "--fl-platform", "iluvatar", "--fl-emulate", "--fl-no-workaround"])
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith(f"| {key} |"))
+    assert code == 0 and row.endswith("| 1 | 0 |"), out
+    written = Path(row.split(" | ")[1])
+    text = written.read_text()
+    assert "masked_2d_row_load" in text and "import pytest" not in text and "pytest_fl_contract.plugin" not in text
+    assert "sum_dim(t0, [1]" in text
+
+
+def test_the_lane_summary_lists_groups_not_cases(tmp_path):
+    """What ``fl-contract run`` appends to a lane's Markdown summary: the groups; a report it
+    cannot read is one line that decides nothing; a lane with no failure adds nothing."""
+    text = groups.lane_summary(str(H200), "h200")
+    assert "#### Failures by cause" in text and "**17 failing cases in 2 groups**" in text
+    assert "test_accuracy[mm-13x19x17-float32]" not in text  # groups, not cases
+    assert groups.lane_summary(str(tmp_path / "none.xml"), "x").strip().startswith("**failures by cause:")
+    green = tmp_path / "green.xml"
+    green.write_text('<testsuites><testsuite name="pytest" tests="1"><testcase classname="m" name="t"/>'
+                     "</testsuite></testsuites>")
+    assert groups.lane_summary(str(green), "green") == ""
+
+
+def test_groups_page_links_each_group_to_its_script_and_draft():
+    report = read_one(H200)
+    found = groups.group(report.rows, groups.Lane({}))
+    html = groups.page("h200", report.path, found, {found[0].ident: ("repro/a b.py", "drafts/x.md")})
+    assert 'href="repro/a%20b.py"' in html and 'href="drafts/x.md"' in html
+    assert html.count("<tr data-group=") == 2

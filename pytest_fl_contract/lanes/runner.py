@@ -686,6 +686,10 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
     if problem:
         markdown += f"\n**{md_text(problem)}**\n"
     markdown += said
+    if problem is None and not skipped and cancel.signum is None:  # the failures by cause, not case by case
+        from ..triage.groups import lane_summary
+
+        markdown += lane_summary(str(merged_path), lane.name)
     return LaneRun(ok, markdown, tuple(results), merged_path, cancel.signum, problem, skipped)
 
 

@@ -117,6 +117,12 @@ class Recorder:
         self.gems._FULL_CONFIG = tuple((i[0], wrappers[id(i[1])], *i[2:]) if isinstance(i, tuple) and len(i) >= 2
                                        and id(i[1]) in wrappers else i for i in full)
         self._undo.append((self.gems, "_FULL_CONFIG", full))
+        by_func = getattr(self.gems, "FULL_CONFIG_BY_FUNC", None)  # what use_gems(include=...) reads
+        if isinstance(by_func, dict):
+            self.gems.FULL_CONFIG_BY_FUNC = {
+                name: [(i[0], wrappers[id(i[1])], *i[2:]) if isinstance(i, tuple) and len(i) >= 2
+                       and id(i[1]) in wrappers else i for i in items] for name, items in by_func.items()}
+            self._undo.append((self.gems, "FULL_CONFIG_BY_FUNC", by_func))
         for fn, _ in table.values():
             module = sys.modules.get(getattr(fn, "__module__", "") or "")
             name = getattr(fn, "__name__", "")

@@ -138,8 +138,11 @@ _SIZE = re.compile(r"(\d+(?:x\d+)+)")
 
 def candidates(group: groups.Group, count: int) -> list[str]:
     """The cases tried as the group's reproduction: the plain accuracy-style contracts first
-    (their call is the whole case), then the smallest shapes (a small script, a fast run)."""
-    preferred = ("accuracy", "paths", "tiles", "dims", "forward", "generated")
+    (their call is the whole case), the contracts whose failure lies between calls (a
+    result that changed after the device memory was filled) last; the smallest shapes first
+    within each (a small script, a fast run)."""
+    preferred = ("accuracy", "paths", "tiles", "dims", "forward", "enabled", "generated")
+    last = ("determinism", "processes", "threads", "state")  # their failure is between calls, not in one
 
     def size(key: str) -> int:
         found = _SIZE.search(key)
@@ -150,7 +153,8 @@ def candidates(group: groups.Group, count: int) -> list[str]:
 
     def rank(key: str) -> tuple[int, int, str]:
         contract = key.split("::", 1)[0].rsplit(".", 1)[-1].removeprefix("test_")
-        return (preferred.index(contract) if contract in preferred else len(preferred), size(key), key)
+        place = preferred.index(contract) if contract in preferred else len(preferred) + (contract in last)
+        return (place, size(key), key)
 
     plain = [ident(k) for k in group.keys if "test_compiler" not in k]
     return sorted(plain, key=rank)[:count]
@@ -193,8 +197,10 @@ def cmd_triage(args: argparse.Namespace) -> int:
                     "draft": links[g.ident][1], "script": links[g.ident][0],
                     "reproduces": bool(evidence[g.ident].script), "findings": list(evidence[g.ident].findings)}
                    for g in found]}, indent=1), encoding="utf-8")
+    (out / "groups.html").write_text(groups.page(report.lane, report.path, found, links), encoding="utf-8")
     print("\n".join(lines))
-    print(f"\nwritten: {out / 'groups.md'}, {out / 'groups.json'}, {len(found)} drafts in {out / 'drafts'}")
+    print(f"\nwritten: {out / 'groups.md'}, {out / 'groups.html'}, {out / 'groups.json'}, {len(found)} drafts in "
+          f"{out / 'drafts'}")
     return 0
 
 
@@ -286,7 +292,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     tri.add_argument("--out", default="reports/triage", help="directory for groups.md, groups.json, drafts/, repro/")
     tri.add_argument("--root", metavar="DIR", help="the suite's root (default: the packaged contracts)")
     tri.add_argument("--no-repro", dest="repro", action="store_false", help="group and draft only: re-run nothing")
-    tri.add_argument("--candidates", type=int, default=3, help="cases tried per group for its reproduction (default 3)")
+    tri.add_argument("--candidates", type=int, default=4, help="cases tried per group for its reproduction (default 4)")
     tri.add_argument("--isolate", type=int, default=0, metavar="N",
                      help="re-run up to N cases a group alone and after the cases before them: alone, order, flaky")
     tri.add_argument("--window", type=int, default=64, metavar="N",

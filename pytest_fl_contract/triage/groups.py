@@ -239,3 +239,52 @@ def markdown(groups: Sequence[Group], links: Mapping[str, tuple[str, str]] | Non
         lines.append(f"| {n} | {g.size} | {md_text(g.signature.title(), 300)} | {g.signature.whose} | "
                      f"{md_text(shown_counts(g.ops), 400)} | {md_text(shown_counts(g.contracts), 400)} | {shown} |")
     return lines
+
+
+def lane_summary(report_path: str, lane: str, registry: Any = None) -> str:
+    """The lane summary's "failures by cause" section for a written LANE.xml: the groups,
+    not the cases ("" when nothing failed).  A view, never a verdict: a report it cannot read
+    is one line here and decides nothing."""
+    from pathlib import Path
+
+    from ..results.cases import read_one
+    from ..util import FlContractError, md_code, md_text
+
+    try:
+        report = read_one(Path(report_path))
+        if registry is None:
+            from ..config.platforms import load_registry
+
+            registry = load_registry(entry_points=False)
+        props = next((p for p in [report.properties, *report.step_properties.values()] if p.get("fl_platform")),
+                     report.properties)
+        found = group(report.rows, lane_of(props, registry))
+    except (FlContractError, OSError, ValueError) as exc:
+        return f"\n**failures by cause: {md_text(str(exc), 400)}**\n"
+    if not found:
+        return ""
+    return ("\n#### Failures by cause\n\n" + "\n".join(markdown(found)) +
+            f"\n\nReproductions and issue drafts: {md_code(f'fl-contract triage {report_path}')}\n")
+
+
+def page(lane: str, report: str, groups: Sequence[Group], links: Mapping[str, tuple[str, str]]) -> str:
+    """The groups as one self-contained HTML page (``groups.html`` beside the drafts): each
+    group linked to its reproduction script and its draft (``links``: relative paths)."""
+    from urllib.parse import quote
+
+    from ..results.html import document, esc
+
+    def link(path: str, text: str) -> str:
+        return f'<a href="{esc(quote(path))}">{esc(text)}</a>' if path else "-"
+
+    rows = [f'<tr data-group="{esc(g.ident)}" data-cases="{g.size}"><td class="num">{g.size}</td>'
+            f"<td>{esc(g.signature.title())}</td><td>{esc(g.signature.whose)}</td><td>{esc(shown_counts(g.ops))}</td>"
+            f"<td>{esc(shown_counts(g.contracts))}</td><td>{link(links.get(g.ident, ('', ''))[0], 'script')}</td>"
+            f"<td>{link(links.get(g.ident, ('', ''))[1], 'draft')}</td></tr>" for g in groups]
+    table = ('<table id="groups"><thead><tr><th>cases</th><th>cause</th><th>whose</th><th>ops</th><th>contracts</th>'
+             "<th>reproduction</th><th>issue draft</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
+             if rows else '<p class="note" id="groups-none">no case failed</p>')
+    return document(f"fl-contract triage {lane}", [
+        f"<h1>fl-contract triage: lane <code>{esc(lane)}</code></h1>",
+        f'<p class="note">{sum(g.size for g in groups)} failing cases of <code>{esc(report)}</code> in '
+        f"{len(groups)} groups; drafts are files, nothing was sent.</p>", table])
