@@ -344,6 +344,45 @@ def test_a_lane_page_in_a_browser_counts_what_the_junit_holds(reports: Path, tmp
 
 
 @pytest.mark.xdist_group("chromium")
+def test_the_overload_scoreboard_in_a_browser_is_what_the_cases_say(tmp_path: Path, chromium: str) -> None:
+    """The lane page's scoreboard section and the matrix page's overloads across lanes, read as a
+    DOM: each overload's status is the one its synthetic cases give (test_scoreboard's table)."""
+    from pytest_fl_contract.results import scoreboard
+
+    from .test_scoreboard import EXPECTED, REGISTERED, SPEC
+    from .test_scoreboard import lane_xml as overload_xml
+
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    (folder / "ov-a.xml").write_text(overload_xml("ov-a", SPEC, registered=REGISTERED), encoding="utf-8")
+    (folder / "ov-b.xml").write_text(overload_xml("ov-b", [("mm", "PASS", "passed"), ("abs", "PASS", "passed")],
+                                                  inline=False), encoding="utf-8")
+    out = tmp_path / "html"
+    html.render([str(folder)], str(out))
+    board = scoreboard.board_of(cases.read_one(folder / "ov-a.xml"))
+    page = dump_dom(chromium, out / "ov-a.html", tmp_path)
+    summary = page.one("p", id="scoreboard-summary")
+    assert summary.text() == board.summary() and summary.attrs["data-registered"] == str(len(REGISTERED))
+    assert {s: int(summary.attrs[f"data-{s.lower()}"]) for s in scoreboard.STATUSES} == board.counts()
+    rows = page.one("table", id="scoreboard").find("tr")
+    got = {r.attrs["data-overload"]: (r.attrs["data-status"], int(r.attrs["data-passed"]), int(r.attrs["data-ran"]))
+           for r in rows if "data-overload" in r.attrs}
+    assert got == EXPECTED
+    assert page.one("tr", data_overload="softmax.int").attrs["data-known-only"] == "yes"
+    assert "flag_gems 5.0.2" in page.one("p", id="scoreboard-provenance").text()
+
+    matrix = dump_dom(chromium, out / "matrix.html", tmp_path)
+    lanes = {n.attrs["data-lane"]: n.text() for n in matrix.one("table", id="overload-summaries").find("tr")
+             if "data-lane" in n.attrs}
+    assert lanes["ov-a"].endswith(board.summary())
+    differ = matrix.one("table", id="overload-parity")
+    assert {r.attrs["data-overload"] for r in differ.find("tr") if "data-overload" in r.attrs} == {"mm"}
+    cells = {c.attrs["data-lane"]: c.attrs["data-status"] for c in differ.find("td", cls="cell")}
+    assert cells == {"ov-a": "FAILED", "ov-b": "STRICT"}
+    assert matrix.one("p", id="overload-parity-count").attrs["data-differ"] == "1"
+
+
+@pytest.mark.xdist_group("chromium")
 def test_hostile_report_text_renders_as_text(tmp_path: Path, chromium: str) -> None:
     lane = 'evil"<b>&lane'
     name = 'test_x[<script>alert(3)</script>-"q"-&amp]'

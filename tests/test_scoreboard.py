@@ -7,6 +7,7 @@ CLI's files and its one-line refusal of bad input."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
@@ -141,7 +142,7 @@ def test_bad_interface_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(FlContractError, match="fl_transform 'sideways'"):
         board_from(tmp_path, text)
     orphan = lane_xml("lane-a", [("a", "PASS", "passed")]).replace("fl_overload", "fl_not_it")
-    with pytest.raises(FlContractError, match="fl_status without fl_overload"):
+    with pytest.raises(FlContractError, match="fl_status PASS without fl_overload: pass detail 0"):
         board_from(tmp_path, orphan)
     other = lane_xml("lane-a", [("a", "PASS", "passed")]).replace('name="fl_', 'name="x_')
     with pytest.raises(FlContractError, match="no overload cases"):
@@ -269,3 +270,134 @@ def test_a_real_run_through_the_plugin_and_the_runners_rewrite(pytester: pytest.
         assert board.get("sum.dim_IntList").transforms == (("boundary", 0, 1, 0), ("pow2", 1, 0, 0))  # type: ignore[union-attr]
         assert board.provenance.get("fl_platform") == "cpu"
     assert boards[0].summary() == boards[1].summary()
+
+
+def test_the_runner_writes_the_board_beside_the_lane_report_and_forgets_the_last(tmp_path: Path) -> None:
+    import io
+    import os
+    import textwrap
+
+    from pytest_fl_contract.lanes.manifest import Lane, Step
+    from pytest_fl_contract.lanes.runner import run_lane
+
+    from .conftest import ROOT
+
+    def step(name: str, body: str) -> Step:
+        (tmp_path / f"test_{name}.py").write_text(textwrap.dedent(body), encoding="utf-8")
+        return Step(name, "pytest", (str(tmp_path / f"test_{name}.py"), "-q", "-p", "no:cacheprovider",
+                                     f"--rootdir={tmp_path}", "-W", "ignore::pytest.PytestWarning"))
+
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    reports = tmp_path / "reports"
+    run = run_lane(Lane("ov", "cpu", (step("overloads", SUITE),), env=env), reports, progress=io.StringIO())
+    json_path, md_path = scoreboard.paths_of(reports, "ov")
+    line = "registered 3: STRICT 1 / PARTIAL 1 / FAILED 0 / UNSUPPORTED 1 / UNTESTED 0"
+    assert f"overload scoreboard: **{line}**" in run.markdown, run.markdown
+    data = json.loads(json_path.read_text(encoding="utf-8"))
+    assert data["summary"] == line and data["lane"] == "ov" and data["report"] == str(reports / "ov.xml")
+    assert data["provenance"]["fl_platform"] == "cpu" and data["provenance"]["version_flag_gems"]
+    assert line in md_path.read_text(encoding="utf-8")
+    # the next run holds no overload case: no board of the last run is left to be read as its own
+    plain = Step("plain", "command", (sys.executable, "-c", "print('no overloads here')"))
+    run = run_lane(Lane("ov", "cpu", (plain,), env=env), reports, progress=io.StringIO())
+    assert run.ok and "overload scoreboard" not in run.markdown
+    assert not json_path.exists() and not md_path.exists()
+
+
+def test_parity_and_merge_carry_the_overload_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    (folder / "lane-a.xml").write_text(lane_xml("lane-a", [("mm", "PASS", "passed"), ("abs", "PASS", "passed")]),
+                                       encoding="utf-8")
+    (folder / "lane-b.xml").write_text(lane_xml("lane-b", [("mm", "WRONG", "failed"), ("abs", "PASS", "passed")],
+                                                inline=False), encoding="utf-8")
+    line = "mm: FAILED on lane-b; STRICT on lane-a (WRONG: wrong detail 0)"
+    out = tmp_path / "parity.json"
+    assert main(["parity", str(folder / "lane-a.xml"), str(folder / "lane-b.xml"), "--json", str(out)]) == 0
+    assert line in capsys.readouterr().out
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["overloads"]["differ"] == [{"overload": "mm", "line": line,
+                                            "lanes": {"lane-a": "STRICT", "lane-b": "FAILED"}}]
+    assert data["overloads"]["summaries"]["lane-a"].startswith("registered 2: STRICT 2")
+    assert main(["merge", "--reports", str(folder), "-o", str(tmp_path / "all.xml")]) == 1  # lane-b failed a case
+    text = capsys.readouterr().out
+    assert "`lane-b`: registered 2: STRICT 1 / PARTIAL 0 / FAILED 1" in text and line in text
+
+
+# -- measuring the method (benchmarks/overload_method.py) -------------------------------
+
+CLEAN = [("sum.dim_IntList", "PASS", "passed", "none"), ("sum.dim_IntList", "PASS", "passed", "pow2"),
+         ("sum.dim_IntList", "PASS", "passed", "boundary"), ("mm", "PASS", "passed", "none"),
+         ("mm", "PASS", "passed", "pow2"), ("mm", "PASS", "passed", "strided"), ("abs", "WRONG", "failed", "none")]
+BROKEN = [("sum.dim_IntList", "PASS", "passed", "none"), ("sum.dim_IntList", "PASS", "passed", "pow2"),
+          ("sum.dim_IntList", "WRONG", "failed", "boundary"), ("mm", "WRONG", "failed", "none"),
+          ("mm", "WRONG", "xfailed", "pow2"), ("mm", "PASS", "passed", "strided"), ("abs", "WRONG", "failed", "none")]
+
+
+def test_the_method_counts_catches_per_input_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from .conftest import ROOT
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import overload_method
+
+    clean, broken, quiet = tmp_path / "clean.xml", tmp_path / "broken.xml", tmp_path / "quiet.xml"
+    clean.write_text(lane_xml("clean", CLEAN), encoding="utf-8")
+    broken.write_text(lane_xml("broken", BROKEN, inline=False), encoding="utf-8")
+    quiet.write_text(lane_xml("quiet", CLEAN), encoding="utf-8")
+    out = tmp_path / "m.json"
+    assert overload_method.main(["--clean", str(clean), "--lane", f"no-workaround={broken}",
+                                 "--mutant", f"m1={broken}", "--mutant", f"m2={quiet}", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    rows = json.loads(out.read_text(encoding="utf-8"))
+    lane, m1, m2 = rows
+    # sum only by the boundary transform; mm by OpInfo's sample and by pow2 (a known defect's xfail counts);
+    # abs fails on the clean run too: no catch
+    assert lane["units"] == {"mm": ["opinfo", "pow2"], "sum.dim_IntList": ["transforms"]}
+    assert (lane["defects"], lane["by"], lane["only_transforms"], lane["clean_failures"]) == (
+        2, {"pow2": 1, "opinfo": 1, "transforms": 1}, 1, 1)
+    assert lane["cases"] == {"pow2": 2, "opinfo": 3, "transforms": 2}
+    assert m1["units"] == {"m1": ["opinfo", "pow2", "transforms"]} and m2["units"] == {"m2": []}
+    assert "| no-workaround | 2 | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 2/2 (100%) | 1/2 (50%) | 2 / 3 / 2 | 1 |" in text
+    assert "| mutant zoo (2 mutants) | 2 | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 0/2 (0%) |" in text
+    # a quick sweep's reports have no pow2 case: that column says so, never 0
+    quick = [c for c in CLEAN if c[3] != "pow2"]
+    clean.write_text(lane_xml("clean", quick), encoding="utf-8")
+    broken.write_text(lane_xml("broken", [c for c in BROKEN if c[3] != "pow2"]), encoding="utf-8")
+    assert overload_method.main(["--clean", str(clean), "--lane", f"q={broken}"]) == 0
+    assert "| q | 2 | not run | 1/2 (50%) | 1/2 (50%) |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--lane", "x=y.xml"], "name the clean run"),
+    (["--clean", "c.xml", "--lane", "nonsense"], "expected NAME=REPORT"),
+    (["--clean", "missing.xml", "--lane", "x=missing.xml"], "no such report"),
+])
+def test_the_method_refuses_bad_input_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:
+    from .conftest import ROOT
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    monkeypatch.chdir(tmp_path)
+    import overload_method
+
+    assert overload_method.main(args) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_a_bad_overload_case_is_one_line_in_the_views_and_takes_nothing_else(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """parity, merge and the HTML page show the scoreboard beside their own output: an overload
+    case breaking the interface is said there in one line; the rest of their output stands."""
+    from pytest_fl_contract.results import html
+
+    a, b = tmp_path / "lane-a.xml", tmp_path / "lane-b.xml"
+    a.write_text(lane_xml("lane-a", [("mm", "PASS", "passed")]), encoding="utf-8")
+    b.write_text(lane_xml("lane-b", [("mm", "MAYBE", "passed")]), encoding="utf-8")
+    assert main(["parity", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    assert "### fl-contract parity" in text and "**overload scoreboard: case " in text and "'MAYBE'" in text
+    page = html.lane_page(cases.read_one(b))
+    assert 'id="scoreboard-error"' in page and "MAYBE" in page and 'id="outcomes"' in page
+    assert scoreboard.report_lines(junit.read(b), str(b), "lane-b").count("\n") == 2

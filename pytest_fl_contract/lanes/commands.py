@@ -202,6 +202,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     """Every lane's LANE.xml in one xunit2 report, lane in classname; exit 1 when a lane
     has no report, an untrusted one, or a non-zero ``LANE.exit`` (the lane job's status)."""
+    from ..results import scoreboard
     from . import junit, merge
     from .runner import publish
 
@@ -218,7 +219,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         raise FlContractError(f"--output {shown(output)}: cannot write: {exc.strerror}") from None
     state = "every lane got its verdict" if not merged.failures else f"{len(merged.failures)} problem(s)"
     trouble = publish(junit.summary_markdown(f"fl-contract lanes: {len(lanes)} merged into {md_text(output.name)}, "
-                                             f"{state}", merged.rows))
+                                             f"{state}", merged.rows)
+                      + scoreboard.report_lines(merged.report, str(output), output.stem))
     for line in ([trouble] if trouble else []) + merged.failures:
         _stderr(line)
     return 1 if merged.failures else 0

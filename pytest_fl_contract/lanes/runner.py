@@ -531,6 +531,7 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
         raise FlContractError(f"cannot lock {safeyaml.shown(lock.path)}: {exc.strerror}") from None
     try:
         _forget_last_run(merged_path)
+        _forget_last_board(reports, lane.name)
         return _run_locked(lane, reports, lock, only, fail_fast, progress, step_runner, output_cap, rerun_failures)
     finally:
         lock.release()
@@ -545,6 +546,38 @@ def _forget_last_run(merged: Path) -> None:
     except OSError as exc:
         raise FlContractError(f"cannot remove the last run's lane report {safeyaml.shown(merged)} ({exc.strerror}): "
                               "it would be read as this run's") from None
+
+
+def _forget_last_board(reports: Path, lane: str) -> None:
+    """The last run's overload scoreboard goes with its LANE.xml, for the same reason."""
+    from ..results import scoreboard
+
+    try:
+        scoreboard.forget(reports, lane)
+    except OSError as exc:
+        raise FlContractError(f"cannot remove the last run's overload scoreboard of lane {lane} in "
+                              f"{safeyaml.shown(reports)} ({exc.strerror}): it would be read as this run's") from None
+
+
+def lane_board(lane: Lane, report: junit.Report, reports: Path, merged: Path) -> str:
+    """The lane's overload scoreboard, where a step ran the overload suite: written beside
+    LANE.xml (``LANE.scoreboard.json`` and ``.md``), its one-line summary for the lane's
+    Markdown summary.  A view of the cases, not a verdict: a report it cannot read is said in
+    one line there and decides nothing (the lane's verdicts come from its steps' cases)."""
+    from ..results import cases, scoreboard
+
+    try:
+        found = cases.from_report(report, lane.name, str(merged))
+        if not scoreboard.has_overloads(found):
+            return ""
+        board = scoreboard.board_of(found)
+        json_path, md_path = scoreboard.write(board, reports)
+    except FlContractError as exc:
+        return f"\n**overload scoreboard: {md_text(str(exc), 600)}**\n"
+    except OSError as exc:
+        return f"\n**overload scoreboard: cannot write it into {md_text(str(reports))}: {md_text(exc.strerror or exc)}**\n"
+    return (f"\noverload scoreboard: **{md_text(board.summary(), 400)}** "
+            f"({md_code(json_path.name)}, {md_code(md_path.name)})\n")
 
 
 def lane_running(reports: Path, lane: str) -> bool:
@@ -659,10 +692,12 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
                 pass  # said in the step's case already; LANE.xml has it
         problem = None
         caps = {suite.name: text_cap(r.step) for r in results for suite in r.xml.suites}
+        whole = junit.merge(r.xml for r in results)
         try:
-            junit.write(junit.merge(r.xml for r in results), merged_path, name=lane.name, caps=caps)
+            junit.write(whole, merged_path, name=lane.name, caps=caps)
         except OSError as exc:
             problem = f"cannot write the lane report {safeyaml.shown(merged_path)}: {exc.strerror}"
+        board = lane_board(lane, whole, reports, merged_path) if problem is None else ""
     rows = []
     for result in results:
         counts = junit.count(result.xml, result.step.name)
@@ -685,7 +720,7 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
         markdown += f"\n**{md_text(unfinished)}**\n"
     if problem:
         markdown += f"\n**{md_text(problem)}**\n"
-    markdown += said
+    markdown += board + said
     if problem is None and not skipped and cancel.signum is None:  # the failures by cause, not case by case
         from ..triage.groups import lane_summary
 

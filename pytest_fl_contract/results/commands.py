@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from .. import files
 from ..config.safeyaml import shown
-from ..util import FlContractError
+from ..util import FlContractError, md_text
 
 
 def _write(path: str | None, text: str, what: str) -> None:
@@ -33,12 +34,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_parity(args: argparse.Namespace) -> int:
     from ..lanes.runner import publish
-    from . import cases, parity
+    from . import cases, parity, scoreboard
 
     reports = [report for name in args.reports for report in cases.read(Path(name))]
     result = parity.matrix(reports)
-    _write(args.json, parity.to_json(result), "--json")
-    publish(parity.markdown(result, only_disagreeing=args.disagreeing))
+    boards, trouble = scoreboard.view(reports)  # the overload suite's lanes: where their overloads' statuses differ
+    if args.json is not None:
+        data = json.loads(parity.to_json(result))
+        if boards:
+            data["overloads"] = {"summaries": {b.lane: b.summary() for b in boards},
+                                 "differ": scoreboard.across_dict(boards)}
+        _write(args.json, json.dumps(data, indent=1, sort_keys=True), "--json")
+    publish(parity.markdown(result, only_disagreeing=args.disagreeing)
+            + (("\n" + scoreboard.across_markdown(boards)) if boards else "")
+            + (f"\n**{md_text(trouble, 600)}**\n" if trouble else ""))
     return 0
 
 

@@ -30,6 +30,7 @@ from ..config import safeyaml
 from ..util import FlContractError, one_line, safe_text
 from .cases import FAILING, LaneReport, Row, read
 from .parity import RATE, Cell, Matrix, Rate, matrix
+from .scoreboard import STATUSES, Board, board_of, has_overloads, view
 
 Bench = Union[Sequence[Mapping[str, Any]], Mapping[str, Any]]
 
@@ -238,6 +239,68 @@ def rate_chart(chart_id: str, rates: Sequence[Rate]) -> str:
     return "".join(out)
 
 
+# -- the overload scoreboard ----------------------------------------------------------
+
+# a status as the page colours it: STRICT green, FAILED / PARTIAL red (amber where every failure
+# is a known defect's strict xfail), nothing ran grey
+STATUS_STATE = {"STRICT": "passed", "PARTIAL": "failed", "FAILED": "failed", "UNSUPPORTED": "skipped",
+                "UNTESTED": "skipped"}
+
+
+def _status_state(status: str, known_only: bool) -> str:
+    return "defect" if known_only else STATUS_STATE.get(status, "absent")
+
+
+def scoreboard_section(board: Board) -> list[str]:
+    """A lane's overload scoreboard (``scoreboard.board_of``): its summary line, where it came
+    from, and one row per registered overload, the ones that need a look first."""
+    from .scoreboard import ordered, provenance_line
+
+    counts = board.counts()
+    out = ['<h2 id="scoreboard-title">Overload scoreboard</h2>',
+           f'<p id="scoreboard-summary"{_attrs(data_registered=board.registered, data_known_only=board.known_only)}'
+           + "".join(_attrs(**{f"data_{s.lower()}": counts[s]}) for s in STATUSES)
+           + f"><strong>{esc(board.summary())}</strong></p>",
+           f'<p class="note" id="scoreboard-provenance">{esc(provenance_line(board))}; denominator: '
+           f"{esc(board.registered_from)}</p>"]
+    out += [f'<p class="note scoreboard-note">{esc(note)}</p>' for note in board.notes]
+    rows = [f"<tr{_attrs(data_overload=v.overload, data_status=v.status, data_passed=v.passed, data_ran=v.ran, data_known_only='yes' if v.known_only else 'no')}>"
+            f"<td><code>{esc(v.overload)}</code></td>"
+            f'<td class="state-{_status_state(v.status, v.known_only)}">{esc(v.label if v.ran else v.status)}</td>'
+            f'<td class="num">{v.passed}</td><td class="num">{v.ran}</td><td class="num">{v.unsupported}</td>'
+            f'<td class="num">{v.untested}</td><td class="message">{esc(v.reason or "-")}</td></tr>'
+            for v in ordered(board)]
+    out.append(_table("scoreboard", ("overload", "status", "passed", "ran", "unsupported", "untested",
+                                     "why / first failing"), rows, "no overload"))
+    return out
+
+
+def across_section(boards: Sequence[Board], lane_head: Callable[[str], str]) -> list[str]:
+    """The lanes' overload summaries side by side and one row per overload whose status is not
+    the same on every lane that has it (STRICT on one, FAILED on another)."""
+    from .scoreboard import across
+
+    lanes = [b.lane for b in boards]
+    summaries = [f'<tr class="scoreboard-lane"{_attrs(data_lane=b.lane)}>{lane_head(b.lane)}'
+                 f"<td>{esc(b.summary())}</td></tr>" for b in boards]
+    differ = across(boards)
+    rows = []
+    for d in differ:
+        held = dict(d.verdicts)
+        cells = "".join(
+            f'<td class="cell state-{_status_state(held[lane].status, held[lane].known_only) if lane in held else "absent"}"'
+            f"{_attrs(data_lane=lane, data_overload=d.overload, data_status=held[lane].status if lane in held else '-')}>"
+            f"{esc(held[lane].label if lane in held else '-')}</td>" for lane in lanes)
+        rows.append(f"<tr{_attrs(data_overload=d.overload)}><td><code>{esc(d.overload)}</code></td>{cells}"
+                    f'<td class="message">{esc(d.line())}</td></tr>')
+    return ['<h2 id="overloads-title">Overloads across lanes</h2>',
+            _table("overload-summaries", ("lane", "overload scoreboard"), summaries, "no lane holds overload cases"),
+            f'<p class="note" id="overload-parity-count"{_attrs(data_differ=len(differ))}>{len(differ)} overload(s) '
+            "differ between lanes</p>",
+            _table("overload-parity", ("overload", *lanes, "the line"), rows, "every overload has the same status "
+                   "on every lane that has it")]
+
+
 # -- a lane ---------------------------------------------------------------------------
 
 
@@ -343,6 +406,13 @@ def lane_page(report: LaneReport, probes: list[Row] | None = None, bench: Bench 
                     "no longer shows (a fix, or a workaround that now covers it): its entry is due</p>")
     body.append(_table("defects", ("defect", "xfailed", "xpassed"), defects, "no known defect was hit"))
 
+    if has_overloads(report):
+        try:
+            body += scoreboard_section(board_of(report))
+        except FlContractError as exc:  # a view: the rest of the page stands, the reason is on it
+            body += ['<h2 id="scoreboard-title">Overload scoreboard</h2>',
+                     f'<p class="note outcome-failed" id="scoreboard-error">{esc(exc)}</p>']
+
     chosen = [row for row in rows if row.step == PROBES_STEP] if probes is None else probes
     body.append("<h2>Compiler probes</h2>")
     body.append(_table("probes", ("probe", "outcome", "message"), [
@@ -389,10 +459,10 @@ def _op_rates(m: Matrix, lane_head: Callable[[str], str]) -> str:
     return f'<table id="op-rates"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def matrix_page(m: Matrix, links: Mapping[str, str] | None = None) -> str:
+def matrix_page(m: Matrix, links: Mapping[str, str] | None = None, boards: Sequence[Board] = ()) -> str:
     """The parity matrix as a page: a pass rate per lane (formula stated), its chart, then op
-    x contract x lane coloured by state.  ``links`` maps a lane to its page (a relative file
-    name) for the column heads."""
+    x contract x lane coloured by state, and the lanes' overload scoreboards where they differ
+    (``boards``).  ``links`` maps a lane to its page (a relative file name) for the column heads."""
     def lane_head(lane: str) -> str:
         href = (links or {}).get(lane)
         name = f'<a href="{esc(href)}">{esc(lane)}</a>' if href else esc(lane)
@@ -427,6 +497,8 @@ def matrix_page(m: Matrix, links: Mapping[str, str] | None = None) -> str:
                    f'{esc(", ".join(failing) or "-")}</td></tr>')
     out.append("</tbody></table>")
     body.append("\n".join(out))
+    if boards:
+        body += across_section(boards, lane_head)
     return document(f"fl-contract parity: {', '.join(m.lanes)}", body)
 
 
@@ -487,7 +559,8 @@ def render(reports_paths: list[str], out_dir: str, bench: str | None = None) -> 
     names = {id(report): page_name(report.lane, taken) for report in reports}
     pages = [(names[id(report)], lane_page(report, bench=ratios_)) for report in reports]
     if the_matrix is not None:
-        pages.append(("matrix.html", matrix_page(the_matrix, {r.lane: names[id(r)] for r in reports})))
+        pages.append(("matrix.html", matrix_page(the_matrix, {r.lane: names[id(r)] for r in reports},
+                                                 view(reports)[0])))
     folder = Path(out_dir)
     written = []
     try:

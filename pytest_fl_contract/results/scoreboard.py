@@ -31,8 +31,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..lanes import junit
 from ..util import FlContractError, md_code, md_text, one_line, safe_text
-from .cases import LaneReport, Row
+from .cases import LaneReport, Row, lanes_of
 
 CASE_STATUSES = ("PASS", "WRONG", "FAULT", "ERROR", "UNSUPPORTED", "TIMEOUT", "UNTESTED")
 FAILING = ("WRONG", "FAULT", "ERROR", "TIMEOUT")
@@ -154,8 +155,9 @@ def case_of(row: Row) -> Case | None:
     fields = dict(row.fields)
     overload = fields.get("overload", "")
     if not overload:
-        if "status" in fields:
-            raise FlContractError(f"case {one_line(row.key, 200)}: fl_status without fl_overload")
+        if "status" in fields:  # the suite could not name its overloads (no FlagGems table): the run is broken
+            raise FlContractError(f"case {one_line(row.key, 200)}: fl_status {fields['status']} without fl_overload"
+                                  + (f": {fields['detail']}" if fields.get("detail") else ""))
         return None
     status, detail = fields.get("status", ""), fields.get("detail", "")
     transform, sample = fields.get("transform", ""), fields.get("sample", "")
@@ -455,3 +457,19 @@ def lane_lines(boards: Sequence[Board]) -> str:
         out += ["", f"{len(lines)} overload(s) differ between lanes" + (":" if lines else "")]
         out += [f"- {md_text(d.line(), 600)}" for d in lines]
     return "\n".join(out) + "\n"
+
+
+def view(reports: Sequence[LaneReport]) -> tuple[list[Board], str | None]:
+    """The boards where a command shows them beside its own output (parity, merge, the HTML
+    pages): a view, so an overload case it cannot read is said (the second item, one line)
+    and takes nothing else of that command's output with it."""
+    try:
+        return boards_of(reports), None
+    except FlContractError as exc:
+        return [], f"overload scoreboard: {exc}"
+
+
+def report_lines(parsed: junit.Report, path: str, fallback_lane: str) -> str:
+    """``lane_lines`` of a parsed report of several lanes (``fl-contract merge``'s)."""
+    boards, trouble = view(lanes_of(parsed, path, fallback_lane))
+    return f"\n**{md_text(trouble, 600)}**\n" if trouble else lane_lines(boards)
