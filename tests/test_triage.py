@@ -61,48 +61,40 @@ def run_script(path: Path, site: Path, *args: str, broken: bool) -> subprocess.C
                           cwd=str(path.parent), timeout=300)
 
 
-def test_script_replays_the_call_bit_for_bit_and_exits_by_the_defect(tmp_path):
-    """A strided view of a larger storage (a layout contract's input) is rebuilt exactly,
-    the call runs against torch's float64 aten op, and the exit code is the verdict."""
+def test_script_replays_the_calls_bit_for_bit_and_exits_by_the_defect(tmp_path, monkeypatch):
+    """A strided view of a larger storage (a layout contract's input) is rebuilt exactly and an
+    input past the inline limit is read from beside the script; each call runs against
+    torch's float64 aten op and the exit code is the verdict: 1 while the defect is there, 0
+    once it is gone, 2 - never 1 - when the script cannot run (a saved input that does not
+    match its digest)."""
     import torch
 
+    monkeypatch.setattr(script, "INLINE_BYTES", 512)
     site = fake_flag_gems(tmp_path / "site")
     base = torch.randn(7, 9, generator=torch.Generator().manual_seed(3))
     view = base.t()[2:, 1:]  # not contiguous, offset into its storage
-    record, data = script.tensor_record("t0", view)
-    assert record.offset == view.storage_offset() and record.stride == view.stride()
-    call = script.Call("flag_gems.ops.fake", "sum_dim", "sum.dim_IntList",
-                       (script.encode(view, lambda t: "t0"), {"list": [1]}), (("keepdim", False),), 1e-6, 1e-5)
+    small, _ = script.tensor_record("t0", view)
+    assert small.inline and small.offset == view.storage_offset() and small.stride == view.stride()
+    large, data = script.tensor_record("t1", torch.arange(600.0).reshape(60, 10))
+    assert not large.inline and large.data == ""
+    calls = (script.Call("flag_gems.ops.fake", "sum_dim", "sum.dim_IntList",
+                         (script.encode(view, lambda t: "t0"), {"list": [1]}), (("keepdim", False),), 1e-6, 1e-5),
+             script.Call("flag_gems.ops.fake", "sum_dim", "sum.dim_IntList", ({"tensor": "t1"}, {"list": [0]}), (),
+                         1e-6, 1e-5))
     repro = script.Repro(key="m::t[x]", lane="lane", platform="cpu", device="cpu", failure="AssertionError: off",
-                         versions={"torch": torch.__version__}, calls=(call,), tensors=(record,))
+                         versions={"torch": torch.__version__}, calls=calls, tensors=(small, large))
     path = tmp_path / "repro.py"
     path.write_text(script.render(repro, path.name))
+    for name, blob in script.sidecars(repro, {"t1": data}, path.name).items():
+        (tmp_path / name).write_bytes(blob)
     broken = run_script(path, site, "--lane", "device", broken=True)
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert "| sum_dim(t0, [1], keepdim=False) |" in broken.stdout and "WRONG" in broken.stdout
     fixed = run_script(path, site, broken=False)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "every call holds" in fixed.stdout
-
-
-def test_large_inputs_go_beside_the_script_and_are_checked(tmp_path, monkeypatch):
-    import torch
-
-    monkeypatch.setattr(script, "INLINE_BYTES", 64)
-    site = fake_flag_gems(tmp_path / "site")
-    x = torch.arange(60.0).reshape(6, 10)
-    record, data = script.tensor_record("t0", x)
-    assert not record.inline and record.data == ""
-    call = script.Call("flag_gems.ops.fake", "sum_dim", "sum.dim_IntList", ({"tensor": "t0"}, {"list": [0]}), (),
-                       1e-6, 1e-5)
-    repro = script.Repro("m::t", "lane", "cpu", "cpu", "off", {}, (call,), (record,))
-    path = tmp_path / "repro.py"
-    path.write_text(script.render(repro, path.name))
-    for name, blob in script.sidecars(repro, {"t0": data}, path.name).items():
-        (tmp_path / name).write_bytes(blob)
-    assert run_script(path, site, broken=True).returncode == 1
-    sidecar = tmp_path / script.sidecar_name(path.name, record)
-    sidecar.write_bytes(__import__("zlib").compress(b"\0" * record.nbytes))  # other bytes: refused, never used
+    sidecar = tmp_path / script.sidecar_name(path.name, large)
+    sidecar.write_bytes(__import__("zlib").compress(b"\0" * large.nbytes))  # other bytes: refused, never used
     done = run_script(path, site, broken=True)
     assert done.returncode == 2 and "do not match their digest" in done.stderr  # not 1: that says "defect"
 
@@ -146,9 +138,8 @@ def test_recorder_writes_a_script_from_the_call_the_case_made(pytester, tmp_path
     assert "made no FlagGems call" in lines["test_planted::test_no_flag_gems_call"]["why"]
     entry = lines["test_planted::test_sum_rows"]
     assert entry["calls"] == ["sum_dim(t0, [0])"]
-    path = Path(entry["script"])
-    assert run_script(path, site, broken=True).returncode == 1
-    assert run_script(path, site, broken=False).returncode == 0
+    done = run_script(Path(entry["script"]), site, broken=True)
+    assert done.returncode == 1 and "| sum_dim(t0, [0]) |" in done.stdout, done.stdout + done.stderr
 
 
 def _rows(spec: list[tuple[str, str, str | None, str]]) -> list[Row]:

@@ -198,6 +198,7 @@ import sys
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+EMULATOR = None  # the emulator's device module, under --lane emulated or cpu
 
 
 class NotReproduced(Exception):
@@ -276,9 +277,61 @@ def compare(got, want, rtol, atol):
     return "ok", "within tolerance", f"float64 torch (rtol {rtol:.3g}, atol {atol:.3g})"
 
 
-def run(label, fn, args_of, reference_of, native_of, rtol, atol):
+FILLS = (float("nan"), 1.0e30, -7.0)  # what the memory around the tensors holds on each repeat
+
+
+def fill_memory(fill):
+    """Allocate, fill and free device memory, so that a read past a tensor meets ``fill``
+    (under the emulator, its device heap: what it serves for lanes outside every tensor)."""
     import torch
 
+    if DEVICE != "cpu":  # the device's caching allocator hands this block out next
+        block = torch.empty(16 << 20, dtype=torch.float32, device=DEVICE)
+        block.fill_(fill)
+        del block
+    if EMULATOR is not None:
+        EMULATOR.poison(fill)
+
+
+def bits(value):
+    import torch
+
+    out = []
+    for v in flat(value):
+        if isinstance(v, torch.Tensor):
+            v = v.detach().cpu().contiguous()
+            size = v.element_size()
+            out.append(v.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[size]) if size in (1, 2, 4, 8) else v)
+        else:
+            out.append(v)
+    return out
+
+
+def same_bits(a, b):
+    import torch
+
+    a, b = bits(a), bits(b)
+    return len(a) == len(b) and all(torch.equal(x, y) if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)
+                                    else x == y for x, y in zip(a, b))
+
+
+def call_once(fn, args_of):
+    import torch
+
+    try:
+        args, kwargs = args_of()
+        got = fn(*args, **kwargs)
+        if DEVICE != "cpu":
+            getattr(torch, DEVICE).synchronize()
+        return got
+    except Exception as exc:
+        return exc
+
+
+def run(label, fn, args_of, reference_of, native_of, rtol, atol):
+    """One call's row: against the float64 reference, then repeated with the memory around
+    its tensors filled with NaN, 1e30 and -7 (fresh inputs each time): a call that reads
+    past its tensors gives other bits (the seed's "same input, different results")."""
     try:
         want = reference_of()
     except Exception:  # torch refuses float64 here: its own dtype on the CPU
@@ -286,18 +339,21 @@ def run(label, fn, args_of, reference_of, native_of, rtol, atol):
             want = native_of()
         except Exception as exc:  # torch refuses the call itself: FlagGems must too
             want = exc
+    repeats = []
+    for fill in FILLS:
+        fill_memory(fill)
+        repeats.append((fill, call_once(fn, args_of)))
+    got = repeats[0][1]
     if isinstance(want, LookupError):  # nothing to compare a result with: the call must not raise
-        got = None
-    try:
-        got = fn(*args_of[0], **args_of[1])
-        if DEVICE != "cpu":
-            getattr(torch, DEVICE).synchronize()
-    except Exception as exc:
-        got = exc
-    if isinstance(want, LookupError):
-        return label, f"raises {type(got).__name__}" if isinstance(got, Exception) else "a result", str(want), \
-            "WRONG" if isinstance(got, Exception) else "ok"
-    verdict, result, expected = compare(got, want, rtol, atol)
+        verdict, result, expected = ("WRONG" if isinstance(got, Exception) else "ok",
+                                     f"raises {type(got).__name__}" if isinstance(got, Exception) else "a result", str(want))
+    else:
+        verdict, result, expected = compare(got, want, rtol, atol)
+    if verdict == "ok" and not isinstance(got, Exception):
+        for fill, again in repeats[1:]:
+            if not same_bits(got, again):
+                return label, f"changed after the memory around it was filled with {fill}", \
+                    "bit-identical repeats of one call", "WRONG"
     return label, result, expected, verdict
 
 
@@ -318,10 +374,12 @@ def _main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lane", choices=sorted(LANES), default=DEFAULT_LANE)
     lane = parser.parse_args(argv).lane
+    global EMULATOR
     if LANES[lane] is not None:
         from pytest_fl_contract.emulation.interpreter import bring_up  # Triton's interpreter, the defect injected
 
         bring_up(*LANES[lane])
+        from pytest_fl_contract.emulation import device as EMULATOR  # its heap: what fill_memory fills
     import torch
     import flag_gems
 
@@ -366,7 +424,11 @@ def render(repro: Repro, script_name: str) -> str:
     lines.append("    rows = []")
     for call in repro.calls:
         fn = f"importlib.import_module({call.module!r}).{call.function}"
-        args = f"([{', '.join(code(a) for a in call.args)}], {{{', '.join(f'{k!r}: {code(v)}' for k, v in call.kwargs)}}})"
+        names = list(dict.fromkeys(names_in([*call.args, *(v for _, v in call.kwargs)])))
+        body = f"([{', '.join(code(a) for a in call.args)}], {{{', '.join(f'{k!r}: {code(v)}' for k, v in call.kwargs)}}})"
+        # fresh inputs for every repeat (a call may write into them), aliasing kept within a call
+        args = f"lambda: (lambda {', '.join(names)}: {body})({', '.join(f'tensor(INPUTS[{n!r}])' for n in names)})" \
+            if names else f"lambda: {body}"
         if call.aten:
             name, _, overload = call.aten.partition(".")
             aten = f"torch.ops.aten.{name}.{overload or 'default'}"
