@@ -332,3 +332,21 @@ def test_groups_page_links_each_group_to_its_script_and_draft():
     html = groups.page("h200", report.path, found, {found[0].ident: ("repro/a b.py", "drafts/x.md")})
     assert 'href="repro/a%20b.py"' in html and 'href="drafts/x.md"' in html
     assert html.count("<tr data-group=") == 2
+
+
+def test_probe_packet_is_the_battery_with_nothing_of_ours_but_the_emulator(tmp_path):
+    """The packet's battery is the project's with its one import of ours written in; its
+    runner imports the emulator module only on an emulated lane, nothing of ours on a device."""
+    from pytest_fl_contract.triage import probes
+
+    emulated = probes.packet(tmp_path / "emu", "masked_2d_row_load", "row half dropped", "lane", "cuda",
+                             ("iluvatar-small", ("masked_2d_row_load",)), "nvidia-small")
+    device = probes.packet(tmp_path / "dev", "masked_2d_row_load", "row half dropped", "lane", "cuda", None, None)
+    battery = (emulated.parent / "probes_battery.py").read_text()
+    assert "import pytest_fl_contract" not in battery and "from pytest_fl_contract" not in battery
+    assert "GRID_LIMITS = " in battery
+    for runner in (emulated, device):
+        compile(runner.read_text(), str(runner), "exec")
+        compile(battery, "probes_battery.py", "exec")
+    assert "pytest_fl_contract.emulation.interpreter import bring_up" in emulated.read_text()
+    assert "LANES = {'device': None}" in device.read_text() and "DEVICE = 'cuda'" in device.read_text()

@@ -175,11 +175,14 @@ def cmd_triage(args: argparse.Namespace) -> int:
         evidence = _reproduce(args, report, props, found, out)
     if args.isolate and found:
         evidence = _isolate(args, report, props, found, evidence)
-    if args.probes and any(g.signature.whose == "compiler" for g in found):
-        table = _probe_table(props, args)
-        for g in found:
-            if g.signature.whose == "compiler":
-                evidence[g.ident] = drafts.Evidence(**{**asdict(evidence[g.ident]), "probe_table": table})
+    tables: dict[str, str] = {}
+    for g in found:
+        defect = g.signature.defect
+        if g.signature.whose != "compiler" or not defect:
+            continue
+        if defect not in tables:
+            tables[defect] = _probe_packet(out / "probes" / defect, defect, registry, report.lane, props, args.probes)
+        evidence[g.ident] = drafts.Evidence(**{**asdict(evidence[g.ident]), "probe_table": tables[defect]})
     links = {}
     for g in found:
         ev = evidence[g.ident]
@@ -256,23 +259,41 @@ def _isolate(args: argparse.Namespace, report: Any, props: dict[str, str], found
     return out
 
 
-def _probe_table(props: dict[str, str], args: argparse.Namespace) -> str:
-    """The compiler probe table of the lane's platform (``fl-contract probe --markdown``),
-    on the emulator with the lane's injected defects where the lane was emulated."""
-    argv = [sys.executable, "-m", "pytest_fl_contract.cli", "probe", "--markdown",
-            "--platform", props.get("fl_platform", "auto")]
-    emulated = props.get("fl_emulated", "no")
-    if emulated not in ("", "no"):
-        argv += ["--emulate", "--profile", emulated.partition(";")[0].strip()]
-        for defect in emulated.partition("defects:")[2].split(","):
-            if defect.strip() and defect.strip() != "none":
-                argv += ["--inject", defect.strip()]
+def _probe_packet(where: Path, defect: str, registry: Any, lane: str, props: dict[str, str], run: bool) -> str:
+    """The compiler defect's standalone probe packet (``triage.probes``), and with ``run``
+    its tables on the lane and, emulated, on the plain CPU lane: the draft's probe section."""
+    from . import probes
+
+    entry = getattr(registry, "defects", {}).get(defect)
+    platform = None
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
-        return "(the probes did not finish in 600 s)"
-    table = [ln for ln in done.stdout.splitlines() if ln.startswith("|")]
-    return "\n".join(table) if table else f"(no probe table: exit {done.returncode})"
+        platform = registry.get(props.get("fl_platform", ""))
+    except Exception:  # a report of a platform this registry lacks: the device type is cuda's
+        platform = None
+    emulated = props.get("fl_emulated", "no")
+    emulation = None
+    if emulated not in ("", "no"):
+        profile, _, rest = emulated.partition(";")
+        emulation = (profile.strip(), tuple(d.strip() for d in rest.partition("defects:")[2].split(",")
+                                            if d.strip() and d.strip() != "none"))
+    cpu_profile = None
+    try:
+        cpu_profile = getattr(registry.get("cpu"), "emulation_profile", None)
+    except Exception:  # no cpu platform in this registry: the lane's own profile
+        cpu_profile = None
+    try:
+        runner = probes.packet(where, defect, getattr(entry, "feature", "") or "", lane,
+                               getattr(platform, "device_type", None) or "cuda", emulation, cpu_profile)
+    except FlContractError as exc:
+        return f"(no probe packet: {exc})"
+    text = [f"The packet: `{runner}` with `probes_battery.py` beside it (`python probe.py`; exit 1 while a probe "
+            "fails)."]
+    if run:
+        for how, lane_arg in ((("On the lane", None),) + ((("On the plain CPU lane", "cpu"),) if emulation else ())):
+            output, code = verify(str(runner), lane_arg)
+            table = [ln for ln in output.splitlines() if ln.startswith("|")]
+            text += ["", f"{how} (exit {code}):", "", *(table or [f"(no table: {' '.join(output.split())[-300:]})"])]
+    return "\n".join(text)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -300,5 +321,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     tri.add_argument("--registered", action="store_true",
                      help="also group strict xfails of registered FlagGems defects (a hardware lane's known defects)")
     tri.add_argument("--probes", action="store_true",
-                     help="run the compiler probes of the lane's platform into the compiler groups' drafts")
+                     help="run each compiler group's standalone probe packet (written always) into its draft: "
+                          "on the lane, and on the plain CPU lane for an emulated one")
     tri.set_defaults(fn=cmd_triage)

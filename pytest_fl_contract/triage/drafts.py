@@ -109,8 +109,8 @@ def render(group: Group, evidence: Evidence, *, lane: str, report: str, properti
             lines += [f"{how} (exit {code}):", "", *(table or ["(no table: " + " ".join(output.split())[-300:] + ")"]), ""]
     if evidence.probe_table:
         lines += ["", "## Compiler probes", "",
-                  "Standalone Triton kernels, no FlagGems (`fl-contract probe --markdown`); each variant against the "
-                  "value it must give:", "", evidence.probe_table.rstrip()]
+                  "Standalone Triton kernels, no FlagGems: each variant against the exact value it must give.", "",
+                  evidence.probe_table.rstrip()]
     v = properties
     device = v.get("fl_device") or ("CPU, emulated: " + v["fl_emulated"] if v.get("fl_emulated", "no") != "no" else "?")
     lines += ["", "## Versions and device", "", "| | |", "|---|---|",
