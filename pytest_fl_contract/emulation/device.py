@@ -42,8 +42,9 @@ from . import assume
 # meet beyond masks (issue 30) - a kernel specialised on its first launch's scalars, a cold
 # compile that is wrong once, masked lanes that do not take other=; and a store dropped after a
 # branch holding tl.assume (issue 59: emulation/assume.py, the equivalent-kernel probes' class).
+# And a masked store that lets one lane past its bound through (the guard bands' class).
 INJECTABLE = ("masked_2d_row_load", "scalar_bound_at_first_launch", "cold_first_launch", "masked_load_other",
-              "equivalent_kernels_differ")
+              "equivalent_kernels_differ", "store_past_tensor")
 
 
 class EmulatedDeviceFault(RuntimeError):
@@ -121,6 +122,30 @@ def drop_row_condition(mask: Any) -> Any | None:
     if not np.array_equal(mask, rows[:, None] & cols[None, :]):
         return None
     return np.broadcast_to(cols[None, :], mask.shape).copy()
+
+
+def one_lane_past(mask: Any) -> Any | None:
+    """The defective store mask ``store_past_tensor`` gives: along the last axis, where the
+    stored lanes are a proper prefix (a bound ``offs < N``), the first lane past it is stored too
+    (``offs <= N``); None where no row has such a prefix.
+
+    >>> import numpy as np
+    >>> one_lane_past(np.array([True, True, False, False])).tolist()
+    [True, True, True, False]
+    """
+    import numpy as np
+
+    if mask.ndim == 0:
+        return None
+    rows = mask.reshape(-1, mask.shape[-1])
+    count = rows.sum(axis=1)
+    lanes = np.arange(rows.shape[1])
+    prefix = (rows == (lanes[None, :] < count[:, None])).all(axis=1) & (count > 0) & (count < rows.shape[1])
+    if not prefix.any():
+        return None
+    grown = rows.copy()
+    grown[prefix, count[prefix]] = True
+    return grown.reshape(mask.shape)
 
 
 def _relative(addresses: Any) -> Any:
@@ -286,6 +311,9 @@ def install() -> None:
 
     def create_masked_store(self, ptrs, value, mask, cache_modifier, eviction_policy):
         wanted = _mask_of(mask)
+        if "store_past_tensor" in DEVICE.enabled:
+            grown = one_lane_past(wanted)
+            wanted = wanted if grown is None else grown
         itemsize = ti._get_np_dtype(ptrs.get_element_ty()).itemsize
         bad = outside(ptrs.data, wanted, itemsize)
         if not bad.any():

@@ -1079,6 +1079,29 @@ def _assume_branch(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
     return out, np.array([ASSUME_PROGRAMS * ASSUME_N], dtype=np.int32)
 
 
+STORE_N, STORE_TILE = 5, 8  # 5 valid lanes of an 8-lane tile, stored into 5 of an 8-element buffer
+
+
+@triton.jit
+def store_tail(out_ptr, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, offs.to(tl.float32), mask=offs < N)
+
+
+@triton.jit
+def store_tail_one_past(out_ptr, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, offs.to(tl.float32), mask=offs <= N)  # the bound off by one
+
+
+def _store_tail(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    (buffer,) = _on(device, torch.full((STORE_TILE,), -1.0))  # the tensor is buffer[:N]; the rest its neighbour
+    kernel[(1,)](buffer[:STORE_N], STORE_N, BLOCK=STORE_TILE)
+    expected = np.full(STORE_TILE, -1.0, dtype=np.float32)
+    expected[:STORE_N] = np.arange(STORE_N)
+    return buffer, expected
+
+
 PROBES: tuple[Probe, ...] = (
     # the seed's table, row for row
     Probe("seed_masked_load", _SEED + "tl.load(mask=(n<N)&(k<K), other=0.0)", "masked_2d_row_load",
@@ -1164,6 +1187,9 @@ PROBES: tuple[Probe, ...] = (
     Probe("atomic_after_assume", f"({ASSUME_PROGRAMS} programs) tl.assume in a never-taken if, then tl.atomic_add of "
           f"{ASSUME_N} each (FlagTree #1227: 3072 -> 0)", "equivalent_kernels_differ", _assume_branch,
           atomic_after_assume, atomic_after_assume_dropped),
+    Probe("store_past_tensor", f"({STORE_N} valid of {STORE_TILE} lanes) tl.store(mask=offs < N) into the first "
+          f"{STORE_N} elements of an {STORE_TILE}-element buffer: the rest untouched", "store_past_tensor", _store_tail,
+          store_tail, store_tail_one_past),
     Probe("int64_offsets", "(int8, 3 programs) offsets pid * (2**30+3) past 2**31", "int64_offset_arith",
           _int64, int64_offsets, int64_offsets_wrapped, needs=("int64",), hardware_only=True),
 )
