@@ -1381,6 +1381,9 @@ MUTANTS: dict[str, Mutant] = {
                "not (FlagTree #1227; the emulator's equivalent_kernels_differ): equivalent kernels disagree",
                "test_equivalent and (seed_masked_load or first_launch)",
                args=("--fl-inject", "equivalent_kernels_differ"), suite="probes"),
+        Mutant("store_bound_one_past", "a compiler stores one lane past a masked store's bound (offs <= N for "
+               "offs < N; the emulator's store_past_tensor): the byte after an output changes, nothing faults",
+               "test_guard and softmax", args=("--fl-inject", "store_past_tensor")),
         # outside review (paths only some sizes take)
         Mutant("prod_loop_every_other_chunk", "prod's 1024-wide chunk loop steps 2 * BLOCK_N (an unroll by two that "
                "lost its second half): every other chunk is never multiplied", "prod and (path or tile)",
