@@ -275,6 +275,17 @@ def test_order_dependent_pair_flaky_case_and_own_failure_are_told_apart(pytester
     assert found["test_b_needs_clean_state"].after == ("test_planted::test_a_leaves_state",)
     assert found["test_c_flaky"].kind == "flaky"
     assert found["test_d_broken"].kind == "alone"
+    # the same through the command: each group's draft says what its cases are
+    from pytest_fl_contract.cli import main
+
+    out = tmp_path / "triage"
+    assert main(["triage", str(junit), "--root", str(pytester.path), "--out", str(out), "--no-repro",
+                 "--isolate", "3"]) == 0
+    findings = [f for g in json.loads((out / "groups.json").read_text())["groups"] for f in g["findings"]]
+    assert "test_planted::test_b_needs_clean_state: passes alone, fails after test_planted::test_a_leaves_state " \
+           "(order-dependent)" in findings
+    assert "test_planted::test_c_flaky: passes alone and after the cases before it (flaky)" in findings
+    assert "test_planted::test_d_broken: fails alone in a fresh process" in findings
 
 
 def test_classification_from_a_table_of_outcomes():

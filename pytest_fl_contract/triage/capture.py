@@ -232,8 +232,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
 
     key = junit_key(item.nodeid)
     recorders = item.stash.get(_CALLS, [])
-    line: dict[str, Any] = {"key": key, "nodeid": item.nodeid, "outcome": report.outcome}
-    if report.failed:
+    xfailed = report.skipped and hasattr(report, "wasxfail")  # a registered defect showing, as it should
+    line: dict[str, Any] = {"key": key, "nodeid": item.nodeid, "outcome": "xfailed" if xfailed else report.outcome}
+    if report.failed or xfailed:
         line.update(write(item, key, recorders[0] if recorders else None, _failure(report), Path(out)))
     with open(Path(out) / "captured.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps(line) + "\n")

@@ -78,7 +78,7 @@ def capture(runner: Runner, cases: list[str], out: Path, lane: str) -> dict[str,
         if case not in found:
             found[case] = {"key": case, "outcome": outcomes.get(case, "missing"),
                            "why": f"the re-run reported it {outcomes.get(case, 'missing')}"}
-        elif found[case]["outcome"] != "failed" and "script" not in found[case]:
+        elif found[case]["outcome"] not in ("failed", "xfailed") and "script" not in found[case]:
             found[case]["why"] = f"it {found[case]['outcome']} on the re-run: nothing to reproduce"
     return found
 
