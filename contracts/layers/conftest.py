@@ -14,7 +14,7 @@ from pytest_fl_contract.registry.schema import flag_gems_version
 
 DTYPES = ("float32",)
 HALF_DTYPES = ("float16", "bfloat16")
-GRADIENTS = ("backward", "affine", "determinism", "layout", "empty", "large_index", "enabled")  # the contracts that check gradients too
+GRADIENTS = ("backward", "affine", "determinism", "layout", "empty", "large_index", "enabled", "params")  # the contracts that check gradients too
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -31,6 +31,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                                             for case in layer.cases[settings.sweep]])
     elif "layer" in names and not {"empty_case", "half_case", "first_case"} & set(names):
         metafunc.parametrize("layer", layers, ids=[layer.name for layer in layers])
+    if "param" in names:  # every argument value of every layer, on its first case: forward and
+        # backward, and an argument other than grads forward alone too (a backward known defect
+        # marks the whole case, and must not hide what the forward does with the argument)
+        metafunc.parametrize("param_layer,param,value,param_case,direction", [
+            pytest.param(layer, p, v, layer.cases[settings.sweep][0], d,
+                         id=f"{layer.name}-{p.name}={_text(v)}{'-forward-only' if d == FORWARD_ONLY else ''}")
+            for layer in layers for p in layer.params for v in p.values
+            for d in (("backward",) if p.name == "grads" else ("backward", FORWARD_ONLY))])
     if "first_case" in names:  # the layer's first case (every FlagGems op enabled)
         metafunc.parametrize("layer,first_case", [pytest.param(layer, layer.cases[settings.sweep][0],
                                                                id=f"{layer.name}-{layer.cases[settings.sweep][0].id}")
@@ -58,6 +66,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 LARGE_DTYPE = "float16"
+FORWARD_ONLY = "forward"
+
+
+def _text(value) -> str:
+    return "+".join(value) if isinstance(value, tuple) else str(value).replace(" ", "_").replace("'", "")
 
 
 def call_of(params: dict, contract: str, routed: bool) -> LayerCall | None:
@@ -70,8 +83,14 @@ def call_of(params: dict, contract: str, routed: bool) -> LayerCall | None:
     if case is None:
         return None
     extra = {k: params[k] for k in ("dtype", "layout", "values") if isinstance(params.get(k), str)}
-    backward = contract in GRADIENTS or bool(path is not None and path.backward)
+    backward = (contract in GRADIENTS and params.get("direction") != FORWARD_ONLY) or bool(
+        path is not None and path.backward)
     affine = params.get("affine", True) is not False
+    param = params.get("param")
+    if param is not None and param.name == "grads":
+        extra["grads"] = params["value"]
+    elif param is not None:
+        extra["options"] = tuple(param.kwargs(params["value"]).items())
     return LayerCall(case, backward=backward, affine=affine, routed=routed, contract=contract, **extra)
 
 

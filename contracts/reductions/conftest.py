@@ -127,7 +127,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
         metafunc.parametrize("backward_op,entry,backward_case,layout", backward_params(ops_for("full"), settings.sweep))
     if "param" in names:
-        metafunc.parametrize("param_op,param,value,param_case,dtype", param_params(ops_for("full")))
+        metafunc.parametrize("param_op,param,value,param_case,dtype,route", param_params(ops_for("full")))
     for name, cases in per_op_cases.items():
         if name in metafunc.fixturenames:
             metafunc.parametrize(name, cases, ids=[c.id for c in cases])
@@ -143,10 +143,33 @@ def _slug(text: str) -> str:
 
 def path_params(ops: list[Op]) -> list:
     """(op, path, its Case, dtype) for every kernel path of every op the installed FlagGems
-    has, in its line (registry rows' ``paths``)."""
+    has, in its line (registry rows' ``paths``); a path whose case has a single output row
+    (M = 1 before the reduced dim) once more with two: a kernel that drops its row offset
+    past the first row, or a reduce-then-scan pass that carries one row's prefix into the
+    next, is right for row 0 alone."""
     version = flag_gems_version()
-    return [pytest.param(op, path, Case(path.shape, path.dim), path.dtype, id=f"{op.name}-{_slug(path.name)}")
-            for op in ops for path in op.paths_in(version)]
+    found = []
+    for op in ops:
+        for path in op.paths_in(version):
+            case = Case(path.shape, path.dim)
+            found.append(pytest.param(op, path, case, path.dtype, id=f"{op.name}-{_slug(path.name)}"))
+            rows = two_rows(case)
+            if rows is not None:
+                found.append(pytest.param(op, path, rows, path.dtype, id=f"{op.name}-{_slug(path.name)}-two-rows"))
+    return found
+
+
+def two_rows(case: Case) -> Case | None:
+    """``case`` with two output rows where it has one (a single int dim with nothing before it
+    but ones), else None."""
+    if not isinstance(case.dim, int):
+        return None
+    d = case.dim % len(case.shape)
+    if any(s != 1 for s in case.shape[:d]):
+        return None
+    if d == 0:
+        return Case((2, *case.shape), 1)
+    return Case((2, *case.shape[1:]), case.dim)
 
 
 def fast_path_params(ops: list[Op]) -> list:
@@ -173,8 +196,9 @@ def param_params(ops: list[Op]) -> list:
             for value in param.values:
                 for form in forms:
                     for dtype in param.dtypes:
-                        out.append(pytest.param(op, param, value, PARAM_CASES[form], dtype,
-                                                id=f"{op.name}-{param.name}={value}-{form}-{dtype}"))
+                        for route in param.routes:
+                            out.append(pytest.param(op, param, value, PARAM_CASES[form], dtype, route,
+                                                    id=f"{op.name}-{param.name}={value}-{form}-{dtype}-{route}"))
     return out
 
 
@@ -198,7 +222,8 @@ def call_of(params: dict, routed: bool = False, contract: str = "") -> Call | No
     param = params.get("param")
     kwargs = ((param.name, params.get("value")),) if param is not None else ()
     return Call(case.shape, case.dim, routed=routed, kwargs=kwargs, contract=contract,
-                backward=params.get("direction") == "backward", **extra)
+                backward=params.get("direction") == "backward", dispatched=params.get("route") == "dispatch",
+                **extra)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

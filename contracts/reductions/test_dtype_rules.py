@@ -49,6 +49,24 @@ def test_integer_results_past_int32(flag_gems, fl_device, fl_settings, any_op, d
     assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, what=f"int32 input near 2**30, dim {case.dim}")
 
 
+@pytest.mark.parametrize("values", ["int64_wide"])  # a known defect's predicate sees it (Call.values)
+@pytest.mark.parametrize("dtype", [pytest.param("int64", marks=_marks("int64"))])
+@pytest.mark.parametrize("dtype_case", CASES, ids=lambda c: c.id)
+def test_int64_values_past_32_bits(flag_gems, fl_device, fl_settings, any_op, dtype_case, dtype, values):
+    """int64 values of 2**33 and more whose low 32 bits order them otherwise (a larger value
+    with smaller low bits, negatives among them): a compiler or kernel that compares, selects
+    or accumulates a 64-bit integer in 32 bits picks the wrong extreme, index or sum.  Integer
+    results are exact: they must equal torch's."""
+    op, case = any_op, fitted(dtype_case, any_op, fl_settings.sweep)
+    small = typed(make_input(case, "float32", "cpu", op=op), dtype)  # the op's own value pattern, |v| small
+    g = torch.Generator().manual_seed(64)
+    high = torch.randint(-3, 4, tuple(case.shape), generator=g, dtype=torch.int64) << 33
+    low = torch.randint(0, 2**31, tuple(case.shape), generator=g, dtype=torch.int64) * 2  # low bits past the small ones
+    x = (high + low + small).to(fl_device)
+    assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, exact_index=True,
+                  what=f"int64 input past 2**32, dim {case.dim}")
+
+
 @pytest.mark.parametrize("dtype", ["float32", pytest.param("float64", marks=_marks("float64"))])
 @pytest.mark.parametrize("values", ["dtype_arg"])
 @pytest.mark.parametrize("dtype_case", CASES, ids=lambda c: c.id)

@@ -28,6 +28,14 @@ def empty_cases(op: TensorOp) -> list[tuple[str, TensorCase]]:
     return [("index0", replace(case, index=0))]
 
 
+LONG_K = 520  # past four 128-wide K tiles (the widest FlagGems' matmul configs take), not a multiple
+
+
+def long_k(case: TensorCase) -> TensorCase:
+    *batch, m, _, n = case.shape
+    return replace(case, shape=(*batch, m, LONG_K, n))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     settings = settings_of(metafunc.config)
     ops = chosen("tensorops")
@@ -52,6 +60,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                                                       for op in ops])
     elif "tensor_op" in names and "out_op" not in names:
         metafunc.parametrize("tensor_op", ops, ids=[op.name for op in ops])
+    if "long_case" in names:  # each matmul's first case with K past several K tiles, every float dtype
+        metafunc.parametrize("matmul_op,long_case,dtype", [param(op, long_k(op.cases["quick"][0]), dtype)
+                                                           for op in ops if op.family == MATMUL
+                                                           for dtype in (*DTYPES, *HALF_DTYPES)])
+    if "biased_op" in names:  # the ops that add a bias (addmm), on their first case
+        metafunc.parametrize("biased_op,case", [pytest.param(op, op.cases[settings.sweep][0], id=op.name)
+                                                for op in ops if op.bias])
+    if "param" in names:  # every argument value of every op, on its first case
+        metafunc.parametrize("param_op,param,value,param_case", [
+            pytest.param(op, p, v, op.cases[settings.sweep][0], id=f"{op.name}-{p.name}={v}")
+            for op in ops for p in op.params for v in p.values])
     if "out_op" in names:
         metafunc.parametrize("out_op", [op for op in ops if op.out], ids=[op.name for op in ops if op.out])
     if "grid_case" in names:
@@ -82,6 +101,9 @@ def call_of(params: dict, contract: str, routed: bool) -> TensorCall | None:
     extra = {k: params[k] for k in ("dtype", "layout", "values") if isinstance(params.get(k), str)}
     if path is not None:
         extra["layout"] = path.layout
+    param = params.get("param")
+    if param is not None:
+        extra["arguments"] = tuple(param.kwargs(params["value"]).items())
     return TensorCall(case, routed=routed, contract=contract, **extra)
 
 

@@ -777,6 +777,60 @@ def bool_scalar_arguments(interpreter: Any) -> None:
     interpreter._implicit_cvt = implicit_cvt
 
 
+SPIN_LIMIT = 1_000_000  # compare-and-swaps one launch of a waiting kernel may make before it is a hang
+
+
+def _waits_on_other_programs(fn: Any) -> bool:
+    """The kernel spins on a flag another program sets (stream-K's tile locks:
+    ``while tl.atomic_cas(locks + tile, 1, 1) != 1``)."""
+    import inspect
+    import re
+
+    try:
+        return re.search(r"while\s+tl\.atomic_cas\(", inspect.getsource(fn)) is not None
+    except (OSError, TypeError):
+        return False
+
+
+def waiting_programs_last(interpreter: Any) -> None:
+    """Programs that wait on another program's flag run after it.  The interpreter runs a
+    grid's programs one at a time in ascending order, so a program spinning on a flag a later
+    program sets (FlagGems' stream-K mm, picked on a capability-8 device for a half-type K past
+    5 M and 5 N: a tile's first program waits for the program that stores the tile's last K
+    iterations) spins forever - the CPU lane hung there.  Compiled, the programs run together
+    and any order is a schedule the kernel must accept; a kernel that spins on a flag runs
+    here in descending program order (its waiters are the earlier programs), and a launch that
+    still spins past ``SPIN_LIMIT`` compare-and-swaps raises instead of hanging."""
+    executor, builder = interpreter.GridExecutor, interpreter.interpreter_builder
+    call, set_idx, cas = executor.__call__, type(builder).set_grid_idx, type(builder).create_atomic_cas
+    state = {"reverse": False, "spins": 0}
+
+    def launched(self: Any, *args: Any, **kwargs: Any) -> Any:
+        outer = dict(state)
+        state.update(reverse=_waits_on_other_programs(self.fn), spins=0)
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            state.update(outer)
+
+    def set_grid_idx(self: Any, x: int, y: int, z: int) -> None:
+        if state["reverse"]:
+            x, y, z = (n - 1 - i for n, i in zip(self.grid_dim, (x, y, z), strict=True))
+        set_idx(self, x, y, z)
+
+    def create_atomic_cas(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if state["reverse"]:
+            state["spins"] += 1
+            if state["spins"] > SPIN_LIMIT:
+                raise RuntimeError(f"a program spun {SPIN_LIMIT} compare-and-swaps on a flag no program set "
+                                   "(the interpreter runs programs one at a time: it waits on an earlier one)")
+        return cas(self, *args, **kwargs)
+
+    executor.__call__ = launched
+    type(builder).set_grid_idx = set_grid_idx
+    type(builder).create_atomic_cas = create_atomic_cas
+
+
 def _first_three(grid: Any) -> Any:
     if callable(grid):
         return lambda meta: tuple(grid(meta))[:3]
@@ -928,6 +982,7 @@ def activate(profile: DeviceProfile) -> None:
     bf16_arithmetic(interpreter)
     no_discarded_overflow_checks(interpreter)
     bool_scalar_arguments(interpreter)
+    waiting_programs_last(interpreter)
     device.install()  # the memory guard at once; injected defects pass through it too
     dispatch.install()  # FlagGems' fallbacks to torch reach torch's CPU kernels, not FlagGems again
 

@@ -66,6 +66,20 @@ def counted(gems: Any, names: set[str]) -> Any:
             gems.FULL_CONFIG_BY_FUNC = by_func
 
 
+def overloads(gems: Any, names: Iterable[str]) -> tuple[str, ...]:
+    """Every FlagGems function registered under an overload of the aten ops that ``names``
+    are registered under (``var`` -> var, var_correction, var_dim): what torch dispatch may
+    pick for a call of that op once its arguments say which overload.  A row's entry point
+    is one of them; the argument forms that reach the others are reached only through
+    dispatch."""
+    wanted = set(names)
+    bases = {str(item[0]).split(".")[0] for item in gems._FULL_CONFIG
+             if len(item) >= 2 and getattr(item[1], "__name__", None) in wanted}
+    found = {getattr(item[1], "__name__", "") for item in gems._FULL_CONFIG
+             if len(item) >= 2 and str(item[0]).split(".")[0] in bases}
+    return tuple(sorted((found - {""}) | wanted))
+
+
 def dispatched(gems: Any, name: str) -> bool:
     return any(getattr(item[1], "__name__", None) == name for item in gems._FULL_CONFIG if len(item) >= 2)
 

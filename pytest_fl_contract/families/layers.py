@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,8 +46,20 @@ def make_inputs(layer: Layer, case: LayerCase, seed: int = 0, affine: bool = Tru
     weight = torch.randn(channels, generator=g).mul_(0.5).add_(1.0) if affine else None
     bias = torch.randn(channels, generator=g).mul_(0.1) if affine and "bias" in layer.affine else None
     grad = torch.randn(case.shape, generator=g)
-    stats = (torch.zeros(channels), torch.ones(channels)) if layer.running_stats else None
+    stats = running_stats(channels, g) if layer.running_stats else None
     return Inputs(x, weight, bias, grad, stats)
+
+
+def running_stats(channels: int, g: Any, device: str = "cpu", dtype: Any = None) -> tuple[Any, Any]:
+    """Running (mean, var) unlike any batch's own statistics (means near 0.5, variances 2 to 3):
+    an eval-mode call that took the training branch - the batch's statistics for the running
+    ones - differs from torch by far more than its tolerance; zeros and ones, a normal input's
+    own statistics, hid that."""
+    import torch
+
+    mean = torch.rand(channels, generator=g, device=device, dtype=dtype).add_(0.25)
+    var = torch.rand(channels, generator=g, device=device, dtype=dtype).add_(2.0)
+    return mean, var
 
 
 SPECIAL = {"nan": NAN, "pos_inf": INF, "huge": 1e30}
@@ -59,50 +72,71 @@ def plant(x: Any, values: str) -> None:
         x.view(-1)[0] = SPECIAL[values]
 
 
+GRADS = ("x", "weight", "bias")  # the leaves a backward case differentiates, unless it says fewer
+
+
 def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any = None,
-        backward: bool = False, transposed: bool = False, enabling: str = "include") -> dict[str, Any]:
+        backward: bool = False, transposed: bool = False, enabling: str = "include",
+        options: Mapping[str, Any] | None = None, grads: tuple[str, ...] = GRADS, on_device: bool = False,
+        between: Inputs | None = None) -> dict[str, Any]:
     """The layer on ``inputs`` in ``dtype`` on ``device`` (``gems``: the flag_gems module,
     whose entry points serve the call, with the row's or every op enabled (``enabling``);
-    None: torch itself), with its gradients when
-    ``backward``: {"y", "dx", "dweight", "dbias", "running_mean", "running_var"} on the CPU.
-    cuDNN is off for the call (torch's CUDA batch norm would take it, never FlagGems), and a
-    call whose forward (or dispatched backward) never reached FlagGems fails."""
+    None: torch itself), with the gradients of the leaves ``grads`` names when ``backward``:
+    {"y", "dx", "dweight", "dbias", "running_mean", "running_var"} on the CPU.  ``options``:
+    the call's arguments beyond its case (eps, training, momentum; ``running_stats=False``: a
+    batch norm given no running buffers).  cuDNN is off for the call (torch's CUDA batch norm
+    would take it, never FlagGems), and a call whose forward (or dispatched backward) never
+    reached FlagGems fails.  ``on_device``: the outputs as the call left them, not copies on
+    the CPU (a later call that reuses their memory then shows).  ``between``: inputs of another
+    forward call of the layer that runs after this call's forward and before its backward (a
+    graph held while the layer runs again: what the backward saved must still be its own)."""
     import torch
 
     dt = getattr(torch, dtype)
+    options = dict(options or {})
+    with_stats = options.pop("running_stats", True)
 
-    def leaf(t: Any) -> Any:
-        return None if t is None else t.detach().to(device=device, dtype=dt).requires_grad_(backward)
+    def leaf(t: Any, name: str) -> Any:
+        return None if t is None else t.detach().to(device=device, dtype=dt).requires_grad_(backward and name in grads)
 
     x = inputs.x.to(dt)
     if transposed and x.dim() >= 2:  # the same values, another memory order: a transposed copy viewed back
         x = x.transpose(0, -1).contiguous().transpose(0, -1)
-    x = x.to(device).detach().requires_grad_(backward)
-    weight, bias = leaf(inputs.weight), leaf(inputs.bias)
-    stats = None if inputs.stats is None else tuple(s.to(device=device, dtype=dt).clone() for s in inputs.stats)
+    x = x.to(device).detach().requires_grad_(backward and "x" in grads)
+    weight, bias = leaf(inputs.weight, "weight"), leaf(inputs.bias, "bias")
+    stats = None if inputs.stats is None or not with_stats else \
+        tuple(s.to(device=device, dtype=dt).clone() for s in inputs.stats)
     wanted = {layer.forward} | ({layer.backward} if backward and gems is not None and dispatched(gems, layer.backward)
                                   else set())
     count: Any = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
     scope = use_gems(gems, layer.gems_names, enabling) if gems is not None else contextlib.nullcontext()
     with count as seen, torch.backends.cudnn.flags(enabled=False), scope:
-        y = layer.torch_call(x, weight, bias, case, stats)
+        y = layer.torch_call(x, weight, bias, case, stats, **options)
+        if between is not None:
+            other = (leaf(t, "") for t in (between.x, between.weight, between.bias))
+            other_stats = None if stats is None else tuple(s.to(device=device, dtype=dt).clone() for s in between.stats)
+            later = layer.torch_call(*other, case, other_stats, **options)
         if backward:
             y.backward(inputs.grad.to(device=device, dtype=dt))
+    if between is not None:
+        del later
     if gems is not None and x.numel():
         missing = sorted(wanted - seen)
         assert not missing, (f"{layer.name}: torch dispatch never reached FlagGems' {', '.join(missing)} "
                              f"({scope_text(layer.gems_names, enabling)}): the contract tested torch's own kernels")
     out = {"y": y.detach()}
     if backward:
-        out.update(dx=x.grad, dweight=None if weight is None else weight.grad, dbias=None if bias is None else bias.grad)
+        out.update(dx=x.grad if "x" in grads else None, dweight=None if weight is None or "weight" not in grads else
+                   weight.grad, dbias=None if bias is None or "bias" not in grads else bias.grad)
     if stats is not None:
         out.update(running_mean=stats[0], running_var=stats[1])
-    return {k: (None if v is None else v.detach().cpu()) for k, v in out.items()}
+    return {k: (None if v is None else v.detach() if on_device else v.detach().cpu()) for k, v in out.items()}
 
 
-def reference(layer: Layer, case: LayerCase, inputs: Inputs, backward: bool = False) -> dict[str, Any]:
+def reference(layer: Layer, case: LayerCase, inputs: Inputs, backward: bool = False,
+              options: Mapping[str, Any] | None = None, grads: tuple[str, ...] = GRADS) -> dict[str, Any]:
     """torch in float64 on the CPU, autograd included."""
-    return run(layer, case, inputs, device="cpu", dtype="float64", backward=backward)
+    return run(layer, case, inputs, device="cpu", dtype="float64", backward=backward, options=options, grads=grads)
 
 
 def terms(layer: Layer, case: LayerCase, what: str) -> int:
@@ -153,18 +187,21 @@ def rounded(inputs: Inputs, dtype: str) -> Inputs:
 
 
 def check(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any,
-          backward: bool = False, transposed: bool = False, what: str = "", enabling: str = "include") -> None:
+          backward: bool = False, transposed: bool = False, what: str = "", enabling: str = "include",
+          options: Mapping[str, Any] | None = None, grads: tuple[str, ...] = GRADS) -> None:
     """FlagGems through dispatch against torch in float64 (the same inputs, rounded to the
-    call's dtype); where torch refuses the call, FlagGems must refuse it too."""
+    call's dtype, the same ``options`` and differentiated ``grads``); where torch refuses the
+    call, FlagGems must refuse it too."""
     inputs = rounded(inputs, dtype)
-    kind, want = outcome(lambda: reference(layer, case, inputs, backward))
+    kind, want = outcome(lambda: reference(layer, case, inputs, backward, options, grads))
     if kind == "raises":
         got_kind, got = outcome(lambda: run(layer, case, inputs, device=device, dtype=dtype, gems=gems,
-                                            backward=backward, transposed=transposed, enabling=enabling))
+                                            backward=backward, transposed=transposed, enabling=enabling,
+                                            options=options, grads=grads))
         assert got_kind == "raises", f"{what}{layer.name}: torch raises {want}, FlagGems returned a result"
         return
     got = run(layer, case, inputs, device=device, dtype=dtype, gems=gems, backward=backward, transposed=transposed,
-              enabling=enabling)
+              enabling=enabling, options=options, grads=grads)
     compare(layer, case, got, want, dtype, what)
 
 
@@ -199,7 +236,8 @@ class LayerFamily:
             return None if t is None else t.detach().requires_grad_(backward)
 
         x, weight, bias = leaf(inputs["x"]), leaf(inputs["weight"]), leaf(inputs["bias"])
-        stats = (torch.zeros_like(inputs["weight"]), torch.ones_like(inputs["weight"])) if row.running_stats else None
+        stats = running_stats(inputs["weight"].numel(), torch.Generator(device=inputs["weight"].device).manual_seed(1),
+                              str(inputs["weight"].device), inputs["weight"].dtype) if row.running_stats else None
         wanted = {row.forward} if gems is not None else set()
         count: Any = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
         scope = use_gems(gems, row.gems_names, enabling) if gems is not None else contextlib.nullcontext()

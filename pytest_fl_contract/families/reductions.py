@@ -91,12 +91,18 @@ def make_input(case: Case, dtype: str, device: str, seed: int = 0, op: Op | None
 def with_zeros(x: Any, kind: str, n: int, g: Any) -> Any:
     """Exact zeros where an op's answer turns on them (``Op.zeros``): "sparse" keeps each value
     with probability 1 - 2**(-1/n), "dense" zeroes each with it, so that about half the slices
-    of ``n`` answer each way; "half" zeroes each value with probability one half."""
+    of ``n`` answer each way; "half" zeroes each value with probability one half.  Every other
+    zero is -0.0 (the sign bit set: zero to torch's all, any and count_nonzero, nonzero to a
+    kernel that tests the bits)."""
     import torch
 
     p = 1.0 - 0.5 ** (1.0 / max(n, 1)) if kind in ("sparse", "dense") else 0.5
     draw = torch.rand(x.shape, generator=g) < p
-    return x * draw if kind == "sparse" else x.masked_fill_(draw, 0.0)
+    zeroed = x * draw if kind == "sparse" else x.masked_fill_(draw, 0.0)
+    if zeroed.is_floating_point():
+        signs = torch.rand(x.shape, generator=g) < 0.5
+        zeroed = torch.where((zeroed == 0) & signs, torch.full_like(zeroed, -0.0), zeroed)
+    return zeroed
 
 
 def on_device(x: Any, device: str, op: Op | None = None) -> Any:

@@ -108,7 +108,8 @@ def prepared(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layo
 
 
 def run(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layout: str = "contiguous", gems: Any = None,
-        out: bool = False, enabling: str = "include") -> Any:
+        out: bool = False, enabling: str = "include", arguments: dict[str, Any] | None = None,
+        on_device: bool = False) -> Any:
     """The op on ``ops`` through torch dispatch (``gems``: FlagGems' entry points serve it; None:
     torch itself), the result on the CPU; ``out``: through its out= form, which must return
     the buffer it was given.  A call that never reached FlagGems fails."""
@@ -117,24 +118,24 @@ def run(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layout: s
     given = prepared(op, ops, device=device, dtype=dtype, layout=layout)
     buffer = None
     if out:
-        shape = op.call(torch, prepared(op, ops, device="cpu", dtype="float64", layout=layout)).shape
+        shape = op.call(torch, prepared(op, ops, device="cpu", dtype="float64", layout=layout), **(arguments or {})).shape
         buffer = torch.full(shape, float("nan"), dtype=getattr(torch, dtype), device=device)
     wanted = {op.entry + ("_out" if out else "")} if gems is not None else set()
     count: Any = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
     scope = use_gems(gems, op.gems_names, enabling) if gems is not None else contextlib.nullcontext()
     with count as seen, scope:
-        result = op.call(torch, given, buffer)
+        result = op.call(torch, given, buffer, **(arguments or {}))
     if gems is not None and result.numel():
         missing = sorted(wanted - seen)
         assert not missing, (f"{op.name}: torch dispatch never reached FlagGems' {', '.join(missing)} "
                              f"({scope_text(op.gems_names, enabling)}): the contract tested torch's own kernels")
     if buffer is not None:
         assert result.data_ptr() == buffer.data_ptr(), f"{op.name}(out=): returned a tensor that is not out"
-    return result.detach().cpu()
+    return result.detach() if on_device else result.detach().cpu()
 
 
-def reference(op: TensorOp, ops: dict[str, Any], layout: str = "contiguous") -> Any:
-    return run(op, ops, device="cpu", dtype="float64", layout=layout)
+def reference(op: TensorOp, ops: dict[str, Any], layout: str = "contiguous", arguments: dict[str, Any] | None = None) -> Any:
+    return run(op, ops, device="cpu", dtype="float64", layout=layout, arguments=arguments)
 
 
 def rounded(ops: dict[str, Any], dtype: str) -> dict[str, Any]:
@@ -166,17 +167,19 @@ def compare(op: TensorOp, case: TensorCase, got: Any, want: Any, dtype: str, wha
 
 
 def check(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, device: str, dtype: str, gems: Any,
-          layout: str = "contiguous", out: bool = False, what: str = "", enabling: str = "include") -> None:
-    """FlagGems through dispatch against torch in float64; where torch refuses the call,
-    FlagGems must refuse it too."""
+          layout: str = "contiguous", out: bool = False, what: str = "", enabling: str = "include",
+          arguments: dict[str, Any] | None = None) -> None:
+    """FlagGems through dispatch against torch in float64 (``arguments``: a swept parameter,
+    given to both); where torch refuses the call, FlagGems must refuse it too."""
     ops = rounded(ops, dtype)
-    kind, want = outcome(lambda: reference(op, ops, layout))
+    kind, want = outcome(lambda: reference(op, ops, layout, arguments))
     if kind == "raises":
         got_kind, _ = outcome(lambda: run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out,
-                                          enabling=enabling))
+                                          enabling=enabling, arguments=arguments))
         assert got_kind == "raises", f"{what}{op.name}: torch raises {want}, FlagGems returned a result"
         return
-    got = run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out, enabling=enabling)
+    got = run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out, enabling=enabling,
+              arguments=arguments)
     compare(op, case, got, want, dtype, what)
 
 

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
-from .schema import Defect, Row
+from .schema import Defect, Param, Row
 
 FAMILY = "normalization"
 EPS = 1e-5
@@ -58,10 +58,15 @@ class LayerCall:
     backward: bool = False  # the case checks the gradients too
     routed: bool = False  # a workaround wraps the layer's entry points
     contract: str = ""  # the contract asking (a defect may spare one: a race the emulator's order hides)
+    options: tuple[tuple[str, Any], ...] = ()  # a swept argument and its value (eps, training, momentum, ...)
+    grads: tuple[str, ...] = ("x", "weight", "bias")  # the leaves a backward case differentiates
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.case.shape
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return dict(self.options).get(name, default)
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,10 @@ class Layer(Row):
     channels: Callable[[LayerCase], tuple[int, ...]] = _no_behaviour  # the shape of its weight and bias
     terms: Callable[[LayerCase, str], int] = _no_behaviour  # how many values an output ("y", "dx", ...) folds
     running_stats: bool = False  # updates running statistics in training (batch norm)
+    # its arguments beyond the case, each a sweep axis (contracts/layers/test_params.py): the
+    # default as a model sends it and the values a kernel that bakes the default gets wrong;
+    # "grads" (which leaves need a gradient: autograd's output_mask) for every layer
+    params: tuple[Param, ...] = ()
     paths: tuple[LayerPath, ...] = ()
     row_folds: tuple[str, ...] = ()  # kernels that fold the rows of a 2-D tile (the masked-row defect's reach)
     optional_affine: bool = True  # torch takes the layer without its weight and bias
@@ -158,9 +167,15 @@ def _layer_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = No
     return F.layer_norm(x, _normalized(case), weight, bias, eps)
 
 
-def _rms_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None, eps: float = EPS) -> Any:
+_TORCH_DEFAULT = "torch's default"  # an argument left out of the call: what a model sends most
+
+
+def _rms_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None, eps: Any = EPS) -> Any:
+    """eps as given; ``_TORCH_DEFAULT`` leaves it out (torch then takes finfo(dtype).eps)."""
     import torch.nn.functional as F
 
+    if eps == _TORCH_DEFAULT:
+        return F.rms_norm(x, _normalized(case), weight)
     return F.rms_norm(x, _normalized(case), weight, eps)
 
 
@@ -170,12 +185,14 @@ def _group_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = No
     return F.group_norm(x, case.groups, weight, bias, eps)
 
 
-def _batch_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None, eps: float = EPS) -> Any:
-    """Training mode, its running (mean, var) updated in place as torch does."""
+def _batch_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None, eps: float = EPS,
+                training: bool = True, momentum: float = 0.1) -> Any:
+    """Training mode by default, its running (mean, var) updated in place as torch does; eval
+    mode normalizes by the running statistics (which it needs)."""
     import torch.nn.functional as F
 
     running_mean, running_var = stats if stats is not None else (None, None)
-    return F.batch_norm(x, running_mean, running_var, weight, bias, True, 0.1, eps)
+    return F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 # -- FlagGems' own defects of the family (seen on the interpreter; catalogue: config/platforms.yaml) --
@@ -220,11 +237,12 @@ _ROWS = {
 }
 # group_norm: (N, C, HW) with group sizes a power of two and not; batch_norm: (N, C, HW)
 # with N and HW partial tiles of its (BLOCK_M batch, BLOCK_N spatial) walk
-_GROUPS = {
+_GROUPS = {  # one group, a group a channel, and between: sizes a power of two and not
     "quick": (LayerCase((3, 8, 5), groups=4), LayerCase((2, 6, 7), groups=2), LayerCase((5, 12, 3), groups=3),
-              LayerCase((2, 4, 3, 5), groups=2)),
+              LayerCase((2, 4, 3, 5), groups=2), LayerCase((3, 8, 5), groups=1), LayerCase((3, 8, 5), groups=8)),
     "full": (LayerCase((3, 8, 5), groups=4), LayerCase((2, 6, 7), groups=2), LayerCase((5, 12, 3), groups=3),
-             LayerCase((2, 4, 3, 5), groups=2), LayerCase((8, 64, 33, 33), groups=32), LayerCase((16, 96, 49), groups=8)),
+             LayerCase((2, 4, 3, 5), groups=2), LayerCase((3, 8, 5), groups=1), LayerCase((3, 8, 5), groups=8),
+             LayerCase((8, 64, 33, 33), groups=32), LayerCase((16, 96, 49), groups=8)),
 }
 _BATCH = {
     "quick": (LayerCase((5, 3, 7)), LayerCase((13, 4)), LayerCase((3, 2, 5, 5)), LayerCase((33, 3, 2))),
@@ -283,10 +301,22 @@ _LARGE_CHANNELS = LayerCase((2, 64, 2**24 + 1))
 # interpreter, where the same limit holds
 _WIDE_ROWS = (LayerCase((2, 2**20 + 1)),)
 
+def _grads(affine: tuple[str, ...]) -> Param:
+    """autograd's output_mask subsets: the input alone, each affine parameter alone, all but the input."""
+    values = (("x",), *((name,) for name in affine), affine)
+    return Param("grads", tuple(dict.fromkeys(values)))
+
+
+_EPS_PARAM = Param("eps", (EPS, 1e-3, 0.1))  # a kernel that bakes the default is off by ~5% at 0.1
+_ROW_PARAMS = (_EPS_PARAM, _grads(("weight", "bias")))
+_BATCH_PARAMS = (_EPS_PARAM, Param("training", (True, False)), Param("momentum", (0.1, 0.5, 1.0)),
+                 Param("running_stats", (True, False)), _grads(("weight", "bias")))
+
+
 LAYERS: tuple[Layer, ...] = (
     Layer(name="layer_norm", module="flag_gems.ops.layernorm", forward="layer_norm", backward="layer_norm_backward",
           gems_names=("layer_norm", "layer_norm_backward"), functional="layer_norm", affine=("weight", "bias"),
-          torch_call=_layer_norm, channels=_normalized, terms=_row_terms,
+          torch_call=_layer_norm, channels=_normalized, terms=_row_terms, params=_ROW_PARAMS,
           cases=_ROWS,
           paths=(L("forward, several rows a program (N <= 128)", LayerCase((13, 24)),
                    "layer_norm_persistent_kernel_multiline"),
@@ -295,6 +325,8 @@ LAYERS: tuple[Layer, ...] = (
                  L("forward, past two column tiles: each loop runs twice", LayerCase((2, 16385)),
                    "layer_norm_loop_kernel"),
                  L("backward: dx", LayerCase((13, 24)), "layer_norm_backward_kernel", backward=True),
+                 L("backward: dx, a loop past one 2048-column tile", LayerCase((3, 2049)),
+                   "layer_norm_backward_kernel", backward=True),
                  L("backward: weight and bias gradients over the rows", LayerCase((13, 24)),
                    "weight_bias_backward_kernel", backward=True),
                  L("backward: weight and bias gradients, a loop over 128-row tiles", LayerCase((300, 8)),
@@ -307,6 +339,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer(name="rms_norm", module="flag_gems.ops.rms_norm", forward="rms_norm", backward="rms_norm_backward",
           gems_names=("rms_norm",), functional="rms_norm", affine=("weight",), cases=_ROWS,
           torch_call=_rms_norm, channels=_normalized, terms=_row_terms,
+          params=(Param("eps", (_TORCH_DEFAULT, EPS, 1e-3, 0.1)), _grads(("weight",))),
           paths=(L("forward, one row a program (N <= 4096)", LayerCase((13, 24)), "rms_norm_kernel"),
                  L("forward, a loop over columns", LayerCase((2, 4097)), "rms_norm_loop_kernel"),
                  # the loop kernel's tiles (8192 on the CPU lane's tuner): N a multiple of one,
@@ -316,16 +349,19 @@ LAYERS: tuple[Layer, ...] = (
                  L("forward, past two column tiles: each loop runs twice", LayerCase((2, 16385)), "rms_norm_loop_kernel"),
                  L("backward: dx", LayerCase((13, 24)), "rms_norm_grad_dx_kernel", backward=True),
                  L("backward: weight gradient, 16 rows a program", LayerCase((37, 8)), "rms_norm_grad_dw_kernel",
-                   backward=True)),
+                   backward=True),
+                 L("backward: weight gradient past one 256-column tile", LayerCase((37, 300)),
+                   "rms_norm_grad_dw_kernel", backward=True)),
           row_folds=("rms_norm_grad_dw_kernel",), features=_ROW_FEATURES,
           defects=(Defect("rms_norm_needs_weight", _affine_off),
+                   Defect("rms_norm_default_eps", lambda c: c.option("eps") == _TORCH_DEFAULT),
                    Defect("rms_norm_weight_grad_flat", lambda c: c.backward and c.affine and c.case.norm > 1),
                    Defect("fp64_computed_in_fp32", _fp64),
                    Defect("rms_norm_int32_row_offsets", _rms_norm_wraps)),
           large=_LARGE_RMS, wide=_WIDE_ROWS),
     Layer(name="group_norm", module="flag_gems.ops.groupnorm", forward="group_norm", backward="group_norm_backward",
           gems_names=("group_norm", "group_norm_backward"), functional="group_norm", affine=("weight", "bias"),
-          torch_call=_group_norm, channels=_channel, terms=_group_terms,
+          torch_call=_group_norm, channels=_channel, terms=_group_terms, params=_ROW_PARAMS,
           cases=_GROUPS,
           paths=(L("forward, a group's (channels, HW) tile a program", LayerCase((3, 8, 5), groups=4),
                    "group_norm_kernel"),
@@ -348,7 +384,7 @@ LAYERS: tuple[Layer, ...] = (
           large=(replace(_LARGE_CHANNELS, groups=32),), wide=(LayerCase((1, 2, 2**19 + 1)),)),
     Layer(name="batch_norm", module="flag_gems.ops.batch_norm", forward="batch_norm", backward="batch_norm_backward",
           gems_names=("batch_norm", "batch_norm_backward"), functional="batch_norm", affine=("weight", "bias"),
-          torch_call=_batch_norm, channels=_channel, terms=_batch_terms, running_stats=True,
+          torch_call=_batch_norm, channels=_channel, terms=_batch_terms, running_stats=True, params=_BATCH_PARAMS,
           cases=_BATCH,
           paths=(L("forward, training: a channel a program over (batch, spatial) tiles", LayerCase((5, 3, 7)),
                    "batch_norm_forward_kernel"),
@@ -357,7 +393,10 @@ LAYERS: tuple[Layer, ...] = (
                    "batch_norm_forward_kernel"),
                  L("backward", LayerCase((5, 3, 7)), "batch_norm_backward_kernel", backward=True)),
           row_folds=("batch_norm_forward_kernel", "batch_norm_backward_kernel"), features=_ROW_FEATURES,
-          defects=(Defect("batch_norm_stats_into_input", lambda c: c.values == "no_running_stats"),
+          defects=(Defect("batch_norm_stats_into_input",
+                          lambda c: c.values == "no_running_stats" or c.option("running_stats") is False),
+                   Defect("batch_norm_backward_ignores_eval", lambda c: c.backward and c.option("training") is False),
+                   Defect("batch_norm_backward_needs_input_grad", lambda c: c.backward and "x" not in c.grads),
                    Defect("fp64_computed_in_fp32", _fp64)),
           large=(_LARGE_CHANNELS,), wide=(LayerCase((2, 2, 2**19 + 1)),)),
 )

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
-from .schema import GRID_LIMITS, Defect, Row
+from .schema import GRID_LIMITS, Defect, Param, Row
 
 # drops the dim | keeps the shape (softmax) | returns int64 indices | keeps the shape, each
 # element folding its prefix (cumsum: a reduction's tolerance, over the prefix's terms)
@@ -40,19 +40,6 @@ class EntryPoint:
     def backward(self) -> bool:
         """A backward entry point: (grad_output, output, dim, input_dtype)."""
         return "grad_output" in self.tensors
-
-
-@dataclass(frozen=True)
-class Param:
-    """A keyword parameter of an op's entry point, as a sweep axis: its domain (booleans both
-    ways, every value of an enum, integers with 0 and the boundaries torch defines) and how
-    torch takes the same value.  ``dtypes``: the input dtypes torch defines it for."""
-
-    name: str
-    values: tuple[Any, ...]
-    torch: Callable[[Any], dict[str, Any]] = lambda v: {}  # value -> torch's keyword arguments
-    dtypes: tuple[str, ...] = ("float32",)
-    dims: str = "all"  # all: non-inner, inner and (where the op takes it) None | "one": non-inner and inner
 
 
 @dataclass(frozen=True)
@@ -127,6 +114,7 @@ class Call:
     kwargs: tuple[tuple[str, Any], ...] = ()  # a swept keyword parameter and its value (test_params)
     contract: str = ""  # the contract asking (aliasing checks storage, not values)
     backward: bool = False  # the case takes the input's gradient through autograd
+    dispatched: bool = False  # torch's call reaches FlagGems through the overload its arguments pick
 
     @property
     def reduced(self) -> tuple[int, ...]:
@@ -509,6 +497,11 @@ _MEAN_PATHS = (
     P("non-inner, K >= 1024: vector loads", (1, 5, 1024), 1, "mean_dim_kernel_non_inner_vec"),
     P("non-inner, K >= 1024: vector loads, half precision", (1, 64, 1024), 1, "mean_dim_kernel_non_inner_vec",
       dtype="float16"),
+    # the grid's later column programs: past one 512-wide tile (float32) and past one program's
+    # 128 x 8 half-precision vector block (its base must count the vector width)
+    P("non-inner, vector loads past one 512-column program", (2, 5, 1500), 1, "mean_dim_kernel_non_inner_vec"),
+    P("non-inner, half-precision vector loads past one 1024-column program", (2, 5, 1500), 1,
+      "mean_dim_kernel_non_inner_vec", dtype="float16"),
     P("non-inner, one tile", (3, 5, 64), 1, "mean_dim_kernel_non_inner", True),
     P("non-inner, a loop over row tiles", (3, 65, 64), 1, "mean_dim_kernel_non_inner", False),
     P("inner, one tile", (3, 5), 1, "mean_dim_kernel_inner", True),
@@ -768,6 +761,19 @@ def _correction_exceeds_n(call: Call) -> bool:
 
 
 _CORRECTION = Param("correction", (0, 1, 2, 0.5, 5), lambda v: {"correction": v})
+# var.dim's own argument (torch.var(x, dim, unbiased)): an argument of torch's call, not of
+# FlagGems' entry point, so it runs through dispatch only
+_UNBIASED = Param("unbiased", (True, False), routes=("dispatch",))
+
+
+def _var_dim_positional(call: Call) -> bool:
+    """aten var.dim is (self, dim, unbiased=True, keepdim=False); FlagGems registers var_dim
+    with var.correction's signature (x, dim=None, *, correction=None, keepdim=False), so a
+    call that hands it unbiased or keepdim (torch.var(x, 1, keepdim=True), x.var(1, False))
+    raises TypeError where torch answers (torch hands over positionally every argument up to
+    the last that differs from its default: unbiased=True alone is dropped)."""
+    given = dict(call.kwargs)
+    return call.dispatched and (given.get("keepdim") is True or given.get("unbiased") is False)
 _ORD = Param("ord", (2, 1, float("inf"), float("-inf"), 0, 3, 0.5), lambda v: {"ord": v})
 
 
@@ -779,7 +785,8 @@ def _variance(name: str) -> Op:
               torch_fn=_first_field(_named_pair(_torch_var_mean, ("var", "mean")), "var") if pair else _torch("var"),
               reference_fn=_var_two_pass,
               gems_names=(name,), entries=(EntryPoint(name, "reduce"),), keepdim="keyword", accepts_none=True,
-              family="variance/norms", interpreter="rows", params=(_KEEPDIM_PARAM, _CORRECTION),
+              family="variance/norms", interpreter="rows",
+              params=(_KEEPDIM_PARAM, _CORRECTION, *(() if pair else (_UNBIASED,))),
               fields=("var", "mean") if pair else (), result="var" if pair else None,
               torch_tuple=_named_pair(_torch_var_mean, ("var", "mean")) if pair else None,
               exempt={"large_index": _LARGE_NOT_RUN},
@@ -790,7 +797,8 @@ def _variance(name: str) -> Op:
                        f"{name}_kernel_1", kwargs=(("correction", 3 * 700 - 1),))),
               unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with {name}_kernel_1"},
               features=(*_MINMAX_FEATURES, "custom_reduce_combine", "tuple_reduce_rows"),
-              defects=(*((Defect("composite_autograd_lost", lambda c: c.backward),) if not pair else ()),
+              defects=(*((Defect("composite_autograd_lost", lambda c: c.backward),
+                          Defect("var_dim_schema_mismatch", _var_dim_positional)) if not pair else ()),
                        Defect("welford_combine_cancels", lambda c: c.values == "offset", ("5.0",), fields=("", "var")),
                        Defect("var_partials_in_input_dtype", lambda c: c.dtype in ("float16", "bfloat16")
                                 and len(c.reduced) == len(c.shape) and c.reduced_size > 1),
@@ -823,12 +831,15 @@ def _vector_norm() -> Op:
     return Op(name="vector_norm", module="flag_gems.ops.vector_norm", entry="vector_norm", kind="reduce",
               dim_forms=("list",), torch_fn=_torch_vector_norm, reference_fn=_norm_inner, gems_names=("vector_norm",),
               entries=(EntryPoint("vector_norm", "reduce"),), keepdim="dim_keyword", accepts_none=True,
-              family="variance/norms", interpreter="rows", params=(_KEEPDIM_PARAM, _ORD),
+              family="variance/norms", interpreter="rows",
+              params=(_KEEPDIM_PARAM, _ORD, _dtype_param((None, "float64"), ("float32",)),
+                      _dtype_param(("float32",), ("float16",))),
               exempt={"large_index": _LARGE_NOT_RUN}, paths=tuple(paths),
               unreached={f"{k}_norm_kernel_2": "the second stage of dim=None: launched with the first"
                          for k in ("l2", "max", "min", "l0", "l1")},
               features=_MINMAX_FEATURES,
-              defects=(Defect("vector_norm_float_only", _dtype_in("float64")),
+              defects=(Defect("vector_norm_float_only", lambda c: c.dtype == "float64"
+                              or dict(c.kwargs).get("dtype") == "float64"),
                        Defect("norm_square_overflows", _square_overflows), _EMPTY_REDUCED))
 
 
@@ -1016,8 +1027,11 @@ OPS: tuple[Op, ...] = (
        params=_REDUCE_PARAMS, paths=_SUM_PATHS,
        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
        defects=(_NOT_PROMOTED, Defect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"),
-                # dim=None is torch.sum itself (sum_dim_comm): its float64 is torch's
-                _INT32, Defect("fp64_computed_in_fp32", lambda c: _asks_float64(c) and c.dim is not None))),
+                # dim=None through the entry point is torch.sum itself (sum_dim_comm): its float64 is
+                # torch's; through dispatch it is FlagGems' sum (aten sum), whose first stage
+                # accumulates in the input's dtype
+                _INT32, Defect("fp64_computed_in_fp32", lambda c: _asks_float64(c)
+                               and (c.dim is not None or c.dispatched)))),
     Op(name="mean", module="flag_gems.ops.mean", entry="mean_dim", kind="reduce", dim_forms=("list", "int"),
        torch_fn=_torch("mean"), gems_names=("mean_dim",), entries=(EntryPoint("mean_dim", "reduce"),),
        dtype_arg=True, accepts_none=True, fastpath="mean",
@@ -1076,6 +1090,7 @@ OPS: tuple[Op, ...] = (
                                  "non-inner kernels); 5.0.2's paths reach it"},
        absorbing=0.0, features=(*_KERNEL, "masked_2d_row_load", "grid_axes", "int64_offset_arith", "custom_reduce_combine"),
        defects=(Defect("int_sum_not_promoted", _dtype_in(*_INTS, "bool")), _FP64, _FP64_ASKED,
+                Defect("prod_int64_in_float", lambda c: c.dtype == "int64" and c.values == "int64_wide"),
                 Defect("empty_input_diverges", _empty_reduced, ("5.0",)))),
     Op(name="std", module="flag_gems.ops.std", entry="std", kind="reduce", dim_forms=("list", "int"),
        torch_fn=_torch("std"), gems_names=("std",), entries=(EntryPoint("std", "reduce"),), keepdim="keyword",

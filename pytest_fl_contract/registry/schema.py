@@ -53,6 +53,28 @@ class Defect:
 
 
 @dataclass(frozen=True)
+class Param:
+    """An argument of a row's call beyond its case, as a sweep axis: its domain (its default sent
+    the way dispatch sends it - integer scalars included - and its edge values) and how torch
+    takes each value (``torch``: value -> torch's keyword arguments; None: ``{name: value}``).
+    ``dtypes``: the input dtypes torch defines it for; ``dims``: a reduction's dim forms it
+    applies to ("all": non-inner, inner and dim=None where the op takes it; "one")."""
+
+    name: str
+    values: tuple[Any, ...]
+    torch: Callable[[Any], dict[str, Any]] | None = None
+    dtypes: tuple[str, ...] = ("float32",)
+    dims: str = "all"
+    # how a contract reaches FlagGems with it: the row's entry point, torch's call through
+    # dispatch (the overload the arguments pick), or both; an argument torch's API has and the
+    # entry point lacks (var's unbiased) runs through dispatch only
+    routes: tuple[str, ...] = ("entry", "dispatch")
+
+    def kwargs(self, value: Any) -> dict[str, Any]:
+        return {self.name: value} if self.torch is None else self.torch(value)
+
+
+@dataclass(frozen=True)
 class Row:
     """The fields every family's row has, and the rules over them.  A family's row class adds
     its own fields (each with a default: the base's come first) and may narrow ``spoils`` (a

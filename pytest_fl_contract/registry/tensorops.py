@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
-from .schema import GRID_LIMITS, Defect, Row
+from .schema import GRID_LIMITS, Defect, Param, Row
 
 MATMUL, INDEX = "matmul", "index"
 MATMUL_LAYOUTS = ("contiguous", "transposed", "sliced")  # column-major operands; A a column slice of a wider tensor
@@ -32,16 +32,34 @@ INDEX_LAYOUTS = ("contiguous", "transposed", "transposed_src", "strided_index", 
 @dataclass(frozen=True)
 class TensorCase:
     """matmul: ``shape`` is (M, K, N) or (batch, M, K, N); an index op: the input's shape,
-    ``dim`` the indexed dim and ``index`` the index's extent along it."""
+    ``dim`` the indexed dim and ``index`` the index's extent along it; ``narrow``: an index
+    (gather, scatter) one shorter than the input in every other dim (torch takes any index no
+    larger); ``src_extra``: a source that many larger than the index in every dim (torch reads
+    the index's extent of it)."""
 
     shape: tuple[int, ...]
     dim: int = 0
     index: int = 0
+    narrow: bool = False
+    src_extra: int = 0
 
     @property
     def id(self) -> str:
         extra = f"-d{self.dim}-i{self.index}" if self.index else ""
+        extra += "-narrow" if self.narrow else ""
+        extra += f"-src+{self.src_extra}" if self.src_extra else ""
         return "x".join(map(str, self.shape)) + extra
+
+    @property
+    def index_shape(self) -> tuple[int, ...]:
+        """An "along" index's shape: the case's extent along dim, the input's (or one less) elsewhere."""
+        outer = tuple(max(s - 1, 1) if self.narrow else s for s in self.shape)
+        return (*outer[:self.dim], self.index, *outer[self.dim + 1:])
+
+    @property
+    def same_shape(self) -> bool:
+        """index, source and input of one shape (scatter_add_'s fast path takes it)."""
+        return bool(self.shape) and self.index_shape == tuple(self.shape) and not self.src_extra
 
     @property
     def k(self) -> int:
@@ -59,10 +77,14 @@ class TensorCall:
     values: str = "normal"
     routed: bool = False
     contract: str = ""
+    arguments: tuple[tuple[str, Any], ...] = ()  # a swept argument and its value (beta, reduce, ...)
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.case.shape
+
+    def argument(self, name: str, default: Any = None) -> Any:
+        return dict(self.arguments).get(name, default)
 
 
 @dataclass(frozen=True)
@@ -95,7 +117,8 @@ class TensorOp(Row):
     family: str = ""  # MATMUL | INDEX
     entry: str = ""
     cases: dict[str, tuple[TensorCase, ...]] = field(default_factory=dict)  # sweep -> cases
-    torch_call: Callable[[Any, dict[str, Any], Any], Any] = _no_call  # (torch, operands, out) -> torch's result
+    # (torch, operands, out, **arguments) -> torch's result; its arguments default as the contracts' other cases send them
+    torch_call: Callable[..., Any] = _no_call
     paths: tuple[TensorPath, ...] = ()
     out: bool = False  # torch's call takes out=
     accumulates: bool = False  # sums values into the result (atomics: order-dependent unless the values are integers)
@@ -108,6 +131,10 @@ class TensorOp(Row):
     unique: bool = False  # no two equal indices along dim (scatter's winner among duplicates is unspecified)
     grid: tuple[TensorCase, ...] = ()  # extents its launch puts on grid axis y or z past 65535
     large: tuple[TensorCase, ...] = ()  # past 2**31 elements in one operand (hardware lanes)
+    # its arguments beyond the case, each a sweep axis (contracts/tensorops/test_params.py): the
+    # defaults as dispatch sends them (integer scalars: F.linear's beta and alpha are the int 1)
+    # and their edge values (addmm's beta 0 drops the bias, NaN and inf included)
+    params: tuple[Param, ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -146,9 +173,10 @@ class TensorOp(Row):
         source = sliced if self.source else 0
         return (4 * (x + source + 2 * result) + 8 * index) / 2**30
 
-    def call(self, torch: Any, ops: dict[str, Any], out: Any = None) -> Any:
-        """torch's call of the op on ``ops`` (torch dispatch sends it to FlagGems under use_gems)."""
-        return self.torch_call(torch, ops, out)
+    def call(self, torch: Any, ops: dict[str, Any], out: Any = None, **arguments: Any) -> Any:
+        """torch's call of the op on ``ops`` (torch dispatch sends it to FlagGems under use_gems),
+        with ``arguments`` (a swept parameter) over the row's defaults."""
+        return self.torch_call(torch, ops, out, **arguments)
 
     def terms(self, case: TensorCase) -> int:
         """The values one output element sums: K for a matmul, the index's duplicates for an
@@ -172,6 +200,25 @@ def _plant(t: Any, values: str) -> None:
         t.view(-1)[t.numel() // 2] = SPECIAL[values]
 
 
+CANCELLING = 300.0  # values="cancelling": a's first half of K, its negation the second half's
+
+
+def _cancelling(a: Any, b: Any, g: Any) -> None:
+    """Partial sums far larger than the result: a's first half of K is +300, its second half
+    -300, and b's second half of K its first half plus a little noise, so the products of the
+    halves cancel to a result about a hundredth of a partial sum.  An accumulator rounded to a
+    half type between K tiles (or a dot that accumulates in one) loses the result there; a
+    one-pass fp32 accumulation keeps it to a few fp32 ulps of the partial sums."""
+    import torch
+
+    h = a.shape[-1] // 2
+    if not h:
+        return
+    a[..., :h], a[..., h:2 * h] = CANCELLING, -CANCELLING
+    noise = torch.randn(b[..., :h, :].shape, generator=g, device=g.device).mul_(0.01)
+    b[..., h:2 * h, :] = b[..., :h, :] + noise
+
+
 def _matmul_operands(op: TensorOp, case: TensorCase, seed: int, values: str, device: str) -> dict[str, Any]:
     import torch
 
@@ -180,6 +227,8 @@ def _matmul_operands(op: TensorOp, case: TensorCase, seed: int, values: str, dev
     a = _values(torch, (*batch, m, k), g, values)
     b = _values(torch, (*batch, k, n), g, values)
     _plant(a, values)
+    if values == "cancelling":
+        _cancelling(a, b, g)
     found = {"a": a, "b": b}
     if op.bias:
         found["bias"] = _values(torch, (n,), g, values)
@@ -216,12 +265,12 @@ def _index_operands(op: TensorOp, case: TensorCase, seed: int, values: str, devi
         if op.source:
             found["src"] = _values(torch, (*shape[:dim], case.index, *shape[dim + 1:]), g, values)
         return found
-    ishape = (*shape[:dim], case.index, *shape[dim + 1:])
-    moved = (case.index, *shape[:dim], *shape[dim + 1:])  # unique along dim: draw with dim first, move it back
+    ishape = case.index_shape
+    moved = (ishape[dim], *ishape[:dim], *ishape[dim + 1:])  # unique along dim: draw with dim first, move it back
     index = _index_tensor(torch, g, shape[dim], moved, unique=op.unique).movedim(0, dim).contiguous()
     found = {"x": x, "index": index, "dim": dim}
     if op.source:
-        found["src"] = _values(torch, ishape, g, values)
+        found["src"] = _values(torch, tuple(s + case.src_extra for s in ishape), g, values)
     return found
 
 
@@ -239,8 +288,8 @@ def _mm(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
     return torch.mm(o["a"], o["b"], **_out({}, out))
 
 
-def _addmm(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
-    return torch.addmm(o["bias"], o["a"], o["b"], beta=_BETA, alpha=_ALPHA, **_out({}, out))
+def _addmm(torch: Any, o: dict[str, Any], out: Any = None, beta: Any = _BETA, alpha: Any = _ALPHA) -> Any:
+    return torch.addmm(o["bias"], o["a"], o["b"], beta=beta, alpha=alpha, **_out({}, out))
 
 
 def _bmm(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
@@ -251,20 +300,25 @@ def _gather(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
     return torch.gather(o["x"], o["dim"], o["index"], **_out({}, out))
 
 
-def _scatter(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
-    return o["x"].scatter(o["dim"], o["index"], o["src"])
+def _scatter(torch: Any, o: dict[str, Any], out: Any = None, reduce: str | None = None) -> Any:
+    if reduce is None:
+        return o["x"].scatter(o["dim"], o["index"], o["src"])
+    return o["x"].scatter(o["dim"], o["index"], o["src"], reduce=reduce)
 
 
 def _scatter_add_(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
-    return o["x"].clone().scatter_add_(o["dim"], o["index"], o["src"])
+    """In place: the caller's tensor is the result, whatever the call returns."""
+    target = o["x"].clone()
+    target.scatter_add_(o["dim"], o["index"], o["src"])
+    return target
 
 
 def _index_select(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
     return torch.index_select(o["x"], o["dim"], o["index"], **_out({}, out))
 
 
-def _index_add(torch: Any, o: dict[str, Any], out: Any = None) -> Any:
-    return o["x"].index_add(o["dim"], o["index"], o["src"], alpha=_ALPHA)
+def _index_add(torch: Any, o: dict[str, Any], out: Any = None, alpha: Any = _ALPHA) -> Any:
+    return o["x"].index_add(o["dim"], o["index"], o["src"], alpha=alpha)
 
 
 # -- FlagGems' own defects of the families (catalogue: config/platforms.yaml) -------------
@@ -297,6 +351,26 @@ def _general_kernel_launch(call: TensorCall) -> bool:
         return False
     m, k, n = call.shape
     return m > 0 and n > 0
+
+
+def _device_major() -> int | None:
+    """The current device's compute capability major, as FlagGems asks for it (the emulator
+    answers with its profile's), or None without one."""
+    import torch
+
+    try:
+        return int(torch.cuda.get_device_capability()[0])
+    except Exception:  # no CUDA device, or a vendor build without the query
+        return None
+
+
+def _stream_k_half(call: TensorCall) -> bool:
+    """mm's stream-K scenario (flag_gems.ops.mm.streamk_scenario: a device reporting
+    capability 8 - an A100, the Iluvatar parts - float16 or bfloat16 operands, both
+    contiguous, K past 5 M and past 5 N) in float16: its partial tiles meet in C itself."""
+    *_, m, k, n = call.shape
+    return (call.dtype == "float16" and call.layout == "contiguous" and k > 5 * m and k > 5 * n
+            and _device_major() == 8)
 
 
 def _bmm_empty(call: TensorCall) -> bool:
@@ -365,10 +439,21 @@ _GATHER = {
 }
 _SCATTER = {  # scatter's index is unique along dim: index <= the dim's size
     "quick": (M((5, 7, 9), dim=1, index=4), M((11, 6), dim=0, index=9), M((4, 33), dim=1, index=17),
-              M((3, 4, 5), dim=2, index=3)),
+              M((3, 4, 5), dim=2, index=3), M((5, 7, 9), dim=1, index=4, narrow=True, src_extra=2)),
     "full": (M((5, 7, 9), dim=1, index=4), M((11, 6), dim=0, index=9), M((4, 33), dim=1, index=17),
              M((3, 4, 5), dim=2, index=3), M((200, 64), dim=0, index=130), M((8, 1025), dim=1, index=700)),
 }
+# gather: an index narrower than the input outside dim; scatter_add_: a narrower index with a larger
+# source, and index, source and input of one shape (its fast path: scatter_add_1) over a non-last
+# and the last dim
+_GATHER_QUICK = (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=17),
+                 M((3, 4, 5), dim=2, index=3))
+_GATHER = {"quick": (*_GATHER_QUICK, M((5, 7, 9), dim=1, index=4, narrow=True)),
+           "full": (*_GATHER["full"], M((5, 7, 9), dim=1, index=4, narrow=True))}
+_SCATTER_ADD = {"quick": (*_GATHER_QUICK, M((5, 7, 9), dim=1, index=4, narrow=True, src_extra=2),
+                          M((5, 7, 9), dim=1, index=7), M((3, 4, 5), dim=2, index=5)),
+                "full": (*_GATHER["full"], M((5, 7, 9), dim=1, index=4, narrow=True, src_extra=2),
+                         M((5, 7, 9), dim=1, index=7), M((3, 4, 5), dim=2, index=5))}
 _SELECT = {
     "quick": (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=40),
               M((3, 4, 5), dim=2, index=3)),
@@ -415,9 +500,11 @@ OPS: tuple[TensorOp, ...] = (
              # 5.4's _cluster_remote_gemm_kernel: Hopper's cluster GEMM, its B tail under a row condition too
              kernels=("mm_kernel_general", "mm_kernel_syrk", "_cluster_remote_gemm_kernel"), features=_MATMUL_FEATURES,
              defects=(Defect("matmul_empty_k_reads_before", _empty_k),
-                      Defect("mm_fp32_small_k_shared_memory", _general_kernel_launch, hardware_only=True)),
+                      Defect("mm_fp32_small_k_shared_memory", _general_kernel_launch, hardware_only=True),
+                      Defect("mm_stream_k_half_partials", _stream_k_half)),
              large=_LARGE["mm"]),
     TensorOp(name="addmm", family=MATMUL, module="flag_gems.ops.addmm", entry="addmm", gems_names=("addmm", "addmm_out"), cases=_MM, torch_call=_addmm, bias=True, out=True,
+             params=(Param("beta", (1, 0, 0.5, 2)), Param("alpha", (1, 0, 1.5, 3))),
              paths=(P("bias + a @ b: K tiles under (m, k) and (k, n) masks", M((13, 19, 17)), "addmm_kernel"),
                     P("bias + a @ b: K a multiple of BLOCK_K, no K tail", M((13, 256, 17)), "addmm_kernel"),
                     # models pass (N,) biases; torch takes any bias that broadcasts to (M, N)
@@ -425,7 +512,8 @@ OPS: tuple[TensorOp, ...] = (
                     P("an (M, 1) bias: a column broadcast along each row", M((13, 19, 17)), "addmm_kernel",
                       layout="bias_column")),
              kernels=("addmm_kernel",), features=_MATMUL_FEATURES,
-             defects=(Defect("grid_y_over_limit", _addmm_n_on_grid_y),),
+             defects=(Defect("grid_y_over_limit", _addmm_n_on_grid_y),
+                      Defect("addmm_beta_zero_reads_bias", lambda c: c.values == "nonfinite_bias")),
              grid=_GRID["addmm"], large=_LARGE["addmm"]),
     TensorOp(name="bmm", family=MATMUL, module="flag_gems.ops.bmm", entry="bmm", gems_names=("bmm", "bmm_out"), cases=_BMM, torch_call=_bmm, out=True,
              paths=(P("a batch a grid axis: K tail masked (DIVISIBLE_K off)", M((2, 13, 19, 17)), "bmm_kernel"),
@@ -448,6 +536,7 @@ OPS: tuple[TensorOp, ...] = (
              features=_INDEX_FEATURES,
              large=_LARGE["gather"]),
     TensorOp(name="scatter", family=INDEX, module="flag_gems.ops.scatter", entry="scatter", gems_names=("scatter", "scatter_"), cases=_SCATTER, torch_call=_scatter, index="along", source=True, unique=True,
+             params=(Param("reduce", (None, "add", "multiply")),),
              paths=(P("generated strided kernel over the source's elements", M((5, 7, 9), dim=1, index=4),
                       "_scatter_flaggems_jit_function"),
                     P("past one program's 512 source elements", M((6, 130), dim=1, index=100),
@@ -455,14 +544,18 @@ OPS: tuple[TensorOp, ...] = (
              features=_INDEX_FEATURES,
              defects=(Defect("scatter_int32_offsets", _scatter_wraps),),
              large=_LARGE["scatter"]),
-    TensorOp(name="scatter_add_", family=INDEX, module="flag_gems.ops.scatter_add_", entry="scatter_add_", gems_names=("scatter_add_",), cases=_GATHER, torch_call=_scatter_add_, index="along", source=True,
+    TensorOp(name="scatter_add_", family=INDEX, module="flag_gems.ops.scatter_add_", entry="scatter_add_", gems_names=("scatter_add_",), cases=_SCATTER_ADD, torch_call=_scatter_add_, index="along", source=True,
              accumulates=True,
              paths=(P("generated strided kernel, atomic adds", M((5, 7, 9), dim=1, index=4),
                       "_scatter_add_flaggems_jit_function"),
                     P("past one program's 512 source elements, atomic adds", M((6, 130), dim=1, index=100),
                       "_scatter_add_flaggems_jit_function")),
              features=_INDEX_FEATURES,
-             defects=(Defect("scatter_int32_offsets", _scatter_wraps),),
+             defects=(Defect("scatter_int32_offsets", _scatter_wraps),
+                      # the same (wrong) tensor every time, the operands untouched: those contracts cannot see it
+                      Defect("scatter_add_same_shape_copy",
+                             lambda c: c.case.same_shape and c.case.dim != len(c.shape) - 1
+                             and c.contract not in ("determinism", "inputs"))),
              large=_LARGE["scatter_add_"]),
     TensorOp(name="index_select", family=INDEX, module="flag_gems.ops.index_select", entry="index_select", gems_names=("index_select",), cases=_SELECT, torch_call=_index_select, index="vector", out=False,
              paths=(P("(rows, index) tiles", M((5, 7, 9), dim=1, index=4), "index_select_kernel"),),
@@ -471,6 +564,7 @@ OPS: tuple[TensorOp, ...] = (
                       Defect("grid_y_over_limit", _index_select_on_grid_y)),
              grid=_GRID["index_select"], large=_LARGE["index_select"]),
     TensorOp(name="index_add", family=INDEX, module="flag_gems.ops.index_add", entry="index_add", gems_names=("index_add", "index_add_"), cases=_SELECT, torch_call=_index_add, index="vector", source=True,
+             params=(Param("alpha", (1, 0, 1.5, 3)),),
              accumulates=True,
              paths=(P("generated strided kernel over the source, atomic adds", M((5, 7, 9), dim=1, index=4),
                       "_index_add_flaggems_jit_function"),),

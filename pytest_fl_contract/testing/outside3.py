@@ -330,12 +330,12 @@ def _m(name: str, description: str, select: str, suite: str = "reductions", appl
 MUTANTS: tuple[Mutant, ...] = (
     # 1. arguments a default call never exercises
     _m("outside3_rms_norm_eps_baked_default", "rms_norm's kernels (one-block and loop) add the default 1e-5 to the "
-       "mean square, not eps=: any other eps normalises with 1e-5", "rms_norm", "layers"),
+       "mean square, not eps=: any other eps normalises with 1e-5", "rms_norm and params", "layers"),
     _m("outside3_batch_norm_running_var_stored_biased", "batch_norm's training forward folds the biased batch "
-       "variance into running_var (the n / (n - 1) factor lost)", "batch_norm", "layers"),
+       "variance into running_var (the n / (n - 1) factor lost)", "batch_norm and (params or affine)", "layers"),
     _m("outside3_batch_norm_eval_takes_training_branch", "batch_norm's kernel takes its is_train branch whatever "
        "training= says: eval normalises with the batch's statistics and updates the running stats",
-       "batch_norm", "layers"),
+       "batch_norm and params", "layers"),
     _m("outside3_layer_norm_backward_bias_grad_needs_weight_grad", "layer_norm_backward returns early when "
        "output_mask[1] is False: a trainable bias beside a frozen weight gets no gradient", "layer_norm", "layers",
        _layer_norm_backward_bias_grad_needs_weight_grad),
@@ -352,9 +352,9 @@ MUTANTS: tuple[Mutant, ...] = (
        "vector_norm", apply=_vector_norm_dtype_ignored),
     # 2. values past 32 bits in int64
     _m("outside3_max_dim_int64_compared_as_int32", "max.dim's kernel loads int64 as int32 (and pads with int32's "
-       "minimum): values past 32 bits compare, and come back, truncated", "max_dim"),
+       "minimum): values past 32 bits compare, and come back, truncated", "max_dim and dtype_rules"),
     _m("outside3_argmax_int64_compared_as_int32", "argmax's inner kernel (K == 1) compares int64 values as int32: "
-       "past 32 bits the truncated value decides the index", "argmax"),
+       "past 32 bits the truncated value decides the index", "argmax and dtype_rules"),
     # 3. shapes torch allows that a builder rarely draws
     _m("outside3_gather_input_strides_from_index_shape", "gather walks the input with strides derived from the "
        "index's extents outside dim: an index narrower than the input in a non-leading dim other than dim reads the "
@@ -365,7 +365,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "tensorops", _scatter_src_read_with_index_strides),
     _m("outside3_scatter_add__same_shape_duplicates_last_wins", "scatter_add_'s same-shape fast path "
        "(scatter_add_kernel_1: self, index and src of one shape, last dim) adds by load + add + store, not "
-       "atomic_add: of indices repeated within a block only the last lands", "scatter_add", "tensorops"),
+       "atomic_add: of indices repeated within a block only the last lands", "scatter_add and accuracy", "tensorops"),
     # 4. state across calls
     _m("outside3_index_select_output_buffer_reused", "index_select writes every call of one output shape into "
        "one cached buffer: an earlier result holds the latest call's values", "index_select", "tensorops",
@@ -379,23 +379,23 @@ MUTANTS: tuple[Mutant, ...] = (
     # 5. multi-row / multi-program paths
     _m("outside3_cumsum_block_sums_of_row_zero", "cumsum's reduce-then-scan path (K == 1, N > 16384) computes "
        "every row's block sums from row 0 (the reduce pass's row base dropped): rows past the first carry row 0's "
-       "prefixes", "cumsum"),
+       "prefixes", "cumsum and paths"),
     _m("outside3_rms_norm_weight_grad_column_tile_offset_dropped", "rms_norm's weight-gradient kernel stores each "
        "256-wide column tile's partial sums at the first tile's columns: columns past 256 sum unwritten memory",
-       "rms_norm", "layers"),
+       "rms_norm and paths", "layers"),
     _m("outside3_mean_vec_half_program_base_without_vec", "mean's vectorised non-inner kernel (K >= 1024) starts "
        "program pid_k at pid_k * BLOCK_SIZE_K, not * BLOCK_SIZE_K * VEC_SIZE: right for float32 (VEC_SIZE 1), "
-       "half precision leaves columns past 1152 unwritten", "mean and not var_mean"),
+       "half precision leaves columns past 1152 unwritten", "mean and paths and not var_mean"),
     # 6. half-precision matmul accumulation
     _m("outside3_mm_accumulator_rounded_between_k_tiles", "mm's K loop rounds its float32 accumulator to the "
        "output dtype after every full K tile: half precision with K past one tile loses the partial sums' low "
-       "bits", "mm and not bmm and not addmm", "tensorops"),
+       "bits", "mm and accumulation and not bmm and not addmm", "tensorops"),
     _m("outside3_bmm_tile_dot_out_dtype_half", "bmm's tl.dot returns each K tile's product in float16 "
-       "(out_dtype) before it joins the float32 accumulator", "bmm", "tensorops"),
+       "(out_dtype) before it joins the float32 accumulator", "bmm and accumulation", "tensorops"),
     # 7. signed zeros and special values
     _m("outside3_count_nonzero_negative_zero_counted", "count_nonzero tests floats for nonzero by their bits "
-       "(an integer compare): -0.0 counts", "count_nonzero"),
+       "(an integer compare): -0.0 counts", "count_nonzero and (accuracy or special_values)"),
     _m("outside3_cummax_loop_nan_clause_dropped", "cummax's loop kernel (M * K > 16) merges a block with its carry "
        "by result >= carry alone, its NaN clause dropped: a NaN never enters, the carry (or -inf) is written",
-       "cummax"),
+       "cummax and special_values"),
 )
