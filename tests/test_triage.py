@@ -361,3 +361,17 @@ def test_probe_packet_is_the_battery_with_nothing_of_ours_but_the_emulator(tmp_p
         compile(battery, "probes_battery.py", "exec")
     assert "pytest_fl_contract.emulation.interpreter import bring_up" in emulated.read_text()
     assert "LANES = {'device': None}" in device.read_text() and "DEVICE = 'cuda'" in device.read_text()
+
+
+def test_a_case_failing_on_the_twin_lane_too_is_not_the_compiler_defect():
+    """With the twin lane's report (the plain CPU lane, no defect), a reached op's case that
+    fails there as well is grouped by its own failure, not under the injected defect."""
+    from pytest_fl_contract.config.platforms import load_registry
+
+    lane = groups.lane_of({"fl_platform": "iluvatar", "fl_emulated": "iluvatar-small; defects: masked_2d_row_load"},
+                          load_registry(entry_points=False))
+    rows = _rows([("reductions.test_dims::test_dims[sum-3x5x4-d1]", "failed", "sum", "AssertionError: off by 3"),
+                  ("reductions.test_out::test_out[sum]", "failed", "sum", "AssertionError: out= dtype int32")])
+    twin = [Row("cpu", "op_contracts", "op_contracts/reductions.test_out::test_out[sum]", "failed", "sum")]
+    causes = {g.keys[0].rsplit("::", 1)[1]: g.signature.cause for g in groups.group(rows, lane, twin=twin)}
+    assert causes == {"test_dims[sum-3x5x4-d1]": "compiler:masked_2d_row_load", "test_out[sum]": "failure"}

@@ -167,7 +167,8 @@ def cmd_triage(args: argparse.Namespace) -> int:
     registry = lane_commands.registry(args)
     props = _properties(report)
     lane = groups.lane_of(props, registry)
-    found = groups.group(report.rows, lane, registered=args.registered)
+    twin = _report(args.twin).rows if args.twin else ()
+    found = groups.group(report.rows, lane, registered=args.registered, twin=twin)
     out = Path(args.out)
     (out / "drafts").mkdir(parents=True, exist_ok=True)
     evidence: dict[str, drafts.Evidence] = {g.ident: drafts.Evidence() for g in found}
@@ -318,6 +319,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="re-run up to N cases a group alone and after the cases before them: alone, order, flaky")
     tri.add_argument("--window", type=int, default=64, metavar="N",
                      help="with --isolate: how many of the cases before a case are replayed (default 64)")
+    tri.add_argument("--twin", metavar="LANE.xml",
+                     help="the same suite's report where the compiler defect is not (the plain CPU lane for an "
+                          "emulated one): a case failing there too is not grouped under the compiler defect")
     tri.add_argument("--registered", action="store_true",
                      help="also group strict xfails of registered FlagGems defects (a hardware lane's known defects)")
     tri.add_argument("--probes", action="store_true",

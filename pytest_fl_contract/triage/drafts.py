@@ -93,8 +93,10 @@ def render(group: Group, evidence: Evidence, *, lane: str, report: str, properti
         lines += [f"Case `{evidence.key}`.  Standalone: `python {evidence.script.rsplit('/', 1)[-1]}` needs torch and "
                   "flag_gems (an emulated lane also the emulator module: see its docstring); it exits 1 while the "
                   "defect is there and 0 once it is fixed.", ""]
+        lines += _essence(evidence.script)
         if len(evidence.source) <= INLINE_SCRIPT:
-            lines += ["```python", evidence.source.rstrip(), "```"]
+            lines += ["<details><summary>The whole script (its inputs inline)</summary>", "", "```python",
+                      evidence.source.rstrip(), "```", "", "</details>"]
         else:
             calls = [ln for ln in evidence.source.splitlines() if ln.startswith("    rows.append(run(")]
             lines += [f"The script ({len(evidence.source)} characters, its inputs saved in it) is attached: "
@@ -130,6 +132,36 @@ def render(group: Group, evidence: Evidence, *, lane: str, report: str, properti
     if group.size > limit:
         lines.append(f"- ... and {group.size - limit} more (the group's JSON lists every one)")
     return "\n".join(lines) + "\n"
+
+
+def _essence(script_path: str) -> list[str]:
+    """The calls a reproduction makes, as a reader takes them in at a glance: inputs (dtype,
+    shape, strides), FlagGems' call, torch's reference (from the record beside the script)."""
+    import json
+    from pathlib import Path
+
+    record = Path(script_path).with_suffix(".json")
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    from .script import Call, call_text
+
+    out = ["```python"]
+    for t in data.get("tensors", []):
+        out.append(f"# {t['name']}: {t['dtype']}, shape {tuple(t['shape'])}, strides {tuple(t['stride'])}, "
+                   f"offset {t['offset']} (saved bit for bit in the script)")
+    for c in data.get("calls", []):
+        call = Call(c["module"], c["function"], c["aten"], tuple(c["args"]), tuple(tuple(k) for k in c["kwargs"]),
+                    c["rtol"], c["atol"])
+        out.append(f"got = {c['module']}.{c['function']}({call_text(call)})")
+        if c["aten"]:
+            name, _, overload = c["aten"].partition(".")
+            out.append(f"want = torch.ops.aten.{name}.{overload or 'default'}({call_text(call, reference=True)})"
+                       f"  # ref(t) = t.cpu().double()")
+        out.append(f"# every output of got within atol {c['atol']:.3g} + rtol {c['rtol']:.3g} * |want| (NaN where want "
+                   "has NaN), and bit-identical when repeated with the memory around the inputs filled")
+    return [*out, "```", ""]
 
 
 def probe_ids(keys: Sequence[str]) -> list[str]:

@@ -171,7 +171,10 @@ def lane_of(properties: Mapping[str, str], registry: Any) -> Lane:
                            for d, e in entries.items()}, families, injected)
 
 
-def signature(row: Row, lane: Lane, probed: Mapping[str, Sequence[str]], registered: bool = False) -> Signature:
+def signature(row: Row, lane: Lane, probed: Mapping[str, Sequence[str]], registered: bool = False,
+              twin_failed: bool = False) -> Signature:
+    """``twin_failed``: the case failed on the twin lane too (the same suite where the compiler
+    defect is not: the plain CPU lane for an emulated one), so it is not the compiler's."""
     message = unwrapped(row.message)
     error = error_of(message)
     op = op_of(row)
@@ -180,7 +183,7 @@ def signature(row: Row, lane: Lane, probed: Mapping[str, Sequence[str]], registe
     match = PROBE_EVIDENCE.search(row.message)
     if match:
         return Signature(f"compiler:{match.group(1)}", error)
-    for defect, ops in lane.compiler.items():
+    for defect, ops in ({} if twin_failed else lane.compiler).items():
         if op in ops and (error == "AssertionError" or error in lane.fails_with.get(defect, ())):
             # one group per op family: each family's kernels are their own report (a reduction's
             # (TILE_N, TILE_K) tile, a norm's row tile, a matmul's K tail)
@@ -188,15 +191,16 @@ def signature(row: Row, lane: Lane, probed: Mapping[str, Sequence[str]], registe
     return Signature("failure", error, normalised(message), lane.families.get(op or "", ""))
 
 
-def group(rows: Iterable[Row], lane: Lane, registered: bool = False) -> list[Group]:
+def group(rows: Iterable[Row], lane: Lane, registered: bool = False, twin: Iterable[Row] = ()) -> list[Group]:
     """The failing rows (with ``registered``, also strict xfails of a registered FlagGems
     defect) grouped by ``signature``, largest first."""
     rows = list(rows)
     probed = probe_defects(rows)
     chosen = [r for r in rows if r.failing or (registered and r.outcome == "xfailed" and r.defect)]
+    twin_failing = {_ident(r.key) for r in twin if r.failing}
     by: dict[Signature, list[Row]] = {}
     for row in chosen:
-        by.setdefault(signature(row, lane, probed, registered), []).append(row)
+        by.setdefault(signature(row, lane, probed, registered, _ident(row.key) in twin_failing), []).append(row)
     out = []
     for sig, members in by.items():
         defect = sig.defect
@@ -214,6 +218,10 @@ def group(rows: Iterable[Row], lane: Lane, registered: bool = False) -> list[Gro
         out.append(Group(sig, tuple(r.key for r in members), _counts(op_of(r) for r in members),
                          _counts(r.contract for r in members), probes, how, messages))
     return sorted(out, key=lambda g: (-g.size, g.signature.cause, g.signature.text))
+
+
+def _ident(key: str) -> str:
+    return key.split("/", 1)[1] if "/" in key.split("::", 1)[0] else key
 
 
 def _counts(values: Iterable[str | None]) -> tuple[tuple[str, int], ...]:
