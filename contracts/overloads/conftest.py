@@ -13,6 +13,7 @@ from pytest_fl_contract.contracts.marking import own_items
 from pytest_fl_contract.config.platforms import DTYPE_CAPABILITY
 from pytest_fl_contract.overloads import defects
 from pytest_fl_contract.overloads.cases import Case, Plan, plan
+from pytest_fl_contract.overloads.contract import ELSEWHERE, budget
 from pytest_fl_contract.overloads.table import read, summary
 from pytest_fl_contract.plugin import settings_of
 from pytest_fl_contract.registry.schema import flag_gems_version
@@ -72,13 +73,31 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"({settings_of(config).sweep} sweep)"]
 
 
+def _reached_modules() -> frozenset[str] | None:
+    """The FlagGems modules the masked-row defect reaches (the source scan), None without a source."""
+    from pytest_fl_contract.registry import coverage
+
+    root = coverage.flag_gems_root()
+    return frozenset(r.module for r in coverage.scan(root)) if root is not None else None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mine = own_items(items, __file__)
+    if not mine:
+        return
     version = flag_gems_version()
-    for item in own_items(items, __file__):
+    settings = settings_of(mine[0].config)
+    elsewhere = settings.wrapped_only or settings.unreached_sweeps_only
+    modules = {p.overload.name: p.overload.module for p in plans(mine[0].config)[1]} if elsewhere else {}
+    reached = _reached_modules() if elsewhere else None
+    for item in mine:
         params = item.callspec.params if hasattr(item, "callspec") else {}
         case = params.get("overload_case")
         name = case.overload if isinstance(case, (Case, Untested)) else None
         tag_case(item, name, "overloads")
+        if elsewhere and name is not None and reached is not None and modules.get(name) not in reached:
+            item.stash[ELSEWHERE] = (f"no injected defect reaches {modules.get(name) or name} (FlagGems' source scan): "
+                                     "it runs as on the plain CPU lane, which runs it")
         if isinstance(case, Case):
-            for defect in defects.known(case, version):
+            for defect in defects.known(case, version, budget(settings)):
                 item.add_marker(pytest.mark.known_defect(defect))

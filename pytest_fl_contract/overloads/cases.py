@@ -110,7 +110,23 @@ def why_untestable(entry: Overload) -> str:
         return f"its registration condition is false under torch {torch.__version__}"
     if schema(entry.name) is None:
         return f"torch {torch.__version__} has no aten::{entry.name}: FlagGems' registration of it fails"
+    if not host_kernel(entry.name):
+        return f"torch has no host kernel for aten::{entry.name} (a device-only op): no float64 reference on the CPU"
     return ""
+
+
+HOST_KEYS = ("CPU", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutograd")
+
+
+def host_kernel(name: str) -> bool:
+    """torch computes the overload on the CPU (its own kernel, or a composite of others)."""
+    import torch
+
+    qualified = f"aten::{name}"
+    try:
+        return any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key) for key in HOST_KEYS)
+    except RuntimeError:
+        return True  # torch cannot say: the case decides
 
 
 def plan_one(gems: Any, entry: Overload, sweep: str, keys: tuple[str, ...], dtypes: tuple[str, ...]) -> Plan:
@@ -212,7 +228,8 @@ def to_device(sample: Any, device: str) -> Any:
     return tree_map(lambda v: v.detach().to(device) if isinstance(v, torch.Tensor) else v, sample)
 
 
-def run(gems: Any, case: Case, *, budget: int, seconds: float, seed: int = SEED, device: str = "cpu") -> Verdict:
+def run(gems: Any, case: Case, *, budget: int, seconds: float, seed: int = SEED, device: str = "cpu",
+        emulated: bool = False) -> Verdict:
     """One case's verdict (``budget``: elements of a transformed tensor; ``seconds``: its time;
     ``device``: where FlagGems' call runs - torch's reference stays on the host)."""
     import warnings
@@ -265,7 +282,7 @@ def run(gems: Any, case: Case, *, budget: int, seconds: float, seed: int = SEED,
         except (Exception, Timeout) as exc:
             if not calls:
                 return Verdict("UNTESTED", f"the case did not reach {fn.__name__} ({one_line(exc)})")
-            return failure(exc)
+            return failure(exc, emulated)
         finally:
             lib._destroy()
     if not calls:

@@ -29,6 +29,17 @@ DUNDER = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "lshif
           "rshift": "bitwise_right_shift"}
 PREFIXES = ("nn.functional.", "special.", "linalg.", "fft.", "_refs.")
 CALLERS = ("op", "method", "inplace", "out", "aten", "backward")
+# aten ops whose samples OpInfo files under another op's name (the functional that reaches them):
+# matched by prefix of the aten op's stem, each candidate still proven by the probe
+ALIASES = {
+    "reflection_pad": ("nn.functional.pad.reflect",), "replication_pad": ("nn.functional.pad.replicate",),
+    "upsample_": ("nn.functional.interpolate", "nn.functional.upsample_nearest", "nn.functional.upsample_bilinear",
+                  "_upsample_bilinear2d_aa"),
+    "nll_loss": ("nn.functional.nll_loss",), "native_dropout": ("nn.functional.dropout",),
+    "embedding_dense": ("nn.functional.embedding",), "index": ("__getitem__",), "index_put_impl": ("index_put",),
+    "unique2": ("unique",), "to_copy": ("to",), "safe_softmax": ("softmax",), "rrelu_with_noise": ("nn.functional.rrelu",),
+    "zero": ("zero_",),
+}
 
 
 class Unavailable(Exception):
@@ -100,10 +111,22 @@ def forward_stems(base: str) -> tuple[tuple[str, ...], str]:
             stems.append(name[len(prefix):])
     if name.startswith("_") and name.endswith("_legit"):  # _native_batch_norm_legit
         stems.append(name.lstrip("_").removeprefix("native_").removesuffix("_legit"))
-    for suffix in ("_out", "_with_indices", "_functional", "_legit_no_training"):
+    for suffix in ("_out", "_with_indices", "_functional", "_legit_no_training", "_copy", "_forward"):
         if name.endswith(suffix):
             stems.append(name.lstrip("_")[: -len(suffix)])
     return tuple(dict.fromkeys(s for s in stems if s)), kind
+
+
+def aliased(stems: tuple[str, ...]) -> list[str]:
+    """OpInfo names (or name prefixes) ``ALIASES`` gives the stems."""
+    found = []
+    for stem in stems:
+        bare = stem.lstrip("_")
+        for prefix, names in ALIASES.items():
+            if bare == prefix or (prefix.endswith("_") and bare.startswith(prefix)) or \
+                    (bare.startswith(prefix) and bare[len(prefix):].rstrip("123d") == ""):
+                found += names
+    return found
 
 
 def candidates(overload: str) -> list[str]:
@@ -111,13 +134,16 @@ def candidates(overload: str) -> list[str]:
     base = overload.split(".", 1)[0]
     stems, _ = forward_stems(base)
     db = database()
-    found: list[str] = []
+    found: list[str] = [f"gen:{base}"] if base in GENERATORS else []
     for stem in stems:
         for key, o in db.items():
             names = {o.name, getattr(o, "aten_name", None) or "", *(a.name for a in getattr(o, "aliases", ()) or ())}
             names |= {n.split(".")[-1] for n in names if any(n.startswith(p) for p in PREFIXES)}
+            names |= {n.rstrip("_") for n in names if not n.endswith("__")}
             if stem in names:
                 found.append(key)
+    for name in aliased(stems):
+        found += [key for key in db if key == name or key.startswith(name + ".")]
     return list(dict.fromkeys(found))
 
 
@@ -139,6 +165,10 @@ def callers(overload: str) -> tuple[str, ...]:
 def _drawn(opinfo: str, dtype: str, seed: int) -> tuple[Any, ...]:
     import torch
 
+    if opinfo.startswith("gen:"):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return tuple(GENERATORS[opinfo[4:]](getattr(torch, dtype)))[:LIMIT]
     o = database()[opinfo]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -151,6 +181,8 @@ def _drawn(opinfo: str, dtype: str, seed: int) -> tuple[Any, ...]:
 def supports(opinfo: str, dtype: str) -> bool:
     import torch
 
+    if opinfo.startswith("gen:"):
+        return dtype in GENERATED_DTYPES
     try:
         return getattr(torch, dtype) in database()[opinfo].supported_dtypes("cpu")
     except Exception:
@@ -182,17 +214,22 @@ def _adapt(overload: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     sch = schema(overload)
     if sch is None:
         return args, kwargs
-    params = [a for a in sch.arguments if not a.kwarg_only]
-    out = list(args)
-    for i, (value, param) in enumerate(zip(args, params)):
-        kind = str(param.type)
-        if kind in ("number", "Scalar") and isinstance(value, torch.Tensor):
+    def fit(value: Any, kind: str) -> Any:
+        if kind in ("number", "Scalar", "Optional[number]") and isinstance(value, torch.Tensor):
             if value.numel() == 0:
                 raise TypeError("an empty tensor where the overload takes a Scalar")
-            out[i] = value.reshape(-1)[0].item()
-        elif kind == "Tensor" and isinstance(value, (bool, int, float)):
-            out[i] = torch.tensor(value)
-    return tuple(out), kwargs
+            return value.reshape(-1)[0].item()
+        if kind == "Tensor" and isinstance(value, (bool, int, float)):
+            return torch.tensor(value)
+        return value
+
+    params = [a for a in sch.arguments if not a.kwarg_only]
+    kinds = {a.name: str(a.type) for a in sch.arguments}
+    out = [fit(value, str(param.type)) for value, param in zip(args, params)]
+    # a functional's argument the overload has no place for is what picked the overload (F.pad's
+    # mode "reflect" is reflection_pad): the overload's own call leaves it out (torch would refuse
+    # the call otherwise; the reference makes the same call)
+    return tuple(out), {k: fit(v, kinds[k]) for k, v in kwargs.items() if k in kinds}
 
 
 def out_buffers(overload: str, result: Any) -> dict[str, Any]:
@@ -213,8 +250,12 @@ def invoke(overload: str, source: Source, sample: tuple[Any, tuple[Any, ...], di
     buffers an out= call writes (the caller keeps them, to check the result is them)."""
     import torch
 
-    o = database()[source.opinfo]
     inp, args, kwargs = sample
+    if source.opinfo.startswith("gen:"):  # a generator's sample is the overload's own arguments
+        source = Source(source.opinfo, "aten")
+        o = None
+    else:
+        o = database()[source.opinfo]
     if source.caller == "op":
         return o.op(inp, *args, **kwargs)
     if source.caller == "method":
@@ -335,3 +376,96 @@ class _nullcontext:
 
     def __exit__(self, *exc: Any) -> None:
         return None
+
+
+# -- explicit generators: overloads OpInfo has no samples for, each small -----------------------
+
+GENERATED_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def _sample(*args: Any, **kwargs: Any) -> Any:
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    return SampleInput(args[0], args=tuple(args[1:]), kwargs=kwargs)
+
+
+def _copy(dtype: Any) -> list[Any]:
+    import torch
+
+    return [_sample(torch.empty(5, 7, dtype=dtype), torch.randn(5, 7).to(dtype)),
+            _sample(torch.empty(5, 7, dtype=dtype), torch.randn(7).to(dtype)),  # broadcast
+            _sample(torch.empty(5, 7, dtype=dtype), torch.randint(-9, 9, (5, 7)))]  # another dtype
+
+
+def _to_copy(dtype: Any) -> list[Any]:
+    import torch
+
+    x = torch.randn(5, 7).to(dtype) * 4
+    return [_sample(x, dtype=torch.float32 if dtype != torch.float32 else torch.float16), _sample(x, dtype=torch.int32),
+            _sample(x.t(), dtype=dtype), _sample(x, dtype=torch.bool)]
+
+
+def _weight_norm(dtype: Any) -> list[Any]:
+    import torch
+
+    return [_sample(torch.randn(6, 5).to(dtype), torch.randn(6, 1).to(dtype), 0),
+            _sample(torch.randn(4, 3, 5).to(dtype), torch.randn(1, 1, 5).to(dtype), 2)]
+
+
+def _rand(dtype: Any) -> list[Any]:
+    return [_sample([40, 33], dtype=dtype), _sample([1025], dtype=dtype)]
+
+
+def _randperm(dtype: Any) -> list[Any]:
+    import torch
+
+    return [_sample(257, dtype=torch.int64), _sample(17, dtype=torch.int64)]
+
+
+def _assert_async(dtype: Any) -> list[Any]:
+    import torch
+
+    return [_sample(torch.tensor(True)), _sample(torch.tensor(3.0).to(dtype))]
+
+
+def _is_all_true(dtype: Any) -> list[Any]:
+    import torch
+
+    return [_sample(torch.ones(33, dtype=torch.bool)), _sample(torch.rand(17) > 0.1)]
+
+
+def _lift(dtype: Any) -> list[Any]:
+    import torch
+
+    return [_sample(torch.randn(5, 7).to(dtype))]
+
+
+def _native_dropout(dtype: Any) -> list[Any]:
+    import torch
+
+    return [_sample(torch.randn(33, 40).to(dtype), 0.3, True), _sample(torch.randn(1025).to(dtype), 0.5, True)]
+
+
+def _native_dropout_backward(dtype: Any) -> list[Any]:
+    import torch
+
+    return [_sample(torch.randn(33, 40).to(dtype), torch.rand(33, 40) > 0.3, 1 / 0.7)]
+
+
+def _weight_norm_backward(dtype: Any) -> list[Any]:
+    """(grad_w, saved_v, saved_g, saved_norms, dim): the norms as torch's forward saves them."""
+    import torch
+
+    found = []
+    for v, g, dim in ((torch.randn(6, 5), torch.randn(6, 1), 0), (torch.randn(4, 3, 5), torch.randn(1, 1, 5), 2)):
+        w, norms = torch._weight_norm_interface(v, g, dim)
+        found.append(_sample(torch.randn(w.shape).to(dtype), v.to(dtype), g.to(dtype), norms, dim))
+    return found
+
+
+GENERATORS: dict[str, Callable[[Any], list[Any]]] = {
+    "native_dropout": _native_dropout, "native_dropout_backward": _native_dropout_backward,
+    "_weight_norm_interface_backward": _weight_norm_backward,
+    "copy_": _copy, "_to_copy": _to_copy, "_weight_norm_interface": _weight_norm, "rand": _rand,
+    "randperm": _randperm, "_assert_async": _assert_async, "_is_all_true": _is_all_true, "lift_fresh_copy": _lift,
+}
