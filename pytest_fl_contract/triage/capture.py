@@ -100,10 +100,10 @@ class Recorder:
         @functools.wraps(fn)
         def recording(*args: Any, **kwargs: Any) -> Any:
             depth = getattr(_local, "depth", 0)
-            if depth == 0:
-                recorder._record(fn, aten, args, kwargs)
-            _local.depth = depth + 1
+            _local.depth = depth + 1  # before recording: saving the inputs runs torch ops, which may be FlagGems'
             try:
+                if depth == 0:
+                    recorder._record(fn, aten, args, kwargs)
                 return fn(*args, **kwargs)
             finally:
                 _local.depth = depth
