@@ -26,7 +26,7 @@ from typing import Any
 
 from ..util import FlContractError
 from . import drafts, groups, order
-from .rerun import Runner, check_versions, ident, lane_options
+from .rerun import Runner, check_versions, clean_env, ident, lane_options
 
 
 def _runner(args: argparse.Namespace, properties: dict[str, str]) -> Runner:
@@ -88,7 +88,7 @@ def verify(script: str, lane: str | None = None, timeout: float = 900) -> tuple[
     argv = [sys.executable, script, *(["--lane", lane] if lane else [])]
     try:
         done = subprocess.run(argv, cwd=str(Path(script).parent), capture_output=True, text=True, timeout=timeout,
-                              env={k: v for k, v in os.environ.items() if k not in ("FL_TRIAGE_OUT", "PYTEST_ADDOPTS")})
+                              env={k: v for k, v in clean_env().items() if k not in ("FL_TRIAGE_OUT", "FL_TRIAGE_LANE")})
     except subprocess.TimeoutExpired:
         return f"no result in {timeout:g}s", 124
     return done.stdout + (done.stderr[-2000:] if done.returncode not in (0, 1) else ""), done.returncode

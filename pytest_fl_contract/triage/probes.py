@@ -118,6 +118,7 @@ def packet(out: Path, defect: str, feature: str, lane: str, device: str,
     """Write the packet into ``out``; the runner's path."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "probes_battery.py").write_text(battery_source(), encoding="utf-8")
+    lanes_value: dict[str, tuple[str, tuple[str, ...]] | None]
     if emulated is not None:
         lanes_value = {"emulated": (emulated[0], tuple(emulated[1])), "cpu": (cpu_profile or emulated[0], ())}
         lanes = ("--lane emulated (default): on Triton's interpreter with the defect injected (the one import of "

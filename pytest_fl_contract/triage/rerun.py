@@ -65,6 +65,14 @@ def nodeid(case: str, root: Path) -> str:
     raise FlContractError(f"{case!r}: no test module {'/'.join(parts)}.py (or a prefix) under {root}")
 
 
+def clean_env() -> dict[str, str]:
+    """This process's environment less what would make the re-run another run: the caller's
+    PYTEST_ADDOPTS (a ``-n 2`` there against our ``-p no:xdist``) and an xdist worker's
+    identity (a re-run from inside a test worker is not that worker)."""
+    return {k: v for k, v in os.environ.items()
+            if k != "PYTEST_ADDOPTS" and not k.startswith("PYTEST_XDIST_") and k != "PYTEST_CURRENT_TEST"}
+
+
 def check_versions(properties: Mapping[str, str]) -> str | None:
     """Why this environment cannot re-run the report's cases (another FlagGems), or None."""
     from ..util import installed_version
@@ -110,7 +118,7 @@ class Runner:
         with tempfile.TemporaryDirectory(prefix="fl-triage-") as tmp:
             junit = Path(tmp) / "rerun.xml"
             try:  # from a directory of its own: never inside the suite (its conftest is not a rootdir's)
-                subprocess.run(self.argv(cases, junit, extra), cwd=tmp, env={**os.environ, **self.env, **(env or {})},
+                subprocess.run(self.argv(cases, junit, extra), cwd=tmp, env={**clean_env(), **self.env, **(env or {})},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=self.timeout, check=False)
             except subprocess.TimeoutExpired:
                 return {c: "timeout" for c in cases}
