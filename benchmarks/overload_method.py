@@ -17,7 +17,7 @@ on the clean run too is no catch of this defect, and is counted apart.
   (the denominator: the mutants given).
 
     python benchmarks/overload_method.py --clean cpu.xml --lane no-workaround=iluvatar.xml --json m.json
-    python benchmarks/overload_method.py --run-zoo sum_rows_dropped,mean_off_by_one --work /tmp/zoo-ov
+    python benchmarks/overload_method.py --run-zoo last_row_tile_dropped,mean_wrong_count --work /tmp/zoo-ov
 
 Bad input is one line and exit 2.
 """
@@ -31,6 +31,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -128,8 +129,9 @@ def row_of(c: Condition) -> dict:
 def table(conditions: Sequence[Condition]) -> str:
     """The Markdown table: one row per defective run (and one for the zoo's mutants together)."""
     head = ("| condition | defects | caught by (a) pow2 <= 32 | by (b) OpInfo as is | by (c) boundary / layout "
-            "| by (b) or (c) | only by (c) | cases compared (a / b / c) | failing on the clean run too |")
-    out = [head, "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+            "| by (b) or (c) | only by (c) | cases compared (a / b / c) | failing on the clean run too "
+            "| not in the clean run |")
+    out = [head, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     rows = [row_of(c) for c in conditions]
     mutants = [c for c in conditions if c.kind == "mutant"]
     if len(mutants) > 1:  # the zoo as one row: every mutant one defect
@@ -142,9 +144,10 @@ def table(conditions: Sequence[Condition]) -> str:
         cells = [_share(r["by"][cls], n, r["measured"][cls]) for cls, _, _ in CLASSES]
         out.append(f"| {r['condition']} | {n} | {' | '.join(cells)} | {_share(r['opinfo_or_transforms'], n)} | "
                    f"{_share(r['only_transforms'], n)} | {r['cases']['pow2']} / {r['cases']['opinfo']} / "
-                   f"{r['cases']['transforms']} | {r['clean_failures']} |")
+                   f"{r['cases']['transforms']} | {r['clean_failures']} | {r['unpaired']} |")
     out += ["", "A catch: a case failing (or a known defect's strict xfail) on the defective run that passes on the "
-            "clean run. A lane's defects: the overloads with a catch; a mutant is one defect, caught or not. "
+            "clean run; a case the clean run has not (its plan chose other samples) is no catch and counted apart. "
+            "A lane's defects: the overloads with a catch; a mutant is one defect, caught or not. "
             "'not run': the reports hold no case of that input class (a quick sweep runs none and boundary only)."]
     return "\n".join(out) + "\n"
 
@@ -162,9 +165,11 @@ def _named(values: Sequence[str], what: str) -> list[tuple[str, Path]]:
 # -- running the suite under the zoo --------------------------------------------------
 
 
-def run_zoo(names: Sequence[str], work: Path, extra: Sequence[str] = ()) -> tuple[Path, list[tuple[str, Path]]]:
-    """The overload suite on the CPU lane, clean and once per mutant (applied as the zoo applies
-    it, ``--fl-mutant``), each run selecting the overloads of the mutated op (``-k``)."""
+def run_zoo(names: Sequence[str], work: Path, clean: Path | None = None,
+            extra: Sequence[str] = ()) -> tuple[Path, list[tuple[str, Path]]]:
+    """The overload suite (full sweep) on the CPU lane once per mutant, applied as the zoo applies
+    it (``--fl-mutant``), each run selecting the overloads whose names hold the mutated op
+    (``-k OP``); and clean over all of them unless ``clean`` is that run's report already."""
     from pytest_fl_contract.testing.run import PLUGIN
     from pytest_fl_contract.testing.zoo import MUTANTS as by_name
 
@@ -172,32 +177,37 @@ def run_zoo(names: Sequence[str], work: Path, extra: Sequence[str] = ()) -> tupl
     if unknown:
         raise FlContractError(f"--run-zoo: no mutant {unknown[0]!r} in the zoo (fl-contract mutants --list)")
     chosen = [by_name[n] for n in names]
-    select = " or ".join(sorted({m.select.split()[0] for m in chosen}))
     work.mkdir(parents=True, exist_ok=True)
     suite = ROOT / "contracts" / "overloads"
 
-    def pytest(report: Path, *args: str) -> None:
+    def pytest(report: Path, select: str, *args: str) -> None:
         argv = [sys.executable, "-m", "pytest", str(suite), "-p", "fl_contract", "--platform", "cpu",
                 "--fl-sweep", "full", "-k", select, "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                "-o", "addopts=", f"--junitxml={report}", *args, *extra]
+                "-c", str(ROOT / "contracts" / "pytest.ini"), "--rootdir", str(ROOT / "contracts"),
+                f"--junitxml={report}", *args, *extra]
         done = subprocess.run(argv, capture_output=True, text=True, cwd=work, timeout=3600)
         if done.returncode not in (0, 1) or not report.is_file():
             tail = " | ".join(done.stdout.strip().splitlines()[-3:])
             raise FlContractError(f"the overload suite ({report.stem}) exited {done.returncode}: {tail}")
 
-    clean = work / "clean.xml"
-    pytest(clean)
+    def op(m: Any) -> str:  # the mutated op: the first word of the mutant's contract selection
+        return str(m.select.split()[0])
+
+    if clean is None:
+        clean = work / "clean.xml"
+        pytest(clean, " or ".join(sorted({op(m) for m in chosen})))
     out = []
     for m in chosen:
         path = work / f"{m.name}.xml"
-        pytest(path, "-p", PLUGIN, "--fl-mutant", m.name, *m.args)
+        pytest(path, op(m), "-p", PLUGIN, "--fl-mutant", m.name, *m.args)
         out.append((m.name, path))
     return clean, out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clean", help="the suite's report of the clean run (the workaround on, no mutant)")
+    parser.add_argument("--clean", help="the suite's report of the clean run (no defect, no mutant); with --run-zoo: "
+                                        "its run is not repeated")
     parser.add_argument("--lane", action="append", default=[], metavar="NAME=REPORT", help="a defective lane")
     parser.add_argument("--mutant", action="append", default=[], metavar="NAME=REPORT", help="one mutant's run")
     parser.add_argument("--run-zoo", metavar="M1,M2", help="run the suite clean and under these mutants first")
@@ -208,7 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         lanes, mutants = _named(args.lane, "--lane"), _named(args.mutant, "--mutant")
         clean_path = Path(args.clean) if args.clean else None
         if args.run_zoo:
-            clean_path, ran = run_zoo([n.strip() for n in args.run_zoo.split(",") if n.strip()], Path(args.work))
+            clean_path, ran = run_zoo([n.strip() for n in args.run_zoo.split(",") if n.strip()], Path(args.work),
+                                      clean_path)
             mutants += ran
         if clean_path is None or not (lanes or mutants):
             raise FlContractError("name the clean run (--clean) and a defective one (--lane, --mutant or --run-zoo)")

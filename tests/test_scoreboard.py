@@ -122,7 +122,7 @@ def test_the_suites_word_is_held_against_the_outcome(tmp_path: Path) -> None:
         verdict = board.get(name)
         assert verdict is not None and verdict.status == "FAILED" and verdict.failing == 1, verdict
     assert board.get("a").reason.startswith("ERROR: the case passed but recorded fl_status WRONG")  # type: ignore[union-attr]
-    assert "strict xpass" in board.get("d").reason  # type: ignore[union-attr]
+    assert board.get("d").reason.startswith("XPASS(strict): known defect d1 did not show")  # type: ignore[union-attr]
 
 
 def test_denominator_without_a_table_and_with_a_count(tmp_path: Path) -> None:
@@ -170,12 +170,19 @@ def test_markdown_json_and_provenance(tmp_path: Path) -> None:
 
 
 def test_the_parity_line(tmp_path: Path) -> None:
-    a = board_from(tmp_path, lane_xml("lane-a", [("mm", "PASS", "passed"), ("abs", "PASS", "passed")]), "lane-a")
-    b = board_from(tmp_path, lane_xml("lane-b", [("mm", "WRONG", "failed"), ("abs", "PASS", "passed")]), "lane-b")
+    """A line per overload not the same on every lane: another status, or PARTIAL by another count."""
+    sums = [("sum", "PASS", "passed"), ("sum", "PASS", "passed"), ("sum", "WRONG", "failed")]
+    a = board_from(tmp_path, lane_xml("lane-a", [("mm", "PASS", "passed"), ("abs", "PASS", "passed"), *sums]),
+                   "lane-a")
+    sums[1] = ("sum", "WRONG", "failed")
+    b = board_from(tmp_path, lane_xml("lane-b", [("mm", "WRONG", "failed"), ("abs", "PASS", "passed"), *sums]),
+                   "lane-b")
     lines = scoreboard.across([a, b])
-    assert [d.line() for d in lines] == ["mm: FAILED on lane-b; STRICT on lane-a (WRONG: wrong detail 0)"]
-    assert scoreboard.across_dict([a, b]) == [{"overload": "mm", "line": lines[0].line(),
-                                               "lanes": {"lane-a": "STRICT", "lane-b": "FAILED"}}]
+    assert [d.line() for d in lines] == ["mm: FAILED on lane-b; STRICT on lane-a (WRONG: wrong detail 0)",
+                                         "sum: PARTIAL 1 of 3 on lane-b; PARTIAL 2 of 3 on lane-a (WRONG: wrong detail 3)"]
+    assert scoreboard.across_dict([a, b]) == [
+        {"overload": "mm", "line": lines[0].line(), "lanes": {"lane-a": "STRICT", "lane-b": "FAILED"}},
+        {"overload": "sum", "line": lines[1].line(), "lanes": {"lane-a": "PARTIAL 2 of 3", "lane-b": "PARTIAL 1 of 3"}}]
     assert "- mm: FAILED on lane-b; STRICT on lane-a" in scoreboard.lane_lines([a, b])
 
 
@@ -358,7 +365,7 @@ def test_the_method_counts_catches_per_input_class(tmp_path: Path, monkeypatch: 
         2, {"pow2": 1, "opinfo": 1, "transforms": 1}, 1, 1)
     assert lane["cases"] == {"pow2": 2, "opinfo": 3, "transforms": 2}
     assert m1["units"] == {"m1": ["opinfo", "pow2", "transforms"]} and m2["units"] == {"m2": []}
-    assert "| no-workaround | 2 | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 2/2 (100%) | 1/2 (50%) | 2 / 3 / 2 | 1 |" in text
+    assert "| no-workaround | 2 | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 2/2 (100%) | 1/2 (50%) | 2 / 3 / 2 | 1 | 0 |" in text
     assert "| mutant zoo (2 mutants) | 2 | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 0/2 (0%) |" in text
     # a quick sweep's reports have no pow2 case: that column says so, never 0
     quick = [c for c in CLEAN if c[3] != "pow2"]
@@ -372,6 +379,7 @@ def test_the_method_counts_catches_per_input_class(tmp_path: Path, monkeypatch: 
     (["--lane", "x=y.xml"], "name the clean run"),
     (["--clean", "c.xml", "--lane", "nonsense"], "expected NAME=REPORT"),
     (["--clean", "missing.xml", "--lane", "x=missing.xml"], "no such report"),
+    (["--run-zoo", "no_such_mutant"], "--run-zoo: no mutant 'no_such_mutant' in the zoo"),
 ])
 def test_the_method_refuses_bad_input_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:

@@ -222,7 +222,8 @@ def verdict_of(overload: str, cases: Sequence[Case]) -> Verdict:
         status = "STRICT" if passed == ran else "FAILED" if passed == 0 else "PARTIAL"
         bad = next((c for c in cases if c.kind in ("fail", "xpass")), None) or next(
             (c for c in cases if c.kind == "known"), None)
-        reason, first = (f"{bad.status}: {bad.detail}", bad.key) if bad is not None else ("", "")
+        label = "XPASS(strict)" if bad is not None and bad.kind == "xpass" else bad.status if bad is not None else ""
+        reason, first = (f"{label}: {bad.detail}", bad.key) if bad is not None else ("", "")
     return Verdict(overload, status, passed, ran, failing, known, kinds["unsupported"], kinds["untested"], defects,
                    reason, first, transforms)
 
@@ -297,6 +298,16 @@ def boards_of(reports: Sequence[LaneReport]) -> list[Board]:
 # -- across lanes ---------------------------------------------------------------------
 
 
+def compared(v: Verdict) -> str:
+    """What lanes are compared by: the status, and for PARTIAL how many of how many passed (12 of
+    18 on one lane and 3 of 18 on another is a difference a lane engineer wants to see)."""
+    return f"PARTIAL {v.passed} of {v.ran}" if v.status == "PARTIAL" else v.status
+
+
+def _badness(v: Verdict) -> tuple[int, float]:
+    return ORDER.index(v.status), v.passed / v.ran if v.ran else 1.0
+
+
 @dataclass(frozen=True)
 class Disagreement:
     """An overload whose status differs between lanes (STRICT on one, FAILED on another)."""
@@ -305,22 +316,26 @@ class Disagreement:
     verdicts: tuple[tuple[str, Verdict], ...]  # (lane, verdict) of each lane that has it
 
     def line(self) -> str:
+        """``mm: FAILED on b; STRICT on a (WRONG: ...)``: worst first, the worst lane's first failing case."""
         groups: dict[str, list[str]] = {}
+        first: dict[str, Verdict] = {}
         for lane, verdict in self.verdicts:
-            groups.setdefault(verdict.status, []).append(lane)
-        parts = [f"{status} on {', '.join(groups[status])}" for status in ORDER if status in groups]
-        worst = next((v for status in ("FAILED", "PARTIAL") for _, v in self.verdicts if v.status == status), None)
+            groups.setdefault(compared(verdict), []).append(lane)
+            first.setdefault(compared(verdict), verdict)
+        parts = [f"{shown} on {', '.join(groups[shown])}" for shown in sorted(groups, key=lambda s: _badness(first[s]))]
+        failing = [v for _, v in self.verdicts if v.status in ("FAILED", "PARTIAL")]
+        worst = min(failing, key=_badness) if failing else None
         why = f" ({worst.reason})" if worst is not None and worst.reason else ""
         return f"{self.overload}: " + "; ".join(parts) + why
 
 
 def across(boards: Sequence[Board]) -> list[Disagreement]:
-    """The overloads whose status is not the same on every lane that has them."""
+    """The overloads not the same on every lane that has them (``compared``)."""
     names = sorted({v.overload for board in boards for v in board.verdicts})
     out = []
     for name in names:
         held = tuple((board.lane, v) for board in boards for v in [board.get(name)] if v is not None)
-        if len({v.status for _, v in held}) > 1:
+        if len({compared(v) for _, v in held}) > 1:
             out.append(Disagreement(name, held))
     return out
 
@@ -411,7 +426,7 @@ def across_markdown(boards: Sequence[Board]) -> str:
 
 def across_dict(boards: Sequence[Board]) -> list[dict]:
     return [{"overload": d.overload, "line": d.line(),
-             "lanes": {lane: v.status for lane, v in d.verdicts}} for d in across(boards)]
+             "lanes": {lane: compared(v) for lane, v in d.verdicts}} for d in across(boards)]
 
 
 # -- files ----------------------------------------------------------------------------
