@@ -50,7 +50,7 @@ def make_inputs(layer: Layer, case: LayerCase, seed: int = 0, affine: bool = Tru
     return Inputs(x, weight, bias, grad, stats)
 
 
-def running_stats(channels: int, g: Any, device: str = "cpu", dtype: Any = None) -> tuple[Any, Any]:
+def running_stats(channels: int | tuple[int, ...], g: Any, device: str = "cpu", dtype: Any = None) -> tuple[Any, Any]:
     """Running (mean, var) unlike any batch's own statistics (means near 0.5, variances 2 to 3):
     an eval-mode call that took the training branch - the batch's statistics for the running
     ones - differs from torch by far more than its tolerance; zeros and ones, a normal input's

@@ -25,6 +25,7 @@ import contextlib
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 FILL = 0xA5  # a byte no float, int or bool result of a small contract case is made of
@@ -75,7 +76,7 @@ def _span(shape: Sequence[int], stride: Sequence[int]) -> int:
 def _caller() -> str:
     """Where the allocation was asked for: the first FlagGems frame, else the first outside
     torch and this module (a contract's operand)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     fallback = None
     while frame is not None:
         name = frame.f_code.co_filename

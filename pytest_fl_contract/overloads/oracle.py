@@ -171,10 +171,10 @@ def compare(got: Any, meta: Any, ref: Any, *, values: bool = True) -> str | None
             if gv != mv:
                 return f"{where}{gv!r}, torch {mv!r}"
         elif isinstance(mv, float):
-            want = rv if isinstance(rv, float) else mv
-            if not (isinstance(gv, (int, float)) and (math.isclose(gv, want, rel_tol=1e-5, abs_tol=1e-6)
-                                                       or (math.isnan(gv) and math.isnan(want)))):
-                return f"{where}{gv!r}, torch {want!r}"
+            scalar = rv if isinstance(rv, float) else mv
+            if not (isinstance(gv, (int, float)) and (math.isclose(gv, scalar, rel_tol=1e-5, abs_tol=1e-6)
+                                                       or (math.isnan(gv) and math.isnan(scalar)))):
+                return f"{where}{gv!r}, torch {scalar!r}"
     return None
 
 

@@ -119,7 +119,7 @@ def forward_stems(base: str) -> tuple[tuple[str, ...], str]:
 
 def aliased(stems: tuple[str, ...]) -> list[str]:
     """OpInfo names (or name prefixes) ``ALIASES`` gives the stems."""
-    found = []
+    found: list[str] = []
     for stem in stems:
         bare = stem.lstrip("_")
         for prefix, names in ALIASES.items():
@@ -253,7 +253,7 @@ def invoke(overload: str, source: Source, sample: tuple[Any, tuple[Any, ...], di
     inp, args, kwargs = sample
     if source.opinfo.startswith("gen:"):  # a generator's sample is the overload's own arguments
         source = Source(source.opinfo, "aten")
-        o = None
+        o: Any = None
     else:
         o = database()[source.opinfo]
     if source.caller == "op":

@@ -149,12 +149,13 @@ def split_mask(fn: ast.FunctionDef) -> ast.FunctionDef | None:
         keywords = {k.arg: k.value for k in node.keywords}  # type: ignore[attr-defined]
         if "mask" not in keywords or "other" not in keywords:
             continue
-        mask = keywords["mask"]
+        mask: ast.expr = keywords["mask"]
         empty = copy.deepcopy(node)
         for kw in empty.keywords:  # type: ignore[attr-defined]
             if kw.arg == "mask":
                 kw.value = ast.BinOp(left=copy.deepcopy(mask), op=ast.BitXor(), right=copy.deepcopy(mask))
-        where = ast.Call(func=_expr("tl.where"), args=[copy.deepcopy(mask), copy.deepcopy(node), empty], keywords=[])
+        where = ast.Call(func=_expr("tl.where"), keywords=[],
+                         args=[copy.deepcopy(mask), copy.deepcopy(node), empty])  # type: ignore[list-item]
         return _replace(fn, node, where)
     return None
 
@@ -164,7 +165,7 @@ def _replace(tree: ast.FunctionDef, old: ast.AST, new: ast.AST) -> ast.FunctionD
         def visit(self, node: ast.AST) -> ast.AST:
             return new if node is old else self.generic_visit(node)
 
-    return Swap().visit(tree)  # type: ignore[no-any-return]
+    return Swap().visit(tree)  # type: ignore[no-any-return,return-value]
 
 
 def _constexprs(fn: ast.FunctionDef) -> set[str]:
