@@ -14,7 +14,8 @@ from pytest_fl_contract.registry.schema import flag_gems_version
 
 DTYPES = ("float32",)
 HALF_DTYPES = ("float16", "bfloat16")
-GRADIENTS = ("backward", "affine", "determinism", "layout", "empty", "large_index", "enabled", "params")  # the contracts that check gradients too
+GRADIENTS = ("backward", "affine", "determinism", "layout", "empty", "large_index", "enabled", "params",
+             "processes")  # the contracts that check gradients too
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -16,7 +16,9 @@ from pytest_fl_contract.hardware.device import device_of
 from pytest_fl_contract.registry import ROWS
 from pytest_fl_contract.registry.reductions import Case
 
-PROCESS_CASES = [Case((3, 5, 4), 1), Case((3, 4, 8), -1)]
+# the third reaches the multi-row non-inner kernels: two rows of outputs, the reduced extent past
+# one 1024-wide tile, columns past one program (a fresh process that compiles them wrong only cold)
+PROCESS_CASES = [Case((3, 5, 4), 1), Case((3, 4, 8), -1), Case((2, 1100, 5), 1)]
 NAME = "fl-fresh-processes"
 
 

@@ -14,6 +14,8 @@ torch dispatch against torch's own kernels on the device, gradients too.
 cache directory) or warm (a cache another process filled) - whose results come back for
 the parent to compare: with float64 and, bit for bit, with its own.  Every lane: an
 emulated one brings its emulator (profile and injected defects) up in the child.
+
+``run_rows``: such a batch for the rows of any family (``RowBatch``), gradients too.
 """
 
 from __future__ import annotations
@@ -257,11 +259,92 @@ def _batch_child(batch: Batch) -> None:
     torch.save(results, batch.out)
 
 
+@dataclass(frozen=True)
+class RowBatch:
+    """Calls of registry rows of any family (``families.of``) in one fresh process: each
+    row's case drawn from ``seed`` as the parent draws it, FlagGems' outputs (gradients too
+    where ``backward``) saved for the parent to compare bit for bit with its own."""
+
+    calls: tuple[tuple[str, dict[str, Any], str, bool], ...]  # (row, its case's fields, dtype, backward)
+    device: str
+    out: str  # torch.save: per call, {output: tensor} or the error it raised as a string
+    workaround: str | None = None
+    emulation: tuple[str, tuple[str, ...]] | None = None  # (profile, injected defects)
+    seed: int = 0
+    cache_dir: str | None = None  # TRITON_CACHE_DIR for the child (None: the lane's own)
+    autotune: str | None = None
+    sources: tuple[tuple[str, str], ...] = field(default_factory=lambda: _sources())
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> RowBatch:
+        return RowBatch(**{**data, "calls": tuple((c[0], c[1], c[2], c[3]) for c in data["calls"]),
+                           "sources": tuple(map(tuple, data.get("sources", ()))),
+                           "emulation": (data["emulation"][0], tuple(data["emulation"][1]))
+                           if data["emulation"] else None})
+
+
+def case_of(row: Any, fields: dict[str, Any]) -> Any:
+    """A row's case from its fields as JSON carried them (lists back to tuples)."""
+    return row.case_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+
+
+def run_rows(batch: RowBatch, timeout: float = 600) -> str:
+    """Why the child gave no results ("" when they are in ``batch.out``)."""
+    import os
+
+    env = {**os.environ, **({"TRITON_CACHE_DIR": batch.cache_dir} if batch.cache_dir else {})}
+    argv = [sys.executable, "-m", "pytest_fl_contract.hardware.isolation", "--rows", json.dumps(asdict(batch))]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return f"the fresh process did not finish in {timeout:g}s"
+    if done.returncode != 0:
+        tail = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
+        return f"the fresh process exited {done.returncode}: {tail[-1].strip()[:300] if tail else ''}"
+    return ""
+
+
+def _rows_child(batch: RowBatch) -> None:
+    import importlib
+
+    if batch.emulation is not None:
+        from ..emulation.interpreter import bring_up
+
+        bring_up(batch.emulation[0], tuple(batch.emulation[1]))
+    else:
+        from . import autotune
+
+        if batch.autotune in autotune.MODES:
+            autotune.install(autotune.plan(batch.autotune, emulated=False))
+    import flag_gems
+    import torch
+
+    from ..families import of
+    from ..registry import ROWS
+
+    if batch.workaround:
+        importlib.import_module(batch.workaround).install()
+    ROWS.load_sources(batch.sources)
+    results: list[Any] = []
+    for name, fields, dtype, backward in batch.calls:
+        row = ROWS.get(name)
+        family, case = of(row), case_of(row, fields)
+        try:
+            drawn = family.inputs(row, case, seed=batch.seed, device=batch.device, dtype=dtype, backward=backward)
+            outs = family.outputs(row, case, drawn, gems=flag_gems, backward=backward)
+            results.append({key: value.detach().cpu() for key, value in outs.items()})
+        except Exception as exc:  # what it raised is its result: the parent compares
+            results.append(f"{type(exc).__name__}: {str(exc).strip()[:200]}")
+    torch.save(results, batch.out)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--row":
         data = json.loads(sys.argv[2])
         print(json.dumps(_row_child(RowSpec(**{**data, "sources": tuple(map(tuple, data.get("sources", ())))}))),
               flush=True)
+    elif sys.argv[1] == "--rows":
+        _rows_child(RowBatch.from_json(json.loads(sys.argv[2])))
     elif sys.argv[1] == "--batch":
         data = json.loads(sys.argv[2])
         _batch_child(Batch.from_json(data))

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
-from .schema import Defect, Param, Row
+from .schema import SELF_COMPARING, Defect, Param, Row
 
 FAMILY = "normalization"
 EPS = 1e-5
@@ -377,7 +377,7 @@ LAYERS: tuple[Layer, ...] = (
           # chance, hardware lanes skip those calls); the emulator's program order hides it from
           # the determinism contract and shows it to every other
           defects=(Defect("group_norm_group_size_not_pow2",
-                            lambda c: _group_size_not_pow2(c) and c.contract not in ("determinism", "inputs"),
+                            lambda c: _group_size_not_pow2(c) and c.contract not in SELF_COMPARING,
                             corrupts=True),
                    Defect("empty_input_diverges", _empty), Defect("fp64_computed_in_fp32", _fp64),
                    Defect("group_norm_tile_past_max_numel", _group_tile_past_numel)),

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
-from .schema import GRID_LIMITS, Defect, Param, Row
+from .schema import GRID_LIMITS, SELF_COMPARING, Defect, Param, Row
 
 MATMUL, INDEX = "matmul", "index"
 MATMUL_LAYOUTS = ("contiguous", "transposed", "sliced")  # column-major operands; A a column slice of a wider tensor
@@ -555,7 +555,7 @@ OPS: tuple[TensorOp, ...] = (
                       # the same (wrong) tensor every time, the operands untouched: those contracts cannot see it
                       Defect("scatter_add_same_shape_copy",
                              lambda c: c.case.same_shape and c.case.dim != len(c.shape) - 1
-                             and c.contract not in ("determinism", "inputs"))),
+                             and c.contract not in SELF_COMPARING)),
              large=_LARGE["scatter_add_"]),
     TensorOp(name="index_select", family=INDEX, module="flag_gems.ops.index_select", entry="index_select", gems_names=("index_select",), cases=_SELECT, torch_call=_index_select, index="vector", out=False,
              paths=(P("(rows, index) tiles", M((5, 7, 9), dim=1, index=4), "index_select_kernel"),),
