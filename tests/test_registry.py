@@ -87,7 +87,8 @@ def test_no_module_outside_the_registry_and_testing_names_an_op():
     offenders = []
     for path in sorted((ROOT / "pytest_fl_contract").rglob("*.py")) + sorted((ROOT / "contracts").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(("pytest_fl_contract/registry/", "pytest_fl_contract/testing/")):
+        # the overload suite's names are OpInfo's and FlagGems' registration table's, not our rows'
+        if rel.startswith(("pytest_fl_contract/registry/", "pytest_fl_contract/testing/", "pytest_fl_contract/overloads/")):
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if PACKAGE_NAMES_AN_OP.search(line) and not (rel.startswith("pytest_fl_contract/workarounds/")

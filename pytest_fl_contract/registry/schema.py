@@ -74,6 +74,16 @@ class Param:
         return {self.name: value} if self.torch is None else self.torch(value)
 
 
+# Every name a family's outputs go by (its tolerance is asked per output): what a reproduction
+# of a case asks of each, keeping the loosest.
+OUTPUT_NAMES = ("result", "output", "out", "mean", "rstd", "grad_input", "grad_weight", "grad_bias")
+# The contracts that compare FlagGems only with itself: identical calls (determinism), its
+# operands after the call (inputs), the same call in a fresh process (processes).  A defect
+# that gives the same wrong tensor every time, and leaves the operands alone, cannot show in
+# them: its predicate leaves them out, or it would xpass there.
+SELF_COMPARING = ("determinism", "inputs", "processes")
+
+
 @dataclass(frozen=True)
 class Row:
     """The fields every family's row has, and the rules over them.  A family's row class adds

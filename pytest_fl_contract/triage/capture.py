@@ -141,7 +141,7 @@ def tolerance(item: pytest.Item, calls: list[dict[str, Any]]) -> tuple[float, fl
     row family's, the loosest over its outputs); else the loosest family rule for the terms a
     call folds (the largest input over the result: a reduction's n, a matmul's K and more)."""
     from ..families import EPS, of
-    from ..registry.schema import Row
+    from ..registry.schema import OUTPUT_NAMES, Row
 
     params = getattr(getattr(item, "callspec", None), "params", {})
     row = next((v for v in params.values() if isinstance(v, Row)), None)
@@ -149,7 +149,7 @@ def tolerance(item: pytest.Item, calls: list[dict[str, Any]]) -> tuple[float, fl
     dtype = next((v for v in params.values() if isinstance(v, str) and v in EPS), "float32")
     found: list[dict[str, float]] = []
     if row is not None and case is not None:
-        for output in ("result", "output", "out", "mean", "rstd", "grad_input", "grad_weight", "grad_bias"):
+        for output in OUTPUT_NAMES:
             try:
                 found.append(of(row).tolerance(row, case, dtype, output))
             except Exception:  # not an output of this family: the next name
