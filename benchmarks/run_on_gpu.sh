@@ -4,6 +4,7 @@
 # as wheels in .whl/ (see benchmarks/results/README.md).  Writes under $OUT (default ./out).
 #
 #   bash benchmarks/run_on_gpu.sh setup probes large lane sweep startup
+#   DEVICES="1 all" bash benchmarks/run_on_gpu.sh setup devices   # cold and warm lane per device count
 set -o pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out}
@@ -167,6 +168,41 @@ print(fastpath.device_info('cuda').source)" ;;
       ${NCU_CASES:-sum:537x110x1555:1:bfloat16 sum:537x110x1555:1:float32 softmax:4x150x65536:1:bfloat16 \
       softmax:4x150x65536:1:float32 mean:5x10850x2184:1:float16 mean:5x10850x2184:1:float32} > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
     echo "ncu: exit $?"; tail -3 "$OUT/ncu.err"; python3 "$ROOT/benchmarks/ncu_summary.py" "$OUT/ncu.csv" | tee "$OUT/ncu.txt" ;;
-  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, limits, realmodels, lane, forced, sweep, shapes, startup, workerprofile, profile, loopab, ncu)"; exit 2 ;;
+  devices)
+    # the lane's cold and warm wall time per device count (--fl-devices; DEVICES="1 2 4 all",
+    # default "1 all"; on a host with one GPU both are the one-device lane): cold starts from an
+    # empty Triton and FlagGems cache, warm from the cache cold filled. WORKERS is -n (default
+    # auto); LANE_SUITES, LANE_ARGS and LANE_TIMEOUT as for lane. One line per run, also in
+    # $OUT/lane-devices$FL_LINE.txt, with the devices the workers were pinned to (from the
+    # JUnit property fl_worker_devices)
+    export TRITON_CACHE_DIR=/tmp/triton-cache
+    summary="$OUT/lane-devices$FL_LINE.txt"
+    : > "$summary"
+    for d in ${DEVICES:-1 all}; do
+      rm -rf "$TRITON_CACHE_DIR" "$HOME/.flaggems"
+      for run in cold warm; do
+        tag="devices-$d-$run$FL_LINE"
+        start=$(date +%s.%N)
+        (cd /tmp && timeout -s INT -k 30 "${LANE_TIMEOUT:-540}" python3 -m pytest_fl_contract.cli contracts ${LANE_SUITES:-reductions layers tensorops} -- \
+          --platform nvidia --fl-sweep full -n "${WORKERS:-auto}" --fl-devices "$d" -q ${LANE_ARGS} -rfE \
+          --junitxml="$OUT/lane-$tag.xml" > "$OUT/lane-$tag.txt" 2>&1)
+        rc=$?
+        wall=$(python3 -c "import time; print(round(time.time() - $start, 1))")
+        counts=$(grep -E "passed|failed" "$OUT/lane-$tag.txt" | tail -1)
+        spread=$(python3 -c "
+import json, sys, xml.etree.ElementTree as ET
+try:
+    found = [p.get('value') for p in ET.parse(sys.argv[1]).iter('property') if p.get('name') == 'fl_worker_devices']
+except Exception:
+    found = []
+workers = json.loads(found[0]) if found else {}
+devices = sorted({v.split(' ')[0] for v in workers.values()})
+print(f'{len(workers)} workers on {len(devices)} devices ({\", \".join(devices)})' if workers else 'one device, workers not pinned')
+" "$OUT/lane-$tag.xml")
+        echo "devices=$d $run: exit $rc, $wall s wall; $counts; $spread" | tee -a "$summary"
+        grep -E "^(FAILED|ERROR)" "$OUT/lane-$tag.txt" | cut -c1-300 | head -10
+      done
+    done ;;
+  *) echo "unknown step $what (setup, line54, fgsuite, probes, grid, large, limits, realmodels, lane, devices, forced, sweep, shapes, startup, workerprofile, profile, loopab, ncu)"; exit 2 ;;
   esac
 done

@@ -133,6 +133,10 @@ OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         help="hardware lanes under xdist: run cases longest first, by the durations the last run "
         "recorded in pytest's cache (default; collection order while there is no record), or in "
         "collection order")),
+    ("--fl-devices", "fl_devices", dict(
+        metavar="N|all",
+        help="spread the lane's xdist workers over N devices of this host (all: every visible one), each worker's "
+        "process pinned to one by the platform's visible-devices variable, round robin (default: 1, no pinning)")),
     ("--fl-junit-prefix", "fl_junit_prefix", dict(
         metavar="PREFIX", help="JUnit classname prefix (default: the platform)")),
 )
@@ -186,7 +190,7 @@ INI_TYPES: dict[str, Any] = {
     "fl_no_workaround": "bool", "fl_force_workaround": "bool", "fl_workaround": "string", "fl_wrapped_only": "bool",
     "fl_unreached_sweeps_only": "bool", "fl_layout": "string",
     "fl_source_root": "string", "fl_sweep": "string", "fl_autotune": "string", "fl_order": "string",
-    "fl_junit_prefix": "string",
+    "fl_junit_prefix": "string", "fl_devices": "string",
 }
 _DEFAULTS = {dest: keywords.get("default", False if keywords.get("action") == "store_true" else None)
              for _, dest, keywords in OPTIONS}
@@ -239,6 +243,7 @@ def _options(config: pytest.Config, namespace: Any, peeked: str | None = None) -
         sweep=namespace.fl_sweep,
         junit_prefix=namespace.fl_junit_prefix,
         autotune=namespace.fl_autotune,
+        devices=namespace.fl_devices,
     )
 
 
@@ -357,6 +362,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     if not config.pluginmanager.is_registered(session):
         config.pluginmanager.register(session, "fl_contract_session")
+    if session.settings.pins_devices() and xdist_worker(config) is None:
+        from .hardware.spread import pin_workers
+
+        try:  # before xdist's NodeManager reads --tx (its session start)
+            session.devices = pin_workers(config.option, session.settings, os.environ)
+        except FlContractError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if not config.pluginmanager.has_plugin("fl_contract_attempts"):
         from .reporting.attempts import Attempts
 
@@ -388,8 +400,12 @@ def _hardware_plugins(config: pytest.Config, session: LaneSession) -> list[tuple
     if xdist:
         plugins.append(("fl_contract_schedule", lambda: Schedule(config, f"{config.option.junitprefix}/{s.sweep}")))
     if workerinput is not None:
+        from .config.devices import worker_device
+
         runid = str(workerinput.get("testrunuid", os.getppid()))
-        plugins.append(("fl_contract_ledger", lambda: LedgerPlugin(runid, s.platform.device_type, session.pick_device)))
+        pinned = worker_device(os.environ, s.devices_var) if s.pins_devices() else None
+        plugins.append(("fl_contract_ledger", lambda: LedgerPlugin(runid, s.platform.device_type, session.pick_device,
+                                                                   pinned.id if pinned else "")))
     elif xdist:
         plugins.append(("fl_contract_ledger_owner", LedgerOwner))
     return plugins

@@ -51,6 +51,8 @@ def note_seed(item: pytest.Item, seed: int) -> None:
     item.stash[SEED] = seed
 
 PROTOCOL = ("install", "uninstall")
+WORKER_DEVICE = "fl_worker_device"  # a pinned worker's device (--fl-devices), in its workeroutput
+WORKER_DEVICES = "fl_worker_devices"  # JUnit suite property: {xdist worker id: its device}
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,8 @@ class LaneSession:
         self._picked: str | None = None  # pick_device's answer once asked ("" for none)
         self._worker_workaround: str | None = None
         self._worker_device: list[tuple[str, str]] = []
+        self.devices: Any = None  # config.devices.Plan: the devices the controller pinned its workers to
+        self._worker_devices: dict[str, str] = {}  # xdist worker id -> the device it reported
         self._session: pytest.Session | None = None
         self._stop: str | None = None
 
@@ -218,6 +222,8 @@ class LaneSession:
         tiles = self.tile_device()
         if tiles:
             lines.append(f"fl-contract fast-path tiles for {tiles}")
+        if self.devices is not None:
+            lines.append(f"fl-contract devices: {self.devices.line(len(getattr(config.option, 'tx', None) or ()))}")
         return lines
 
     @functools.cached_property
@@ -365,13 +371,18 @@ class LaneSession:
             xml.add_global_property(CASES, json.dumps(self.cases, sort_keys=True))
             for name, value in self._worker_device or self.device_properties():
                 xml.add_global_property(name, value)
+            if self.devices is not None:  # each worker's device, as its own process saw it
+                xml.add_global_property(WORKER_DEVICES, json.dumps(self._worker_devices, sort_keys=True))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", {})
         self.summary.counters.update(output.get("fl_contract_counters", {}))
         if output.get("fl_contract_device") and not self._worker_device:
-            self._worker_device = [tuple(p) for p in output["fl_contract_device"]]
+            self._worker_device = [tuple(p) for p in output["fl_contract_device"] if p[0] != WORKER_DEVICE]
+        seen = dict(tuple(p) for p in output.get("fl_contract_device", ())).get(WORKER_DEVICE)
+        if seen is not None:
+            self._worker_devices[str(node.workerinput.get("workerid"))] = seen
         if "fl_contract_workaround" in output:
             self._worker_workaround = output["fl_contract_workaround"]
 
@@ -403,9 +414,16 @@ class LaneSession:
 
     def device_properties(self) -> list[tuple[str, str]]:
         """The device the cases ran on, read where they ran (a worker has torch imported)."""
+        import os
+
+        from .config.devices import worker_device
         from .hardware.device import device_count, device_name
 
-        return [("fl_device", device_name(self.settings)), ("fl_device_count", device_count(self.settings))]
+        found = [("fl_device", device_name(self.settings)), ("fl_device_count", device_count(self.settings))]
+        pinned = worker_device(os.environ, self.settings.devices_var) if self.settings.pins_devices() else None
+        if pinned is not None:
+            found.append((WORKER_DEVICE, f"{pinned.line()}: {found[0][1]}"))
+        return found
 
     def properties(self) -> list[tuple[str, str]]:
         """JUnit suite properties of the lane (written when junitxml starts its report)."""

@@ -19,6 +19,7 @@ import yaml
 
 from ..util import EMULATOR_ENV, FlContractError
 from . import safeyaml
+from .devices import BY_DEVICE_TYPE, VARIABLE
 
 CAPABILITIES = ("device_cast", "fp64", "bf16", "int64")
 # the capability a case in a dtype needs (a dtype absent here every platform has)
@@ -26,7 +27,7 @@ DTYPE_CAPABILITY = {"bfloat16": "bf16", "float64": "fp64", "int64": "int64"}
 ENTRY_POINT_GROUP = "fl_contract.platforms"
 _PLATFORM_KEYS = {
     "description", "aliases", "vendor", "device_type", "capabilities", "defects", "exclude_defects",
-    "emulation", "copy_source",
+    "emulation", "copy_source", "visible_devices",
 }
 _DEFECT_KEYS = {"id", "whose", "description", "feature", "seen", "seen_on", "ops", "workaround", "faults", "fails_with",
                 "trigger"}
@@ -77,6 +78,9 @@ class Platform:
     emulation_profile: str | None = None
     copy_source: tuple[str, str] | None = None  # (path in the checkout, pattern)
     description: str = ""
+    # the variable that limits a process to some devices (CUDA_VISIBLE_DEVICES): --fl-devices
+    # pins each xdist worker's device with it; None where the platform has none
+    visible_devices: str | None = None
 
     def has(self, capability: str) -> bool:
         return capability not in self.lacks
@@ -235,6 +239,10 @@ def _validate_entry(name: str, entry: Any, source: str) -> dict[str, Any]:
         emu = _check_mapping(entry["emulation"], source, f"{where}.emulation")
         if set(emu) != {"profile"} or not isinstance(emu["profile"], str):
             raise _fail(source, f"{where}.emulation", "expected {profile: NAME}")
+    if entry.get("visible_devices") is not None and not (
+            isinstance(entry["visible_devices"], str) and VARIABLE.match(entry["visible_devices"])):
+        raise _fail(source, f"{where}.visible_devices", "expected an environment variable's name "
+                    "(CUDA_VISIBLE_DEVICES, ...) or null")
     if "copy_source" in entry:
         cs = _check_mapping(entry["copy_source"], source, f"{where}.copy_source")
         if set(cs) != {"path", "pattern"} or not all(isinstance(v, str) for v in cs.values()):
@@ -326,6 +334,7 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
             emulation_profile=(entry.get("emulation") or {}).get("profile"),
             copy_source=(copy_source["path"], copy_source["pattern"]) if copy_source else None,
             description=entry.get("description", ""),
+            visible_devices=entry.get("visible_devices", BY_DEVICE_TYPE.get(entry["device_type"])),
         )
     for name, platform in platforms.items():
         for alias in platform.aliases:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..util import FlContractError, installed_version
+from . import devices as device_plan
 from .layout import Layout, detect_layout
 from .platforms import Detection, Platform, Registry, detect
 from .tuning import MODES as AUTOTUNE_MODES
@@ -38,6 +39,11 @@ class Settings:
     autotune: Plan
     wrapped_only: bool = False  # ops the workaround leaves are skipped (their twin lane runs them)
     unreached_sweeps_only: bool = False  # ops no injected defect reaches: the sweep contracts only
+    devices: device_plan.Asked = None  # --fl-devices: a count, "all", or None (one device, as always)
+    devices_var: str | None = None  # the variable that pins a worker's device on this lane
+
+    def pins_devices(self) -> bool:
+        return self.devices is not None and self.devices != 1
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ class Options:
     sweep: str | None = None
     junit_prefix: str | None = None
     autotune: str | None = None
+    devices: str | None = None
 
 
 def choose_platform_name(opts: Options, environ: Mapping[str, str]) -> tuple[str, str]:
@@ -135,6 +142,11 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
         raise FlContractError(f"unknown --fl-autotune {opts.autotune!r}; known: {', '.join(AUTOTUNE_MODES)}")
     if opts.autotune is not None and emulation is not None:
         raise FlContractError("--fl-autotune is for hardware lanes: the emulator times nothing and runs each tuner's first config")
+    devices = device_plan.parse(opts.devices)
+    devices_var = device_plan.variable(platform.visible_devices, emulation is not None)
+    if devices not in (None, 1) and devices_var is None:
+        raise FlContractError(f"--fl-devices {devices}: platform {platform.name} names no visible-devices variable "
+                              "(visible_devices: in the platform registry), so a worker cannot be given one device")
     return Settings(
         registry=registry,
         platform=platform,
@@ -148,6 +160,8 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
         unreached_sweeps_only=opts.unreached_sweeps_only,
         junit_prefix=opts.junit_prefix,
         autotune=autotune_plan(opts.autotune, emulated=emulation is not None),
+        devices=devices,
+        devices_var=devices_var,
     )
 
 

@@ -8,6 +8,12 @@ cases together, and the lane hung.  So the workers of one run share a ledger (a 
 under a lock): a case claims its GiB before it runs and waits while the claims of live
 workers would pass the budget; it releases them at teardown, and its cached blocks go back to
 the device.  A claim of a dead worker does not count.  A case is always admitted alone.
+
+Workers pinned to devices (``--fl-devices``) claim on their own device: each device has its
+own budget, and the host's memory (the float64 references) one more over every claim - eight
+large-index cases on eight cards run together where the host has room for them, and a device
+never takes a second while its first runs, whatever the others hold.  Unpinned, every claim is
+on the one device "" and the budget is the smaller memory's, as it always was.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class Claim:
     pid: int
     nodeid: str
     gib: float
+    device: str = ""  # the pinned worker's device ("": unpinned, every claim on one device)
 
 
 def alive(pid: int) -> bool:
@@ -44,10 +51,15 @@ def alive(pid: int) -> bool:
     return True
 
 
-def admit(claims: list[Claim], need: float, budget: float, is_alive: Callable[[int], bool] = alive) -> bool:
-    """Whether a case needing ``need`` GiB may start beside the live claims."""
-    held = sum(c.gib for c in claims if is_alive(c.pid))
-    return held == 0 or held + need <= budget
+def admit(claims: list[Claim], need: float, budget: float, is_alive: Callable[[int], bool] = alive, *,
+          device: str = "", host_budget: float = float("inf")) -> bool:
+    """Whether a case needing ``need`` GiB on ``device`` may start beside the live claims:
+    within its device's budget and, over every device's claims, the host's (each check
+    passes for a case that would be alone there)."""
+    live = [c for c in claims if is_alive(c.pid)]
+    here = sum(c.gib for c in live if c.device == device)
+    everywhere = sum(c.gib for c in live)
+    return (here == 0 or here + need <= budget) and (everywhere == 0 or everywhere + need <= host_budget)
 
 
 def budget_gib(device_total: float | None, host_total: float | None) -> float:
@@ -63,8 +75,10 @@ def host_total_gib() -> float | None:
 
 
 class Ledger:
-    def __init__(self, path: Path, budget: float, poll: float = 0.2) -> None:
+    def __init__(self, path: Path, budget: float, poll: float = 0.2, device: str = "",
+                 host_budget: float = float("inf")) -> None:
         self.path, self.budget, self.poll = path, budget, poll
+        self.device, self.host_budget = device, host_budget
 
     def _edit(self, change: Callable[[list[Claim]], list[Claim] | None]) -> bool:
         """Apply ``change`` under the lock; it returns the new claims, or None to leave them."""
@@ -87,8 +101,9 @@ class Ledger:
     def acquire(self, nodeid: str, gib: float) -> float:
         """Wait for room, claim it; returns the seconds waited."""
         start = time.monotonic()
-        claim = Claim(os.getpid(), nodeid, gib)
-        while not self._edit(lambda cs: [*cs, claim] if admit(cs, gib, self.budget) else None):
+        claim = Claim(os.getpid(), nodeid, gib, self.device)
+        while not self._edit(lambda cs: [*cs, claim] if admit(cs, gib, self.budget, device=self.device,
+                                                                  host_budget=self.host_budget) else None):
             time.sleep(self.poll)
         return time.monotonic() - start
 
@@ -120,10 +135,12 @@ class LedgerOwner:
 class LedgerPlugin:
     """Registered on hardware lanes run with xdist: all workers of a run share one file."""
 
-    def __init__(self, runid: str, device_type: str, pick_device: Callable[[], Any] = lambda: None) -> None:
+    def __init__(self, runid: str, device_type: str, pick_device: Callable[[], Any] = lambda: None,
+                 device: str = "") -> None:
         self.path = ledger_path(runid)
         self.device_type = device_type
         self.pick_device = pick_device  # the worker's own device first: never a context on device 0
+        self.device = device  # the device --fl-devices pinned this worker to ("": not pinned)
         self._ledger: Ledger | None = None
 
     def _get(self) -> Ledger:
@@ -136,7 +153,11 @@ class LedgerPlugin:
                 device_total = getattr(torch, self.device_type).mem_get_info()[1] / 2**30
             except Exception:  # no such module or no device: the host alone bounds it
                 pass
-            self._ledger = Ledger(self.path, budget_gib(device_total, host_total_gib()))
+            if self.device:  # a budget per device, and the host's over them all
+                self._ledger = Ledger(self.path, budget_gib(device_total, None), device=self.device,
+                                      host_budget=budget_gib(None, host_total_gib()))
+            else:
+                self._ledger = Ledger(self.path, budget_gib(device_total, host_total_gib()))
         return self._ledger
 
     @pytest.hookimpl(wrapper=True)
