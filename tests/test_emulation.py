@@ -633,3 +633,32 @@ def test_a_bfloat16_scalar_constant_is_built():
     out = torch.zeros(8, dtype=torch.bfloat16)
     _scale_bf16[(1,)](x, out, 0.25, BLOCK=8)
     torch.testing.assert_close(out, (0.75 * x.float() + 0.25).to(torch.bfloat16), atol=1e-2, rtol=1e-2)
+
+
+def test_directed_division_brackets_the_exact_quotient():
+    """libdevice's div_rz/rd/ru on the host (FlagGems' div with a rounding mode calls div_rz):
+    each result is the float32 next to the exact quotient on its side, checked in fractions."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from pytest_fl_contract.emulation.interpreter import _directed_division
+
+    rng = np.random.default_rng(7)
+    a = (rng.standard_normal(300) * 10.0 ** rng.integers(-3, 4, 300)).astype(np.float32)
+    b = (rng.standard_normal(300) * 10.0 ** rng.integers(-3, 4, 300)).astype(np.float32)
+    a[:3], b[:3] = [7, -7, 1], [2, 2, 3]  # exact, exact, inexact
+    for mode in ("rz", "rd", "ru"):
+        with np.errstate(all="ignore"):
+            got = _directed_division(mode)(a, b)
+        assert got.dtype == np.float32
+        for x, y, r in zip(a.tolist(), b.tolist(), got.tolist()):
+            exact = Fraction(x) / Fraction(y)
+            lo, hi = sorted((Fraction(r), Fraction(float(np.nextafter(np.float32(r), np.float32(
+                {"rz": np.sign(exact) * np.inf, "rd": np.inf, "ru": -np.inf}[mode]))))))
+            if mode == "rz":
+                assert abs(Fraction(r)) <= abs(exact) and (Fraction(r) == exact or abs(exact) < max(abs(lo), abs(hi)))
+            elif mode == "rd":
+                assert Fraction(r) <= exact < hi or Fraction(r) == exact
+            else:
+                assert lo < exact <= Fraction(r) or Fraction(r) == exact

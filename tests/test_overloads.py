@@ -123,6 +123,9 @@ def test_planted_table(pytester, run_subprocess):
     assert found, result.stdout.str()[-3000:]
     by = {}
     for name, outcome, props in found:
+        if not name.startswith("test_overload["):  # the override differential: none on the cpu platform
+            assert name == "test_override_agrees_with_generic[no-override]" and outcome == "skipped", name
+            continue
         assert set(props) >= {"fl_overload", "fl_status", "fl_detail", "fl_transform", "fl_sample"}, name
         assert props["fl_status"] in ("PASS", "WRONG", "FAULT", "ERROR", "UNSUPPORTED", "TIMEOUT", "UNTESTED")
         by.setdefault(props["fl_overload"], []).append((outcome, props))

@@ -1,7 +1,8 @@
 """Parametrization of the overload suite from the installed FlagGems' registration table: one
 case per (overload, sample, dtype, transform) whose sample reaches it, one UNTESTED item per
 entry with no case, so every registered overload has at least one item; and each case's known
-FlagGems defects (``overloads.defects``)."""
+FlagGems defects (``overloads.defects``).  The cases of overloads a vendor backend overrides
+also parametrize ``override_case`` (the differential against the generic kernel)."""
 
 from __future__ import annotations
 
@@ -49,9 +50,7 @@ def _param(case: Case) -> Any:
     return pytest.param(case, id=case.id, marks=[pytest.mark.requires_capability(cap)] if cap else [])
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "overload_case" not in metafunc.fixturenames:
-        return
+def _overload_cases(metafunc: pytest.Metafunc) -> None:
     try:
         _, found = plans(metafunc.config)
     except ImportError as exc:  # no FlagGems: one failing item says so (a run of nothing is not green)
@@ -63,14 +62,63 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("overload_case", params)
 
 
+class NoOverride:
+    """The lane has no vendor override to compare: why (its backend did not load: a finding)."""
+
+    def __init__(self, reason: str, failed_to_load: bool) -> None:
+        self.reason, self.failed_to_load = reason, failed_to_load
+
+    def __repr__(self) -> str:
+        return f"NoOverride({self.reason!r})"
+
+
+def overridden(config: pytest.Config) -> tuple[list[tuple[Case, Any, Any]], NoOverride | None]:
+    """Each case of an overload whose registered function is a vendor override, with the
+    override and the generic function of its name; or why there is none."""
+    import flag_gems
+
+    from pytest_fl_contract.overloads.table import function_of
+    from pytest_fl_contract.registry import overrides
+
+    failure = overrides.load_failure(flag_gems)
+    if failure:
+        return [], NoOverride(failure, True)
+    pairs = {id(vendor): (vendor, generic) for vendor, generic in overrides.registered(flag_gems).values()}
+    found = []
+    for p in plans(config)[1]:
+        pair = pairs.get(id(function_of(flag_gems, p.overload.name)[0])) if p.overload.registered else None
+        found += [(c, *pair) for c in p.cases] if pair else []
+    if not found:
+        vendor = getattr(flag_gems, "vendor_name", "?")
+        return [], NoOverride(f"FlagGems registers no override of a generic kernel with a case here (vendor {vendor})",
+                              False)
+    return found, None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "override_case" in metafunc.fixturenames:
+        try:
+            found, none = overridden(metafunc.config)
+        except ImportError as exc:
+            metafunc.parametrize("override_case", [pytest.param(str(exc), id="flag_gems-unavailable")])
+            return
+        params = [pytest.param(f, id=f[0].id, marks=_param(f[0]).marks) for f in found]
+        metafunc.parametrize("override_case", params or [pytest.param(none, id="no-override")])
+    if "overload_case" in metafunc.fixturenames:
+        _overload_cases(metafunc)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     try:
         line, found = plans(config)
+        pairs, none = overridden(config)
     except Exception:
         return []
     tested = sum(1 for p in found if p.cases)
+    names = sorted({c.overload for c, _, _ in pairs})
     return [f"fl-contract overloads: {line}; {tested} with cases, {len(found) - tested} UNTESTED "
-            f"({settings_of(config).sweep} sweep)"]
+            f"({settings_of(config).sweep} sweep)",
+            f"fl-contract vendor overrides: {none.reason if none else ', '.join(names) + ' against the generic kernels'}"]
 
 
 def _reached_modules() -> frozenset[str] | None:

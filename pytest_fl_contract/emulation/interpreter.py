@@ -627,8 +627,33 @@ def _libdevice_table() -> dict[str, Callable[..., Any]]:
         "div_rn": np.divide, "fdiv_rn": np.divide, "fast_dividef": np.divide, "fast_expf": np.exp,
         "fast_logf": np.log, "fast_powf": np.power, "fast_tanhf": np.tanh, "fma": lambda a, b, c: a * b + c,
         "fma_rn": lambda a, b, c: a * b + c, "nextafter": np.nextafter, "ldexp": np.ldexp,
+        **{f"{p}div_{mode}": _directed_division(mode) for p in ("", "f") for mode in ("rz", "rd", "ru")},
     })
     return _LIBDEVICE
+
+
+def _directed_division(mode: str) -> Callable[..., Any]:
+    """``a / b`` rounded toward zero (rz), down (rd) or up (ru) in the operands' dtype: FlagGems'
+    div(rounding_mode="trunc"/"floor") calls ``div_rz``.  The float64 quotient of two float32
+    or narrower operands is rounded once more to the operand's precision; directed, it is the
+    nearest value moved one step where nearest rounding went the wrong way (for 2p + 2 <= 53
+    bits the double rounding cannot turn an inexact quotient into an exact one)."""
+    import numpy as np
+
+    toward = {"rz": 0.0, "rd": -np.inf, "ru": np.inf}[mode]
+
+    def divide(a: Any, b: Any) -> Any:
+        a, b = np.asarray(a), np.asarray(b)
+        dtype = np.result_type(a, b)
+        if dtype == np.float64 or not np.issubdtype(dtype, np.floating):
+            return np.divide(a, b)
+        exact = np.divide(a.astype(np.float64), b.astype(np.float64))
+        near = exact.astype(dtype)
+        back = near.astype(np.float64)
+        wrong = {"rz": np.abs(back) > np.abs(exact), "rd": back > exact, "ru": back < exact}[mode]
+        return np.where(wrong & np.isfinite(exact), np.nextafter(near, np.full_like(near, toward)), near)
+
+    return divide
 
 
 def _libdevice_fn(symbol: str) -> Callable[..., Any]:

@@ -61,3 +61,26 @@ def run_item(node: Any, gems: Any, settings: Any, device: str, case: Any) -> Non
     record(node, overload=case.overload, status=verdict.status, detail=verdict.detail.replace("\n", " "),
            transform=case.transform, sample=case.sample)
     outcome(verdict)
+
+
+def run_override_item(node: Any, gems: Any, settings: Any, device: str, found: Any) -> None:
+    """A vendor override's case against the generic kernel (``differential``); a lane with
+    none skips saying why, and a hardware lane whose vendor backend did not load fails: its
+    FlagGems runs the generic kernels where the vendor's were meant to run.  Its JUnit
+    properties are its own (``fl_override``, ``fl_override_status``): the scoreboard counts
+    the overloads' verdicts against torch, not these."""
+    from .differential import differential
+
+    if isinstance(found, str):  # FlagGems' table could not be read
+        raise AssertionError(f"ERROR: {found}")
+    if not isinstance(found, tuple):  # NoOverride
+        if found.failed_to_load and settings.emulation is None:
+            raise AssertionError(f"ERROR: {found.reason}")
+        pytest.skip(f"UNTESTED: {found.reason}" + (" (the emulator's Triton)" if found.failed_to_load else ""))
+    case, override, generic = found
+    emulated = settings.emulation is not None
+    verdict = differential(gems, case, override, generic, budget=budget(settings), seconds=SECONDS[emulated],
+                           device=device, emulated=emulated)
+    node.user_properties.append(("fl_override", f"{override.__module__}.{override.__name__} ({case.overload})"))
+    node.user_properties.append(("fl_override_status", verdict.status))
+    outcome(verdict)

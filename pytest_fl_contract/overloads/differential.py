@@ -1,0 +1,92 @@
+"""A vendor override against FlagGems' generic kernel of the same name, on the same inputs.
+
+On a vendor platform FlagGems registers the backend's copy of an op (``runtime/backend/
+_<vendor>/ops``) in place of the generic one, and a fix made in the generic kernel is not
+carried into the copy (FlagGems #6163: Sunrise's cumsum on an empty tensor, the guard the
+generic kernel got in #4541 missing).  So each case of an overridden overload runs twice: the
+override registered for the overload, then the generic function, both on the same sample (the
+overload suite's, at tile edges and in its layouts).  They must agree within the case dtype's
+tolerance; an override that raises where the generic kernel returns is the missing guard.  No
+reference is needed: the overload suite holds both to torch separately.
+
+``registry.overrides`` finds the overrides (read from the registration at run time) and why a
+backend's module did not load at all (``load_failure``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import boundary
+from .cases import Case, _torch_call, dispatch_key, fresh, is_random, to_device
+from .oracle import Timeout, Verdict, compare, deadline, emulator_gap, one_line, spied
+from .samples import SEED, drawn, invoke, registered
+from .table import function_of
+
+
+def _call(fn: Callable[..., Any], keys: tuple[str, ...], case: Case, drawn_sample: Any, out: dict[str, Any] | None,
+          device: str, seconds: float, seed: int) -> tuple[Any, int]:
+    """``fn`` registered for the case's overload alone, called the case's way: (result, calls)."""
+    import torch
+
+    spy, calls = spied(fn)
+    lib = registered(case.overload, spy, keys)
+    try:
+        inputs = boundary.relayout(to_device(drawn_sample, device), case.transform)
+        bufs = {k: torch.empty_like(v, device=device) for k, v in out.items()} if out else None
+        with deadline(seconds):
+            torch.manual_seed(seed)
+            got = invoke(case.overload, case.source, inputs, out=bufs)
+    finally:
+        lib._destroy()
+    return got, len(calls)
+
+
+def differential(gems: Any, case: Case, override: Callable[..., Any], generic: Callable[..., Any], *, budget: int,
+                 seconds: float, seed: int = SEED, device: str = "cpu", emulated: bool = False) -> Verdict:
+    """The override's result against the generic kernel's on the case's sample: PASS, WRONG
+    (they differ, or the override raises where the generic returns), FAULT/ERROR never (a
+    raise is a finding or a reason), UNTESTED with why where the two cannot be compared."""
+    import warnings
+
+    import torch
+
+    warnings.filterwarnings("ignore", category=UserWarning)
+    if is_random(case.overload):
+        return Verdict("UNTESTED", "a random op: the override and the generic kernel draw their own numbers")
+    samples = drawn(case.source.opinfo, case.dtype)
+    if case.index >= len(samples):
+        return Verdict("UNTESTED", f"{case.source.opinfo} draws {len(samples)} samples in {case.dtype}")
+    try:
+        drawn_sample = boundary.redraw(fresh(samples[case.index]), case.transform, budget=budget, seed=seed)
+        sample = boundary.relayout(drawn_sample, case.transform)
+    except boundary.NotApplicable as exc:
+        return Verdict("UNTESTED", f"{case.transform}: {exc}")
+    grad = torch.enable_grad() if case.source.caller == "backward" else torch.no_grad()
+    keys = (dispatch_key(gems), *function_of(gems, case.overload)[1])
+    with grad:
+        try:
+            _, out = _torch_call(case, sample)
+        except Exception as exc:
+            return Verdict("UNTESTED", f"torch refuses this sample ({case.transform}): {one_line(exc)}")
+        results: dict[str, Any] = {}
+        for name, fn in (("override", override), ("generic", generic)):
+            try:
+                got, calls = _call(fn, keys, case, drawn_sample, out, device, seconds, seed)
+            except (Exception, Timeout) as exc:
+                results[name] = exc
+                continue
+            results[name] = got if calls else None
+    mine, theirs = results["override"], results["generic"]
+    if mine is None or theirs is None:
+        return Verdict("UNTESTED", "the case did not reach the overload: dispatch took another path")
+    if isinstance(mine, BaseException) and emulated and emulator_gap(mine):
+        return Verdict("UNTESTED", f"the CPU emulator cannot run the override: {one_line(mine)}")
+    if isinstance(theirs, BaseException):
+        why = f"the generic kernel raises: {one_line(theirs)}"
+        return Verdict("UNTESTED", why if isinstance(mine, BaseException) else why + " (the override returns)")
+    if isinstance(mine, BaseException):
+        return Verdict("WRONG", f"the override raises where the generic kernel returns: {one_line(mine)}")
+    problem = compare(mine, theirs, theirs)
+    return Verdict("WRONG", f"the override differs from the generic kernel: {problem}") if problem else Verdict("PASS", "")
