@@ -270,11 +270,14 @@ def test_every_lane_runs_the_probes_and_iluvatar_lanes_expect_them_to_fail():
         assert steps["compiler_probes"].expect == ("fail" if known else "pass"), lane.name
 
 
-def test_the_wheel_lists_every_contract_package():
-    """setuptools' explicit package list decides what the wheel carries: a suite missing from
-    it would be absent on every vendor lane."""
+def test_the_wheel_lists_every_package():
+    """setuptools' explicit package list decides what the wheel carries: a suite or a library
+    package missing from it would be absent on every vendor lane (pytest_fl_contract.triage was:
+    an installed fl-contract stopped at its import on the H100, the editable checkout hid it)."""
     tomllib = pytest.importorskip("tomllib")
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     on_disk = {"pytest_fl_contract." + ".".join(p.parent.relative_to(ROOT).parts)
                for p in (ROOT / "contracts").rglob("__init__.py")}
-    assert "pytest_fl_contract.contracts.probes" in on_disk <= listed
+    on_disk |= {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "pytest_fl_contract").rglob("__init__.py")}
+    assert {"pytest_fl_contract.contracts.probes", "pytest_fl_contract.triage"} <= on_disk
+    assert sorted(on_disk - listed) == []
