@@ -15,6 +15,7 @@ summarised from its cases.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -26,8 +27,8 @@ from typing import Any
 from xml.parsers import expat
 
 from .. import files, util
-from ..reporting.outcomes import PROPERTY, Summary
-from ..util import md_text
+from ..reporting.outcomes import CASES, PROPERTY, Summary
+from ..util import md_text, safe_text
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024  # the largest H200 lane report (17k cases) is 5.6 MB unzipped
 MAX_ELEMENTS = 1_000_000  # XML elements one report may hold (that report: ~60k); each costs memory once parsed
@@ -569,10 +570,50 @@ def count(xml: Report | Any, name: str) -> StepCounts:
     return counts
 
 
+# A case's identity across reports (the results' rows and the lane's op tags share it)
+
+
+def tags_of(suite: Suite) -> dict[str, dict[str, Any]]:
+    """The plugin's per-case tags (``fl_cases``) of a suite; its text made printable (a JSON
+    escape can carry a lone surrogate no output encodes); {} where it is unreadable."""
+    for name, value in suite.properties:
+        if name == CASES:
+            try:
+                data = safe_text(json.loads(value))
+            except (ValueError, RecursionError):
+                return {}
+            return {str(k): v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+    return {}
+
+
+def split_suite(name: str, fallback_lane: str) -> tuple[str, str]:
+    lane, sep, step = name.partition("/")
+    return (lane, step) if sep else (fallback_lane, name)
+
+
+def case_ident(classname: str, name: str, lane: str, fallback_lane: str, tags: dict[str, Any]) -> tuple[str, str]:
+    """(the case's key within its step, its classname less the lane prefix): the one rule
+    ``rows_of`` and a re-run's relabelling share."""
+    for prefix in (f"{lane}.", f"{fallback_lane}."):
+        if classname.startswith(prefix):
+            classname = classname[len(prefix):]
+            break
+    # a report pytest wrote under another prefix (--fl-junit-prefix, the platform by default)
+    parts = classname.split(".")
+    found = next((f"{'.'.join(parts[i:])}::{name}" for i in range(len(parts))
+                  if f"{'.'.join(parts[i:])}::{name}" in tags), None)
+    return found or f"{classname}::{name}", classname
+
+
+def case_keys(suite: Suite, fallback_lane: str) -> list[str]:
+    """Each case's key within its step (``Row.key`` after the step), in the suite's order."""
+    lane, _ = split_suite(suite.name, fallback_lane)
+    tags = tags_of(suite)
+    return [case_ident(case.classname, case.name, lane, fallback_lane, tags)[0] for case in suite.cases]
+
+
 def _op_tags(report: Report) -> list[str | None]:
     """Each case's op as the plugin tagged it (``fl_cases``), None where it did not."""
-    from ..results.cases import case_keys, tags_of
-
     out: list[str | None] = []
     for suite in report.suites:
         tags = tags_of(suite)

@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..reporting.outcomes import RERUN_ENV
-from ..results.cases import RERUN, case_keys, rows_of
+from ..results.cases import RERUN, rows_of
 from . import junit
+from .junit import case_keys
 
 
 @dataclass(frozen=True)

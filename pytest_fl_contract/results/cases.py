@@ -10,15 +10,15 @@ but the skip reason and the failure message, which are shown, never parsed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..lanes import junit
-from ..reporting.outcomes import CASES, OVERLOAD_FIELDS, overload_fields
-from ..util import FlContractError, safe_text
+from ..lanes.junit import case_ident, split_suite, tags_of
+from ..reporting.outcomes import OVERLOAD_FIELDS, overload_fields
+from ..util import FlContractError
 
 FAILING = ("failed", "error", "xpassed")
 XPASS = "[XPASS(strict)]"
@@ -80,24 +80,6 @@ def _rerun_label(message: str) -> str | None:
     return "deterministic" if "deterministic:" in message else "not re-run"
 
 
-def tags_of(suite: junit.Suite) -> dict[str, dict[str, Any]]:
-    """The plugin's per-case tags (``fl_cases``) of a suite; its text made printable (a JSON
-    escape can carry a lone surrogate no output encodes); {} where it is unreadable."""
-    for name, value in suite.properties:
-        if name == CASES:
-            try:
-                data = safe_text(json.loads(value))
-            except (ValueError, RecursionError):
-                return {}
-            return {str(k): v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
-    return {}
-
-
-def _split_suite(name: str, fallback_lane: str) -> tuple[str, str]:
-    lane, sep, step = name.partition("/")
-    return (lane, step) if sep else (fallback_lane, name)
-
-
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -125,27 +107,6 @@ def _untagged(classname: str, name: str, tags: Mapping[str, Any]) -> dict[str, A
             "op": first if first in ROWS.names() else None}
 
 
-def _ident(classname: str, name: str, lane: str, fallback_lane: str, tags: dict[str, Any]) -> tuple[str, str]:
-    """(the case's key within its step, its classname less the lane prefix): the one rule
-    ``rows_of`` and a re-run's relabelling share."""
-    for prefix in (f"{lane}.", f"{fallback_lane}."):
-        if classname.startswith(prefix):
-            classname = classname[len(prefix):]
-            break
-    # a report pytest wrote under another prefix (--fl-junit-prefix, the platform by default)
-    parts = classname.split(".")
-    found = next((f"{'.'.join(parts[i:])}::{name}" for i in range(len(parts))
-                  if f"{'.'.join(parts[i:])}::{name}" in tags), None)
-    return found or f"{classname}::{name}", classname
-
-
-def case_keys(suite: junit.Suite, fallback_lane: str) -> list[str]:
-    """Each case's key within its step (``Row.key`` after the step), in the suite's order."""
-    lane, _ = _split_suite(suite.name, fallback_lane)
-    tags = tags_of(suite)
-    return [_ident(case.classname, case.name, lane, fallback_lane, tags)[0] for case in suite.cases]
-
-
 # How bad an outcome is: a case written twice in one report (pytest writes a test that fails
 # in call and again in teardown as two cases; a retrying plugin may write each attempt) is
 # as good as its worst entry, never its last one.
@@ -169,10 +130,10 @@ def rows_of(report: junit.Report, fallback_lane: str) -> list[Row]:
 def _entries(report: junit.Report, fallback_lane: str) -> list[Row]:
     rows = []
     for suite in report.suites:
-        lane, step = _split_suite(suite.name, fallback_lane)
+        lane, step = split_suite(suite.name, fallback_lane)
         tags = tags_of(suite)
         for case in suite.cases:
-            ident, classname = _ident(case.classname, case.name, lane, fallback_lane, tags)
+            ident, classname = case_ident(case.classname, case.name, lane, fallback_lane, tags)
             tag = tags.get(ident) or _untagged(classname, case.name, tags)
             message = _message(case)
             seed = tag.get("seed")
@@ -193,7 +154,7 @@ def _step_properties(report: junit.Report, fallback: str) -> dict[str, dict[str,
     """lane -> step -> the step's first suite's properties."""
     out: dict[str, dict[str, dict[str, str]]] = {fallback: {}}
     for suite in report.suites:
-        lane, step = _split_suite(suite.name, fallback)
+        lane, step = split_suite(suite.name, fallback)
         out.setdefault(lane, {}).setdefault(step, dict(suite.properties))
     return out
 
@@ -205,7 +166,7 @@ def lanes_of(parsed: junit.Report, path: str, fallback: str) -> list[LaneReport]
     for row in rows_of(parsed, fallback):
         by_lane.setdefault(row.lane, []).append(row)
     for suite in parsed.suites:
-        props.setdefault(_split_suite(suite.name, fallback)[0], dict(suite.properties))
+        props.setdefault(split_suite(suite.name, fallback)[0], dict(suite.properties))
     steps = _step_properties(parsed, fallback)
     return [LaneReport(name, path, tuple(rows), props.get(name, {}), steps.get(name, {}))
             for name, rows in by_lane.items()]

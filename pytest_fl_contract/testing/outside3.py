@@ -13,8 +13,7 @@ regression could plausibly ship; they are grouped by the class of input that exp
 6. half-precision matmul accumulation;
 7. signed zeros and special values.
 
-``zoo`` merges ``KERNEL_EDITS`` and ``MUTANTS`` into its own at its end (this module imports
-zoo's helpers, so it is imported there, after zoo's tables exist)."""
+Its kernel edits join ``mutation.KERNEL_EDITS``; ``zoo`` merges its ``MUTANTS`` into its own."""
 
 from __future__ import annotations
 
@@ -23,7 +22,12 @@ import sys
 from typing import Any
 
 from ..registry import ROWS
-from .zoo import Mutant, _kernel_edits, _replace, _wrap, _wrap_tensor_op
+from .mutation import KERNEL_EDITS as _ALL_EDITS
+from .mutation import Mutant
+from .mutation import kernel_edits as _kernel_edits
+from .mutation import replace as _replace
+from .mutation import wrap as _wrap
+from .mutation import wrap_tensor_op as _wrap_tensor_op
 
 _INT64_AS_INT32 = "(tl.int32 if dtype == tl.int64 else dtype)"
 
@@ -104,6 +108,7 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
          "use_result = result >= prev_max_val_b", 1),
     ),
 }
+_ALL_EDITS.update(KERNEL_EDITS)
 
 
 def _contiguous_strides(shape: Any) -> tuple[int, ...]:

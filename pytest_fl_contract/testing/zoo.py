@@ -8,60 +8,15 @@ process under test), through the emulator's interpreter hooks, or inside the ker
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..registry import ROWS
 from ..util import FlContractError
-
-
-@dataclass(frozen=True)
-class Mutant:
-    name: str
-    description: str
-    select: str  # pytest -k expression: the contracts relevant to the mutated op
-    apply: Callable[[], None] | None = None  # patches the process under test
-    args: tuple[str, ...] = ()  # extra pytest arguments (emulator defects, workaround)
-    suite: str = "reductions"  # the contract suite that must kill it (a sibling of reductions/: layers)
-
-
-def _entry(op: str, attr: str | None = None) -> tuple[Any, Any]:
-    row = ROWS.get(op)
-    mod = sys.modules[row.module]
-    return mod, getattr(mod, attr or row.entry)
-
-
-def _wrap(op: str, attr: str | None, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    """Replace an op's entry point (module attribute and its registration) with a mutant."""
-
-
-    row = ROWS.get(op)
-    _replace(sys.modules[row.module], attr or row.entry, make)
-
-
-def _replace(mod: Any, attr: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    """``mod.attr`` and its registrations become ``make``'s mutant of it."""
-    import functools
-
-    import flag_gems
-
-    original = getattr(mod, attr)
-    mutant = functools.wraps(original)(make(original))
-    setattr(mod, attr, mutant)
-    _rewire(flag_gems, original, mutant)
-
-
-def _rewire(flag_gems: Any, original: Any, mutant: Any) -> None:
-    """The registrations of ``original`` now register ``mutant``: ``_FULL_CONFIG`` (enable,
-    use_gems()) and, where the line has it, ``FULL_CONFIG_BY_FUNC`` (use_gems(include=...))."""
-    def swap(item: tuple[Any, ...]) -> tuple[Any, ...]:
-        return (item[0], mutant, *item[2:]) if len(item) > 1 and item[1] is original else item
-
-    flag_gems._FULL_CONFIG = tuple(swap(item) for item in flag_gems._FULL_CONFIG)
-    by_func = getattr(flag_gems, "FULL_CONFIG_BY_FUNC", None)
-    if isinstance(by_func, dict):
-        flag_gems.FULL_CONFIG_BY_FUNC = {k: [swap(i) for i in v] for k, v in by_func.items()}
+from .mutation import KERNEL_EDITS, Mutant
+from .mutation import entry as _entry
+from .mutation import kernel_edits as _kernel_edits
+from .mutation import wrap as _wrap
+from .mutation import wrap_tensor_op as _wrap_tensor_op
 
 
 def _dims(x: Any, dim: Any) -> tuple[int, int, int] | None:
@@ -549,7 +504,7 @@ FASTPATH = "pytest_fl_contract.workarounds.fastpath"
 FORCED = ("--fl-force-workaround",)  # the fast path runs only where the workaround is installed
 
 # mutant name -> its kernel edits: (module, kernel, old expression, new expression, count; -1 all)
-KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
+KERNEL_EDITS.update({
     "softmax_online_no_rescale": (
         ("flag_gems.ops.softmax", "softmax_kernel_non_inner",
          "z * tl.exp(m - m_new) + tl.exp(inp - m_new)", "z + tl.exp(inp - m_new)", 1),
@@ -867,7 +822,7 @@ KERNEL_EDITS: dict[str, tuple[tuple[str, str, str, str, int], ...]] = {
         ("flag_gems.ops.count_nonzero", "count_nonzero_combin_kernel_1", "nonzero_count += tl.sum(x)",
          "nonzero_count += tl.sum((x != 0).to(tl.int64))", 1),
     ),
-}
+})
 
 
 def _fast_path_mutant(name: str, description: str, select: str) -> Mutant:
@@ -907,25 +862,9 @@ def _k_div_any() -> None:
     fastpath._meta = meta
 
 
-def _kernel_edits(name: str) -> Callable[[], None]:
-    def apply() -> None:
-        from .rejit import rejit
-
-        for module, kernel, old, new, count in KERNEL_EDITS[name]:
-            rejit(module, kernel, old, new, count)
-
-    return apply
-
-
 def _gems_kernel(fn: Any) -> bool:
     """A FlagGems kernel (the hooks below leave the project's own probe kernels alone)."""
     return str(getattr(fn, "__module__", "")).startswith("flag_gems")
-
-
-def _wrap_tensor_op(name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    """``_wrap`` for a matmul or index-op row (registry.tensorops)."""
-    row = ROWS.get(name)
-    _replace(sys.modules[row.module], row.entry, make)
 
 
 def _gather_index_read_as_contiguous() -> None:
@@ -1518,8 +1457,7 @@ def get(name: str) -> Mutant:
     return MUTANTS[name]
 
 
-# a third outside review's mutants (outside3.py imports this module's helpers: merged here, after the tables)
+# a third outside review's mutants (outside3.py writes its kernel edits into mutation.KERNEL_EDITS)
 from . import outside3 as _outside3  # noqa: E402
 
-KERNEL_EDITS.update(_outside3.KERNEL_EDITS)
 MUTANTS.update((m.name, m) for m in _outside3.MUTANTS)
