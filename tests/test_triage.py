@@ -57,8 +57,9 @@ def run_script(path: Path, site: Path, *args: str, broken: bool) -> subprocess.C
     env.pop("FAKE_BROKEN", None)
     if broken:
         env["FAKE_BROKEN"] = "1"
-    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, env=env,
-                          cwd=str(path.parent), timeout=300)
+    return subprocess.run(
+        [sys.executable, str(path), *args], capture_output=True, text=True, env=env, cwd=str(path.parent), timeout=300
+    )
 
 
 def test_script_replays_the_calls_bit_for_bit_and_exits_by_the_defect(tmp_path, monkeypatch):
@@ -77,12 +78,30 @@ def test_script_replays_the_calls_bit_for_bit_and_exits_by_the_defect(tmp_path, 
     assert small.inline and small.offset == view.storage_offset() and small.stride == view.stride()
     large, data = script.tensor_record("t1", torch.arange(600.0).reshape(60, 10))
     assert not large.inline and large.data == ""
-    calls = (script.Call("flag_gems.ops.fake", "sum_dim", "sum.dim_IntList",
-                         (script.encode(view, lambda t: "t0"), {"list": [1]}), (("keepdim", False),), 1e-6, 1e-5),
-             script.Call("flag_gems.ops.fake", "sum_dim", "sum.dim_IntList", ({"tensor": "t1"}, {"list": [0]}), (),
-                         1e-6, 1e-5))
-    repro = script.Repro(key="m::t[x]", lane="lane", platform="cpu", device="cpu", failure="AssertionError: off",
-                         versions={"torch": torch.__version__}, calls=calls, tensors=(small, large))
+    calls = (
+        script.Call(
+            "flag_gems.ops.fake",
+            "sum_dim",
+            "sum.dim_IntList",
+            (script.encode(view, lambda t: "t0"), {"list": [1]}),
+            (("keepdim", False),),
+            1e-6,
+            1e-5,
+        ),
+        script.Call(
+            "flag_gems.ops.fake", "sum_dim", "sum.dim_IntList", ({"tensor": "t1"}, {"list": [0]}), (), 1e-6, 1e-5
+        ),
+    )
+    repro = script.Repro(
+        key="m::t[x]",
+        lane="lane",
+        platform="cpu",
+        device="cpu",
+        failure="AssertionError: off",
+        versions={"torch": torch.__version__},
+        calls=calls,
+        tensors=(small, large),
+    )
     path = tmp_path / "repro.py"
     path.write_text(script.render(repro, path.name))
     for name, blob in script.sidecars(repro, {"t1": data}, path.name).items():
@@ -143,8 +162,20 @@ def test_recorder_writes_a_script_from_the_call_the_case_made(pytester, tmp_path
 
 
 def _rows(spec: list[tuple[str, str, str | None, str]]) -> list[Row]:
-    return [Row("lane", "op_contracts", f"op_contracts/{key}", outcome, op, key.split("::")[0].split(".")[-1][5:],
-                None, None, message) for key, outcome, op, message in spec]
+    return [
+        Row(
+            "lane",
+            "op_contracts",
+            f"op_contracts/{key}",
+            outcome,
+            op,
+            key.split("::")[0].split(".")[-1][5:],
+            None,
+            None,
+            message,
+        )
+        for key, outcome, op, message in spec
+    ]
 
 
 def test_an_emulated_lane_comes_out_as_its_compiler_defect_and_what_else_broke():
@@ -153,18 +184,30 @@ def test_an_emulated_lane_comes_out_as_its_compiler_defect_and_what_else_broke()
     another (the standalone evidence); a TypeError of a reached op is not lumped in."""
     from pytest_fl_contract.config.platforms import load_registry
 
-    lane = groups.lane_of({"fl_platform": "iluvatar", "fl_emulated": "iluvatar-small; defects: masked_2d_row_load"},
-                          load_registry(entry_points=False))
+    lane = groups.lane_of(
+        {"fl_platform": "iluvatar", "fl_emulated": "iluvatar-small; defects: masked_2d_row_load"},
+        load_registry(entry_points=False),
+    )
     assert "sum" in lane.compiler["masked_2d_row_load"] and lane.injected == ("masked_2d_row_load",)
-    rows = _rows([
-        ("reductions.test_accuracy::test_accuracy[sum-3x5x4-d1-float32]", "failed", "sum",
-         "AssertionError: Tensor-likes are not close! Mismatched elements: 12 / 12"),
-        ("reductions.test_dims::test_dims[softmax-3x5x4-d1]", "failed", "softmax", "Tensor-likes are not close!"),
-        ("reductions.test_dims::test_dims[sum-3x5x4-d0]", "failed", "sum", "TypeError: sum_dim() got 'dim'"),
-        ("probes.test_compiler::test_probe[load_row_mask]", "failed", None,
-         "AssertionError: 2-D mask: result 28, expected 6 - evidence for compiler: masked_2d_row_load; affects sum"),
-        ("reductions.test_accuracy::test_accuracy[sum-3x4-d1-float32]", "passed", "sum", ""),
-    ])
+    rows = _rows(
+        [
+            (
+                "reductions.test_accuracy::test_accuracy[sum-3x5x4-d1-float32]",
+                "failed",
+                "sum",
+                "AssertionError: Tensor-likes are not close! Mismatched elements: 12 / 12",
+            ),
+            ("reductions.test_dims::test_dims[softmax-3x5x4-d1]", "failed", "softmax", "Tensor-likes are not close!"),
+            ("reductions.test_dims::test_dims[sum-3x5x4-d0]", "failed", "sum", "TypeError: sum_dim() got 'dim'"),
+            (
+                "probes.test_compiler::test_probe[load_row_mask]",
+                "failed",
+                None,
+                "AssertionError: 2-D mask: result 28, expected 6 - evidence for compiler: masked_2d_row_load; affects sum",
+            ),
+            ("reductions.test_accuracy::test_accuracy[sum-3x4-d1-float32]", "passed", "sum", ""),
+        ]
+    )
     found = groups.group(rows, lane)
     first = found[0]
     assert first.signature.cause == "compiler:masked_2d_row_load" and first.signature.family == "reductions"
@@ -192,10 +235,18 @@ def test_a_hardware_lane_groups_by_cause_across_contracts_and_drafts_the_registe
     with_known = groups.group(report.rows, lane, registered=True)
     known = next(g for g in with_known if g.signature.whose == "flag_gems")
     assert known.signature.defect == "argmax_tile_not_pow2" and dict(known.ops) == {"argmax": 2}
-    text = drafts.render(known, drafts.Evidence(), lane=report.lane, report=report.path,
-                         properties=report.properties, registry=registry)
-    for needed in ("**Draft - not filed.**", "## Reproduction", "## Versions and device", "| flag_gems | 5.0.2 |",
-                   "NVIDIA H200", "Registered: `argmax_tile_not_pow2`", "## Workaround"):
+    text = drafts.render(
+        known, drafts.Evidence(), lane=report.lane, report=report.path, properties=report.properties, registry=registry
+    )
+    for needed in (
+        "**Draft - not filed.**",
+        "## Reproduction",
+        "## Versions and device",
+        "| flag_gems | 5.0.2 |",
+        "NVIDIA H200",
+        "Registered: `argmax_tile_not_pow2`",
+        "## Workaround",
+    ):
         assert needed in text
     md = "\n".join(groups.markdown(found))
     assert "**17 failing cases in 2 groups**" in md
@@ -216,15 +267,32 @@ def test_triage_command_writes_groups_and_drafts_and_refuses_bad_input(tmp_path,
 
 
 def test_lane_options_and_node_ids():
-    props = {"fl_platform": "iluvatar", "fl_emulated": "iluvatar-small; defects: masked_2d_row_load",
-             "fl_workaround": "off", "fl_sweep": "quick", "fl_autotune": "rotate"}
-    assert lane_options(props) == ["--fl-platform", "iluvatar", "--fl-emulate", "--fl-profile", "iluvatar-small",
-                                   "--fl-inject", "masked_2d_row_load", "--fl-no-workaround", "--fl-sweep", "quick"]
+    props = {
+        "fl_platform": "iluvatar",
+        "fl_emulated": "iluvatar-small; defects: masked_2d_row_load",
+        "fl_workaround": "off",
+        "fl_sweep": "quick",
+        "fl_autotune": "rotate",
+    }
+    assert lane_options(props) == [
+        "--fl-platform",
+        "iluvatar",
+        "--fl-emulate",
+        "--fl-profile",
+        "iluvatar-small",
+        "--fl-inject",
+        "masked_2d_row_load",
+        "--fl-no-workaround",
+        "--fl-sweep",
+        "quick",
+    ]
     assert ident("op_contracts/reductions.test_a::test_a[x/y]") == "reductions.test_a::test_a[x/y]"
     from pytest_fl_contract.config.suites import root
 
-    assert nodeid("reductions.test_accuracy::test_accuracy[sum-3x5-d1-float32]", root()) == \
-        "reductions/test_accuracy.py::test_accuracy[sum-3x5-d1-float32]"
+    assert (
+        nodeid("reductions.test_accuracy::test_accuracy[sum-3x5-d1-float32]", root())
+        == "reductions/test_accuracy.py::test_accuracy[sum-3x5-d1-float32]"
+    )
 
 
 PLANTED_ORDER = """
@@ -266,11 +334,15 @@ def test_order_dependent_pair_flaky_case_and_own_failure_are_told_apart(pytester
     pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--junitxml={junit}", timeout=300)
     report = read_one(junit)
     failing = [ident(r.key) for r in report.rows if r.failing]
-    assert failing == ["test_planted::test_b_needs_clean_state", "test_planted::test_c_flaky",
-                       "test_planted::test_d_broken"]
+    assert failing == [
+        "test_planted::test_b_needs_clean_state",
+        "test_planted::test_c_flaky",
+        "test_planted::test_d_broken",
+    ]
     runner = Runner(pytester.path, env=env, timeout=300)
-    found = {f.key.split("::")[1]: f for f in order.classify_all(failing, [ident(r.key) for r in report.rows],
-                                                                  runner.run)}
+    found = {
+        f.key.split("::")[1]: f for f in order.classify_all(failing, [ident(r.key) for r in report.rows], runner.run)
+    }
     assert found["test_b_needs_clean_state"].kind == "order"
     assert found["test_b_needs_clean_state"].after == ("test_planted::test_a_leaves_state",)
     assert found["test_c_flaky"].kind == "flaky"
@@ -279,11 +351,15 @@ def test_order_dependent_pair_flaky_case_and_own_failure_are_told_apart(pytester
     from pytest_fl_contract.cli import main
 
     out = tmp_path / "triage"
-    assert main(["triage", str(junit), "--root", str(pytester.path), "--out", str(out), "--no-repro",
-                 "--isolate", "3"]) == 0
+    assert (
+        main(["triage", str(junit), "--root", str(pytester.path), "--out", str(out), "--no-repro", "--isolate", "3"])
+        == 0
+    )
     findings = [f for g in json.loads((out / "groups.json").read_text())["groups"] for f in g["findings"]]
-    assert "test_planted::test_b_needs_clean_state: passes alone, fails after test_planted::test_a_leaves_state " \
-           "(order-dependent)" in findings
+    assert (
+        "test_planted::test_b_needs_clean_state: passes alone, fails after test_planted::test_a_leaves_state "
+        "(order-dependent)" in findings
+    )
     assert "test_planted::test_c_flaky: passes alone and after the cases before it (flaky)" in findings
     assert "test_planted::test_d_broken: fails alone in a fresh process" in findings
 
@@ -300,7 +376,7 @@ def test_classification_from_a_table_of_outcomes():
         return {last: "failed" if culprit in keys[:-1] or last == "m::own" else "passed"}
 
     before = [f"m::t{i}" for i in range(20)]
-    assert order.classify("m::late", before, run) .after == (culprit,)
+    assert order.classify("m::late", before, run).after == (culprit,)
     assert order.classify("m::own", before, run).kind == "alone"
     assert order.classify("m::x", before, run).kind == "unknown"
     assert order.classify("m::late", [], run).kind == "flaky"
@@ -313,8 +389,20 @@ def test_emulated_lane_case_reproduces_standalone_and_passes_on_the_cpu_lane(tmp
     from pytest_fl_contract.cli import main
 
     key = "reductions.test_accuracy::test_accuracy[sum-1x5x64-d1-float32]"
-    code = main(["repro", key, "--out", str(tmp_path), "--verify", "--",
-                 "--fl-platform", "iluvatar", "--fl-emulate", "--fl-no-workaround"])
+    code = main(
+        [
+            "repro",
+            key,
+            "--out",
+            str(tmp_path),
+            "--verify",
+            "--",
+            "--fl-platform",
+            "iluvatar",
+            "--fl-emulate",
+            "--fl-no-workaround",
+        ]
+    )
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith(f"| {key} |"))
     assert code == 0 and row.endswith("| 1 | 0 |"), out
@@ -332,8 +420,9 @@ def test_the_lane_summary_lists_groups_not_cases(tmp_path):
     assert "test_accuracy[mm-13x19x17-float32]" not in text  # groups, not cases
     assert groups.lane_summary(str(tmp_path / "none.xml"), "x").strip().startswith("**failures by cause:")
     green = tmp_path / "green.xml"
-    green.write_text('<testsuites><testsuite name="pytest" tests="1"><testcase classname="m" name="t"/>'
-                     "</testsuite></testsuites>")
+    green.write_text(
+        '<testsuites><testsuite name="pytest" tests="1"><testcase classname="m" name="t"/></testsuite></testsuites>'
+    )
     assert groups.lane_summary(str(green), "green") == ""
 
 
@@ -350,8 +439,15 @@ def test_probe_packet_is_the_battery_with_nothing_of_ours_but_the_emulator(tmp_p
     runner imports the emulator module only on an emulated lane, nothing of ours on a device."""
     from pytest_fl_contract.triage import probes
 
-    emulated = probes.packet(tmp_path / "emu", "masked_2d_row_load", "row half dropped", "lane", "cuda",
-                             ("iluvatar-small", ("masked_2d_row_load",)), "nvidia-small")
+    emulated = probes.packet(
+        tmp_path / "emu",
+        "masked_2d_row_load",
+        "row half dropped",
+        "lane",
+        "cuda",
+        ("iluvatar-small", ("masked_2d_row_load",)),
+        "nvidia-small",
+    )
     device = probes.packet(tmp_path / "dev", "masked_2d_row_load", "row half dropped", "lane", "cuda", None, None)
     battery = (emulated.parent / "probes_battery.py").read_text()
     assert "import pytest_fl_contract" not in battery and "from pytest_fl_contract" not in battery
@@ -368,10 +464,51 @@ def test_a_case_failing_on_the_twin_lane_too_is_not_the_compiler_defect():
     fails there as well is grouped by its own failure, not under the injected defect."""
     from pytest_fl_contract.config.platforms import load_registry
 
-    lane = groups.lane_of({"fl_platform": "iluvatar", "fl_emulated": "iluvatar-small; defects: masked_2d_row_load"},
-                          load_registry(entry_points=False))
-    rows = _rows([("reductions.test_dims::test_dims[sum-3x5x4-d1]", "failed", "sum", "AssertionError: off by 3"),
-                  ("reductions.test_out::test_out[sum]", "failed", "sum", "AssertionError: out= dtype int32")])
+    lane = groups.lane_of(
+        {"fl_platform": "iluvatar", "fl_emulated": "iluvatar-small; defects: masked_2d_row_load"},
+        load_registry(entry_points=False),
+    )
+    rows = _rows(
+        [
+            ("reductions.test_dims::test_dims[sum-3x5x4-d1]", "failed", "sum", "AssertionError: off by 3"),
+            ("reductions.test_out::test_out[sum]", "failed", "sum", "AssertionError: out= dtype int32"),
+        ]
+    )
     twin = [Row("cpu", "op_contracts", "op_contracts/reductions.test_out::test_out[sum]", "failed", "sum")]
     causes = {g.keys[0].rsplit("::", 1)[1]: g.signature.cause for g in groups.group(rows, lane, twin=twin)}
     assert causes == {"test_dims[sum-3x5x4-d1]": "compiler:masked_2d_row_load", "test_out[sum]": "failure"}
+
+
+def test_the_lane_page_links_each_group_to_its_reproduction_and_draft(tmp_path, capsys):
+    """fl-contract html --triage DIR: the lane's page lists its failures by cause, each group
+    linked (relative to the page) to its script and draft; a triage of another report is shown
+    stale, unlinked; a directory that is no triage, or of a lane not given, is one line."""
+    import shutil
+
+    from pytest_fl_contract.cli import main
+
+    report = tmp_path / "h200.xml"
+    shutil.copy(H200, report)
+    triage = tmp_path / "triage"
+    assert main(["triage", str(report), "--out", str(triage), "--no-repro"]) == 0
+    out = tmp_path / "html"
+    assert main(["html", str(report), "--out", str(out), "--triage", str(triage)]) == 0
+    page = next(out.glob("*.html")).read_text()
+    assert 'id="causes-title"' in page and 'id="causes-stale"' not in page
+    data = json.loads((triage / "groups.json").read_text())
+    for g in data["groups"]:
+        assert f'href="../triage/{g["draft"]}"' in page, g["draft"]
+        assert (out / ".." / "triage" / g["draft"]).is_file()
+    assert page.count("<tr data-group=") == len(data["groups"]) == 2
+
+    other = tmp_path / "again" / "h200.xml"  # the same lane, another run's report
+    other.parent.mkdir()
+    shutil.copy(H200, other)
+    assert main(["html", str(other), "--out", str(tmp_path / "html2"), "--triage", str(triage)]) == 0
+    stale = next((tmp_path / "html2").glob("*.html")).read_text()
+    assert 'id="causes-stale"' in stale and "<tr data-group=" not in stale
+
+    capsys.readouterr()
+    assert main(["html", str(report), "--out", str(out), "--triage", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "run fl-contract triage" in err
