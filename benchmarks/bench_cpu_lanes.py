@@ -19,8 +19,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as reports:
         for lane in LANES:
             start = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.cli", "run", lane, "--step", "op_contracts",
-                                   "--reports", reports], capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest_fl_contract.cli",
+                    "run",
+                    lane,
+                    "--step",
+                    "op_contracts",
+                    "--reports",
+                    reports,
+                ],
+                capture_output=True,
+                text=True,
+            )
             seconds = time.monotonic() - start
             total += seconds
             verdict = [ln for ln in done.stdout.splitlines() if "op_contracts: end" in ln]

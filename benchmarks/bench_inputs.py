@@ -34,13 +34,17 @@ def main() -> None:
         seconds, code = timed([*CLI, "check", str(manifest)])
         print(f"check, one lane of {steps} steps: {seconds:.2f} s (exit {code})")
         config = root / "cuda.yml"
-        config.write_text("integration_tests:\n" + "".join(f"  - {{name: t, command: 'true {i}'}}\n" for i in range(tests)))
+        config.write_text(
+            "integration_tests:\n" + "".join(f"  - {{name: t, command: 'true {i}'}}\n" for i in range(tests))
+        )
         seconds, code = timed([*CLI, "import", str(config), "-o", str(root / "out.yaml")])
         print(f"import, {tests} tests of one name: {seconds:.2f} s (exit {code})")
         xml = root / "big.xml"
-        xml.write_text(f'<testsuites><testsuite name="s" tests="{cases}">'
-                       + "".join(f'<testcase classname="c" name="t{i}"/>' for i in range(cases))
-                       + "</testsuite></testsuites>")
+        xml.write_text(
+            f'<testsuites><testsuite name="s" tests="{cases}">'
+            + "".join(f'<testcase classname="c" name="t{i}"/>' for i in range(cases))
+            + "</testsuite></testsuites>"
+        )
         seconds, code = timed([*CLI, "report", str(xml)])
         print(f"report, {cases} cases: {seconds:.2f} s (exit {code})")
 

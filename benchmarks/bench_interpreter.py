@@ -33,8 +33,11 @@ def main() -> int:
     from pytest_fl_contract.workarounds import fastpath
     from pytest_fl_contract.workarounds import masked_reductions as mr
 
-    chosen = [op for op in ROWS.rows("reductions") if op.installed() and op.interpreter != "toy"
-              and non_inner_kernels(sys.modules[op.module])]
+    chosen = [
+        op
+        for op in ROWS.rows("reductions")
+        if op.installed() and op.interpreter != "toy" and non_inner_kernels(sys.modules[op.module])
+    ]
     shapes = [((3, 5, 64), 1), ((13, 64), 0), ((3, 64, 13), -1), ((2, 556, 8), 1), ((16, 4, 64), 1), ((556, 4, 64), 1)]
 
     def seconds(fn) -> float:
@@ -45,8 +48,10 @@ def main() -> int:
             best = min(best, time.perf_counter() - start)
         return best
 
-    print(f"## FlagGems {flag_gems.__version__} on the interpreter, profile {args.profile} "
-          f"(best of {args.repeat}, seconds)\n")
+    print(
+        f"## FlagGems {flag_gems.__version__} on the interpreter, profile {args.profile} "
+        f"(best of {args.repeat}, seconds)\n"
+    )
     print("| op | shape | dim | native | native + defect | fast path | moved axis |")
     print("|---|---|---:|---:|---:|---:|---:|")
     total = 0.0
@@ -65,8 +70,9 @@ def main() -> int:
             with fastpath.disabled():
                 moved = seconds(functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)))
             total += native + broken + fast + moved
-            print(f"| {op.name} | {shape} | {dim} | {native:.3f} | {broken:.3f} | {fast:.3f} | {moved:.3f} |",
-                  flush=True)
+            print(
+                f"| {op.name} | {shape} | {dim} | {native:.3f} | {broken:.3f} | {fast:.3f} | {moved:.3f} |", flush=True
+            )
     print(f"\ntotal {total:.1f}s")
     return 0
 

@@ -38,7 +38,7 @@ def draw(rng: random.Random) -> tuple[str, tuple[int, ...], int, str]:
     total = math.exp(rng.uniform(math.log(64 * 2**10), math.log(2 * 2**30))) / elem
     a, b = sorted((rng.random(), rng.random()))
     logs = [a, b - a, 1 - b]  # a uniform point of the simplex
-    m, n, k = (max(1, round(total ** w)) for w in logs)
+    m, n, k = (max(1, round(total**w)) for w in logs)
     n, k = max(n, 2), max(k, 2)
     return (op, (n, k), 0, dtype) if m == 1 else (op, (m, n, k), 1, dtype)
 
@@ -56,7 +56,9 @@ def case_range(spec: str, n: int) -> range:
             raise ValueError(spec)
         return range(int(first or 0), min(n, int(last or n)))
     except ValueError:
-        raise SystemExit(f"bench_reductions: --cases {spec!r}: FROM:TO, whole numbers, either may be left out") from None
+        raise SystemExit(
+            f"bench_reductions: --cases {spec!r}: FROM:TO, whole numbers, either may be left out"
+        ) from None
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -102,11 +104,17 @@ def planned(op: str, shape: tuple[int, ...], dim: int, x, device, plan=None):
     kind = "softmax" if op == "softmax" else "reduce"
     plan = tm.pick(M, N, K, device, x.element_size(), kind) if plan is None else plan
     if isinstance(plan, tm.SlabPlan):
-        call = (fastpath.SlabSoftmax(shape, dim, None, plan, x.device) if kind == "softmax"
-                else fastpath.SlabReduce(shape, dim, False, op == "mean", plan, device, x.device))
+        call = (
+            fastpath.SlabSoftmax(shape, dim, None, plan, x.device)
+            if kind == "softmax"
+            else fastpath.SlabReduce(shape, dim, False, op == "mean", plan, device, x.device)
+        )
     else:
-        call = (fastpath.Softmax(shape, dim, None, plan, x.device) if kind == "softmax"
-                else fastpath.Reduce(shape, dim, False, op == "mean", plan, device, x.device))
+        call = (
+            fastpath.Softmax(shape, dim, None, plan, x.device)
+            if kind == "softmax"
+            else fastpath.Reduce(shape, dim, False, op == "mean", plan, device, x.device)
+        )
     return plan, call
 
 
@@ -143,8 +151,17 @@ def back_to_back(fn, budget_s: float = 0.02) -> float:
     return start.elapsed_time(end) / calls
 
 
-def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: bool = False, rounds: int = 1,
-            launch_cache: bool = False) -> dict:
+def measure(
+    case,
+    bench,
+    dev: str,
+    device,
+    copy_gbs: float,
+    moved: bool,
+    graph: bool = False,
+    rounds: int = 1,
+    launch_cache: bool = False,
+) -> dict:
     """One case: torch, FlagGems' native kernel, the workaround (fast path), optionally the
     moved axis; and the fast path's error against torch.  ``launch_cache``: the fast path also
     back to back with its launches through FlagGems' launch cache (``fastpath.DIRECT`` off:
@@ -167,15 +184,23 @@ def measure(case, bench, dev: str, device, copy_gbs: float, moved: bool, graph: 
     wrapped = mr.make_wrapper(native, mr.Target(op, op.entries[0]))
     nbytes = x.numel() * x.element_size()
     moved_bytes = traffic(name, shape, dim, nbytes)
-    calls = {"torch": functools.partial(op.torch_fn, x, dim, False),
-             "native": functools.partial(op.invoke, native, x, op.dim_arg(dim)),
-             "fast": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim))}
+    calls = {
+        "torch": functools.partial(op.torch_fn, x, dim, False),
+        "native": functools.partial(op.invoke, native, x, op.dim_arg(dim)),
+        "fast": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)),
+    }
     got, want = calls["fast"]().float(), calls["torch"]().float()
     kind = "softmax" if name == "softmax" else "reduce"
     plan = fastpath.pick(*mnk(shape, dim), device, x.element_size(), kind)  # None: the moved axis
-    row = {"op": name, "shape": list(shape), "dim": dim, "dtype": dtype, "bytes": nbytes,
-           "error": float((got - want).abs().max() / want.abs().max().clamp_min(1e-30)),
-           "plan": vars(plan) if plan else None}
+    row = {
+        "op": name,
+        "shape": list(shape),
+        "dim": dim,
+        "dtype": dtype,
+        "bytes": nbytes,
+        "error": float((got - want).abs().max() / want.abs().max().clamp_min(1e-30)),
+        "plan": vars(plan) if plan else None,
+    }
     if graph:  # GPU time alone: the calls replayed from a CUDA graph, no host in the figure
         del calls["torch"]
         row["torch"] = float("nan")
@@ -207,24 +232,37 @@ def summary(rows: list[dict]) -> list[str]:
     lines = []
     ratios = [r["fast"] / r["native"] for r in rows]
     moved = [r["moved"] / r["native"] for r in rows if "moved" in r]
-    lines.append(f"fast / native: median {percentile(ratios, 0.5):.2f}x, p90 {percentile(ratios, 0.9):.2f}x, "
-                 f"worst {max(ratios, default=float('nan')):.2f}x")
+    lines.append(
+        f"fast / native: median {percentile(ratios, 0.5):.2f}x, p90 {percentile(ratios, 0.9):.2f}x, "
+        f"worst {max(ratios, default=float('nan')):.2f}x"
+    )
     for label, key in (("", "loop_fast"), (" through the launch cache", "loop_fast_cache")):
         loops = [r[key] / r["loop_native"] for r in rows if key in r]
         if loops:
-            lines.append(f"back to back (host and GPU overlapped, no flush), fast{label} / native: median "
-                         f"{percentile(loops, 0.5):.2f}x, p90 {percentile(loops, 0.9):.2f}x, worst {max(loops):.2f}x, "
-                         f"{sum(x > 1.10 for x in loops)} over 1.10x")
+            lines.append(
+                f"back to back (host and GPU overlapped, no flush), fast{label} / native: median "
+                f"{percentile(loops, 0.5):.2f}x, p90 {percentile(loops, 0.9):.2f}x, worst {max(loops):.2f}x, "
+                f"{sum(x > 1.10 for x in loops)} over 1.10x"
+            )
     if moved:
-        lines.append(f"moved axis / native: median {percentile(moved, 0.5):.2f}x, worst {max(moved):.2f}x ({len(moved)} cases)")
+        lines.append(
+            f"moved axis / native: median {percentile(moved, 0.5):.2f}x, worst {max(moved):.2f}x ({len(moved)} cases)"
+        )
     for dtype in DTYPES:
         big = [r["fast_copy_share"] for r in rows if r["bytes"] > LARGE and r["dtype"] == dtype]
         if big:
-            lines.append(f"{dtype} inputs over 64 MB: copy share median {100 * percentile(big, 0.5):.0f}%, "
-                         f"worst {100 * min(big):.0f}% ({len(big)} cases)")
+            lines.append(
+                f"{dtype} inputs over 64 MB: copy share median {100 * percentile(big, 0.5):.0f}%, "
+                f"worst {100 * min(big):.0f}% ({len(big)} cases)"
+            )
     worst = sorted(rows, key=lambda r: r["fast"] / r["native"], reverse=True)[:8]
-    lines.append("worst cases: " + "; ".join(f"{r['op']} {'x'.join(map(str, r['shape']))} d{r['dim']} {r['dtype']} "
-                                             f"{r['fast'] / r['native']:.2f}x" for r in worst))
+    lines.append(
+        "worst cases: "
+        + "; ".join(
+            f"{r['op']} {'x'.join(map(str, r['shape']))} d{r['dim']} {r['dtype']} {r['fast'] / r['native']:.2f}x"
+            for r in worst
+        )
+    )
     return lines
 
 
@@ -233,23 +271,43 @@ def main() -> int:
     parser.add_argument("--sweep", type=int, default=0, help="draw this many cases")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--shapes", nargs="*", default=[], help="op:MxNxK:dim:dtype cases")
-    parser.add_argument("--real-models", action="store_true",
-                        help="the shapes public model code reduces (benchmarks/real_models.py), in fp32, bf16 and fp16")
+    parser.add_argument(
+        "--real-models",
+        action="store_true",
+        help="the shapes public model code reduces (benchmarks/real_models.py), in fp32, bf16 and fp16",
+    )
     parser.add_argument("--moved-every", type=int, default=4, help="time the moved axis on every k-th case")
     parser.add_argument("--rep", type=int, default=40, help="do_bench repetition budget (ms)")
-    parser.add_argument("--rounds", type=int, default=1, help="time native and fast this many times, alternating; medians")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="time native and fast this many times, alternating; medians"
+    )
     parser.add_argument("--json", help="write results here")
-    parser.add_argument("--cases", default="", metavar="FROM:TO",
-                        help="time only cases FROM to TO-1 of the list (0-based; all are still drawn): a long "
-                             "sweep in parts, each a device call, with the same cases")
-    parser.add_argument("--time-limit", type=float, default=0.0,
-                        help="start no case after this many seconds; the summary and JSON cover what ran")
-    parser.add_argument("--launch-cache", action="store_true",
-                        help="also time the fast path back to back launching through FlagGems' launch cache")
-    parser.add_argument("--graph", action="store_true",
-                        help="time CUDA-graph replays (GPU time only: a host's Python speed drops out)")
-    parser.add_argument("--wide-blocks", action="store_true",
-                        help="weigh every column width (tilemodel.NARROW off): the narrow-block rule's A/B")
+    parser.add_argument(
+        "--cases",
+        default="",
+        metavar="FROM:TO",
+        help="time only cases FROM to TO-1 of the list (0-based; all are still drawn): a long "
+        "sweep in parts, each a device call, with the same cases",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=0.0,
+        help="start no case after this many seconds; the summary and JSON cover what ran",
+    )
+    parser.add_argument(
+        "--launch-cache",
+        action="store_true",
+        help="also time the fast path back to back launching through FlagGems' launch cache",
+    )
+    parser.add_argument(
+        "--graph", action="store_true", help="time CUDA-graph replays (GPU time only: a host's Python speed drops out)"
+    )
+    parser.add_argument(
+        "--wide-blocks",
+        action="store_true",
+        help="weigh every column width (tilemodel.NARROW off): the narrow-block rule's A/B",
+    )
     args = parser.parse_args()
 
     import flag_gems  # noqa: F401 - the entry points; nothing registered
@@ -287,32 +345,52 @@ def main() -> int:
         if i not in chosen:
             continue
         if args.time_limit and time.monotonic() - start > args.time_limit:
-            print(f"time limit: stopped before case {i + 1} of {len(cases)} (--cases {i}:{chosen.stop} runs the rest)",
-                  flush=True)
+            print(
+                f"time limit: stopped before case {i + 1} of {len(cases)} (--cases {i}:{chosen.stop} runs the rest)",
+                flush=True,
+            )
             break
         moved = bool(args.moved_every) and i % args.moved_every == 0
         try:
-            rows.append(measure(case, bench, dev, device, copy_gbs, moved, args.graph, max(1, args.rounds),
-                                args.launch_cache))
+            rows.append(
+                measure(case, bench, dev, device, copy_gbs, moved, args.graph, max(1, args.rounds), args.launch_cache)
+            )
         except Exception as exc:  # one case that cannot be timed (a graph capture refused) is said, not fatal
-            print(f"{i + 1:4d} {case}: not measured: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
+            print(
+                f"{i + 1:4d} {case}: not measured: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True
+            )
             continue
         r = rows[-1]
-        print(f"{i + 1:4d} {r['op']:8} {'x'.join(map(str, r['shape'])):>22} d{r['dim']} {r['dtype']:9} "
-              f"{r['bytes'] / 2**20:9.2f} MB  torch {r['torch']:.4f}  native {r['native']:.4f}  fast {r['fast']:.4f} "
-              f"({r['fast'] / r['native']:.2f}x, loop {r.get('loop_fast', nan) / r.get('loop_native', nan):.2f}x"
-              f"{', cache %.2fx' % (r['loop_fast_cache'] / r['loop_native']) if 'loop_fast_cache' in r else ''})  moved {r.get('moved', nan):.4f}  "
-              f"{100 * r['fast_copy_share']:5.1f}% of copy  err {r['error']:.1e}", flush=True)
+        print(
+            f"{i + 1:4d} {r['op']:8} {'x'.join(map(str, r['shape'])):>22} d{r['dim']} {r['dtype']:9} "
+            f"{r['bytes'] / 2**20:9.2f} MB  torch {r['torch']:.4f}  native {r['native']:.4f}  fast {r['fast']:.4f} "
+            f"({r['fast'] / r['native']:.2f}x, loop {r.get('loop_fast', nan) / r.get('loop_native', nan):.2f}x"
+            f"{', cache %.2fx' % (r['loop_fast_cache'] / r['loop_native']) if 'loop_fast_cache' in r else ''})  moved {r.get('moved', nan):.4f}  "
+            f"{100 * r['fast_copy_share']:5.1f}% of copy  err {r['error']:.1e}",
+            flush=True,
+        )
 
-    print(f"\ndevice {torch.cuda.get_device_name(0)} ({device.source}); copy ceiling {copy_gbs:.0f} GB/s; "
-          f"{len(rows)} cases, seed {args.seed}, {args.rounds} round(s), {time.monotonic() - start:.0f}s")
+    print(
+        f"\ndevice {torch.cuda.get_device_name(0)} ({device.source}); copy ceiling {copy_gbs:.0f} GB/s; "
+        f"{len(rows)} cases, seed {args.seed}, {args.rounds} round(s), {time.monotonic() - start:.0f}s"
+    )
     print("\n".join(summary(rows)))
     bad = [r for r in rows if not r["error"] <= (1e-2 if r["dtype"] != "float32" else 1e-4)]
     print(f"correctness: {len(rows) - len(bad)} of {len(rows)} within tolerance of torch")
     if args.json:
         versions = {d: metadata.version(d) for d in ("torch", "triton", "flag_gems")}
-        result = {"device": torch.cuda.get_device_name(0), "device_model": device.source, "copy_gbs": copy_gbs,
-                  "seed": args.seed, "cases": args.cases, "graph": args.graph, "rounds": args.rounds, "versions": versions, "python": platform.python_version(), "rows": rows}
+        result = {
+            "device": torch.cuda.get_device_name(0),
+            "device_model": device.source,
+            "copy_gbs": copy_gbs,
+            "seed": args.seed,
+            "cases": args.cases,
+            "graph": args.graph,
+            "rounds": args.rounds,
+            "versions": versions,
+            "python": platform.python_version(),
+            "rows": rows,
+        }
         with open(args.json, "w", encoding="utf-8") as sink:
             json.dump(result, sink, indent=1)
     return 0 if not bad else 1

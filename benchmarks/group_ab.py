@@ -33,8 +33,9 @@ def _group_rows(M, NK, G: tl.constexpr, W: tl.constexpr):
 
 
 @triton.jit
-def group_sum_kernel(out_ptr, in_ptr, M, NK, scale, K_C: tl.constexpr, KP: tl.constexpr, G: tl.constexpr,
-                     W: tl.constexpr):
+def group_sum_kernel(
+    out_ptr, in_ptr, M, NK, scale, K_C: tl.constexpr, KP: tl.constexpr, G: tl.constexpr, W: tl.constexpr
+):
     """Sums (times ``scale``) per k of G m's into out[m, k], stored as one (G, KP) block."""
     m, j = _group_rows(M, NK, G, W)
     x = tl.load(in_ptr + m[:, None] * NK + j[None, :], mask=(j < NK)[None, :], other=0.0).to(tl.float32)
@@ -74,6 +75,7 @@ def group_call(op: str, x, K: int, tile: int, per_thread: int = 8):
     warps = max(1, min(16, G * W // (32 * per_thread)))
     grid = (triton.cdiv(M, G),)
     if op == "softmax":
+
         def call():
             out = torch.empty_like(x)
             group_softmax_kernel[grid](out, x, M, NK, K_C=K, G=G, W=W, num_warps=warps)
@@ -85,6 +87,7 @@ def group_call(op: str, x, K: int, tile: int, per_thread: int = 8):
             out = x.new_empty((M, K))
             group_sum_kernel[grid](out, x, M, NK, scale, K_C=K, KP=triton.next_power_of_2(K), G=G, W=W, num_warps=warps)
             return out
+
     return call, (G, W, warps)
 
 
@@ -99,6 +102,7 @@ def main() -> int:
     import torch
 
     from pytest_fl_contract.registry import ROWS
+
     device, bench, copy_gbs = cuda_timing()
     print(f"{device.source}; copy {copy_gbs:.0f} GB/s", flush=True)
     rows, wrong = [], 0
@@ -112,23 +116,43 @@ def main() -> int:
         native = functools.partial(entry.invoke, entry.fn(), x, entry.dim_arg(dim))
         want = reference(op, x, dim)
         plan, current = planned(op, shape, dim, x, device)
-        row = {"case": spec, "bytes": nbytes, "plan": vars(plan), "native_ms": bench(native),
-               "current_ms": bench(functools.partial(current.run, x)), "groups": []}
+        row = {
+            "case": spec,
+            "bytes": nbytes,
+            "plan": vars(plan),
+            "native_ms": bench(native),
+            "current_ms": bench(functools.partial(current.run, x)),
+            "groups": [],
+        }
         for tile, per_thread in itertools.product((int(t) for t in args.tiles.split(",")), (8, 16)):
             call, (G, W, warps) = group_call(op, x, K, tile, per_thread)
             got = call().double().reshape(want.shape)
             err = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
             ms = bench(call)
-            row["groups"].append({"tile": tile, "G": G, "W": W, "warps": warps, "ms": ms, "rel_error": err,
-                                  "share": moved / ms / 1e6 / copy_gbs})
+            row["groups"].append(
+                {
+                    "tile": tile,
+                    "G": G,
+                    "W": W,
+                    "warps": warps,
+                    "ms": ms,
+                    "rel_error": err,
+                    "share": moved / ms / 1e6 / copy_gbs,
+                }
+            )
             wrong += not err <= (1e-4 if dtype == "float32" else 1e-2)
         rows.append(row)
         best = min(row["groups"], key=lambda g: g["ms"])
-        print(f"{spec:32} {nbytes / 2**20:8.1f} MB  native {row['native_ms']:.4f}  current {vars(plan)} "
-              f"{row['current_ms']:.4f} ({100 * moved / row['current_ms'] / 1e6 / copy_gbs:.0f}%)  group "
-              + "  ".join(f"G{g['G']}xW{g['W']}w{g['warps']} {g['ms']:.4f} ({100 * g['share']:.0f}%, err {g['rel_error']:.0e})"
-                          for g in row["groups"])
-              + f"  best {row['current_ms'] / best['ms']:.2f}x the current", flush=True)
+        print(
+            f"{spec:32} {nbytes / 2**20:8.1f} MB  native {row['native_ms']:.4f}  current {vars(plan)} "
+            f"{row['current_ms']:.4f} ({100 * moved / row['current_ms'] / 1e6 / copy_gbs:.0f}%)  group "
+            + "  ".join(
+                f"G{g['G']}xW{g['W']}w{g['warps']} {g['ms']:.4f} ({100 * g['share']:.0f}%, err {g['rel_error']:.0e})"
+                for g in row["groups"]
+            )
+            + f"  best {row['current_ms'] / best['ms']:.2f}x the current",
+            flush=True,
+        )
         if args.json:
             with open(args.json, "w", encoding="utf-8") as sink:
                 json.dump({"device_model": device.source, "copy_gbs": copy_gbs, "rows": rows}, sink, indent=1)

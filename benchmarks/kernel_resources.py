@@ -69,10 +69,14 @@ def resources(compiled: Any) -> dict[str, Any]:
     field = {k: int(v) for k, v in re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", usage)}
     loads = Counter(load_width(op) for op in re.findall(r"\bLDG\.[\w.]+", sass))
     stores = Counter(load_width(op) for op in re.findall(r"\bSTG\.[\w.]+", sass))
-    return {"regs": field.get("REG", 0), "local": field.get("LOCAL", 0),
-            "shared": max(field.get("SHARED", 0), int(getattr(compiled.metadata, "shared", 0) or 0)),
-            "warps": int(compiled.metadata.num_warps), "loads": dict(sorted(loads.items())),
-            "stores": dict(sorted(stores.items()))}
+    return {
+        "regs": field.get("REG", 0),
+        "local": field.get("LOCAL", 0),
+        "shared": max(field.get("SHARED", 0), int(getattr(compiled.metadata, "shared", 0) or 0)),
+        "warps": int(compiled.metadata.num_warps),
+        "loads": dict(sorted(loads.items())),
+        "stores": dict(sorted(stores.items())),
+    }
 
 
 def resident(regs: int, warps: int, shared: int) -> tuple[int, str]:
@@ -80,15 +84,19 @@ def resident(regs: int, warps: int, shared: int) -> tuple[int, str]:
     limit, then warps): registers (allocated per warp in 256-register units), warps, shared
     memory or the program limit."""
     per_warp = -(-regs * 32 // SM90["reg_unit"]) * SM90["reg_unit"]
-    limits = {"programs": SM90["programs"], "warps": SM90["warps"] // warps,
-              "registers": SM90["regs"] // (per_warp * warps) if regs else SM90["programs"],
-              "shared": SM90["shared"] // (shared + 1024) if shared else SM90["programs"]}
+    limits = {
+        "programs": SM90["programs"],
+        "warps": SM90["warps"] // warps,
+        "registers": SM90["regs"] // (per_warp * warps) if regs else SM90["programs"],
+        "shared": SM90["shared"] // (shared + 1024) if shared else SM90["programs"],
+    }
     bound = min(limits, key=lambda k: limits[k])
     return limits[bound], bound
 
 
-def launches(op: str, shape: tuple[int, ...], dim: int, dtype: str, k_div: bool,
-             plan: Any = None) -> tuple[Any, list[tuple[Any, tuple]]]:
+def launches(
+    op: str, shape: tuple[int, ...], dim: int, dtype: str, k_div: bool, plan: Any = None
+) -> tuple[Any, list[tuple[Any, tuple]]]:
     """(the plan, [(site, args)]) of the case's planned call (the model's plan, or ``plan``),
     launched on meta tensors."""
     import torch
@@ -126,10 +134,23 @@ def case(spec: str, k_div: bool = True, plan: Any = None) -> dict[str, Any]:
         read = args[kernel.arg_names.index("in_ptr")]
         tile = site.meta["BLOCK_R"] * site.meta["BLOCK_K"] if "BLOCK_R" in site.meta else site.meta["BLOCK"]
         step = tile * read.element_size() * (site.meta.get("UNROLL") or 1)
-        model = tm.resident(plan, tm.Device(**H200), "softmax" if op == "softmax" else "reduce") \
-            if isinstance(plan, tm.Plan) and site is seen[0][0] else None
-        sites.append({"kernel": site.name, "k_div": site.meta.get("K_DIV"), **got, "resident": programs,
-                      "bound_by": bound, "model_resident": model, "step_bytes": step, "in_flight_kb": programs * step / 1024})
+        model = (
+            tm.resident(plan, tm.Device(**H200), "softmax" if op == "softmax" else "reduce")
+            if isinstance(plan, tm.Plan) and site is seen[0][0]
+            else None
+        )
+        sites.append(
+            {
+                "kernel": site.name,
+                "k_div": site.meta.get("K_DIV"),
+                **got,
+                "resident": programs,
+                "bound_by": bound,
+                "model_resident": model,
+                "step_bytes": step,
+                "in_flight_kb": programs * step / 1024,
+            }
+        )
     return {"case": spec, "plan": vars(plan), "sites": sites}
 
 
@@ -173,13 +194,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("shapes", nargs="*", help="op:MxNxK:dim:dtype")
     parser.add_argument("--real-models", action="store_true", help="every case of benchmarks/real_models.py")
-    parser.add_argument("--measured", action="append", default=[], metavar="SWEEP.json",
-                        help="the cases of a bench_reductions.py run, each with its recorded plan, its measured copy "
-                             "share beside (repeatable); with --no-k-div, as they ran before K_DIV")
+    parser.add_argument(
+        "--measured",
+        action="append",
+        default=[],
+        metavar="SWEEP.json",
+        help="the cases of a bench_reductions.py run, each with its recorded plan, its measured copy "
+        "share beside (repeatable); with --no-k-div, as they ran before K_DIV",
+    )
     parser.add_argument("--min-mb", type=float, default=64.0, help="--measured: cases over this many MB read")
-    parser.add_argument("--no-k-div", action="store_true", help="launch as before K_DIV (K_DIV=1): loads Triton proves alone")
-    parser.add_argument("--no-unroll", action="store_true",
-                        help="one-launch softmax tiles not unrolled, as sweeps before fastpath.SOFTMAX_UNROLL ran them")
+    parser.add_argument(
+        "--no-k-div", action="store_true", help="launch as before K_DIV (K_DIV=1): loads Triton proves alone"
+    )
+    parser.add_argument(
+        "--no-unroll",
+        action="store_true",
+        help="one-launch softmax tiles not unrolled, as sweeps before fastpath.SOFTMAX_UNROLL ran them",
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.no_unroll:
@@ -204,16 +235,20 @@ def main() -> int:
             row["share"] = share
         rows.append(row)
         for site in row["sites"]:
-            print(f"{spec:36} {site['kernel']:30} K_DIV {site['k_div'] or '-':>2}  {site['regs']:3} regs "
-                  f"{site['local']:3} B spilled  {site['warps']} warps  {site['resident']:2} programs/SM "
-                  f"({site['bound_by']}; model {site['model_resident'] or '-'})  {site['in_flight_kb']:5.1f} KB a step "
-                  f"an SM  loads {widths(site['loads'])}" + ("" if share is None else f"  copy share {100 * share:.0f}%"),
-                  flush=True)
+            print(
+                f"{spec:36} {site['kernel']:30} K_DIV {site['k_div'] or '-':>2}  {site['regs']:3} regs "
+                f"{site['local']:3} B spilled  {site['warps']} warps  {site['resident']:2} programs/SM "
+                f"({site['bound_by']}; model {site['model_resident'] or '-'})  {site['in_flight_kb']:5.1f} KB a step "
+                f"an SM  loads {widths(site['loads'])}" + ("" if share is None else f"  copy share {100 * share:.0f}%"),
+                flush=True,
+            )
     if any("share" in row for row in rows):
         print("\n".join(["", *bands([row for row in rows if "share" in row])]))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"target": "sm_90", "k_div": not args.no_k_div, "unroll": not args.no_unroll, "rows": rows}, f, indent=1)
+            json.dump(
+                {"target": "sm_90", "k_div": not args.no_k_div, "unroll": not args.no_unroll, "rows": rows}, f, indent=1
+            )
     return 0
 
 

@@ -82,8 +82,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def report(folder: Path, top: int = 12) -> int:
-    logs = {p.stem: [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-            for p in sorted(folder.glob("*.jsonl"))}
+    logs = {
+        p.stem: [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+        for p in sorted(folder.glob("*.jsonl"))
+    }
     if "controller" not in logs:
         print(f"lane_timeline: no controller.jsonl under {folder}", file=sys.stderr)
         return 2
@@ -109,8 +111,10 @@ def report(folder: Path, top: int = 12) -> int:
         print(f"  {name:6} {start:6.1f} {collected:10.1f} {begin:11.1f} {end:9.1f} {busy:6.1f} {n:6d}")
     ready = [r[4] for r in rows]
     ends = [r[0] for r in rows]
-    print(f"first case: median {statistics.median(ready):.1f} s, last {max(ready):.1f} s; "
-          f"workers done: first {min(ends):.1f} s, median {statistics.median(ends):.1f} s, last {max(ends):.1f} s")
+    print(
+        f"first case: median {statistics.median(ready):.1f} s, last {max(ready):.1f} s; "
+        f"workers done: first {min(ends):.1f} s, median {statistics.median(ends):.1f} s, last {max(ends):.1f} s"
+    )
     end, name, *_, cases = max(rows)
     print(f"the last worker to finish, {name} ({end:.1f} s), ran:")
     _longest(cases, t0, top)

@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         outcomes[outcome(case)] += 1
         rows.append((t, f"{case.classname}::{case.name}"))
     total = sum(t for t, _ in rows)
-    print(f"{len(rows)} cases, {total:.0f} s of worker time; " + ", ".join(f"{n} {k}" for k, n in outcomes.most_common()))
+    print(
+        f"{len(rows)} cases, {total:.0f} s of worker time; " + ", ".join(f"{n} {k}" for k, n in outcomes.most_common())
+    )
     for title, table in (("contract", by_contract), ("op", by_op)):
         print(f"by {title}: " + ", ".join(f"{k} {v:.0f} s" for k, v in sorted(table.items(), key=lambda kv: -kv[1])))
     print(f"slowest {args.top}:")

@@ -25,6 +25,7 @@ DEFAULT_VARIANTS = "none:none,2:none,3:none,none:2,none:4,3:2"
 
 def variants(text: str) -> list[tuple[int | None, int | None, bool]]:
     """(STAGES, UNROLL, K_DIV kept) per comma-separated STAGES:UNROLL[:1]."""
+
     def one(part: str) -> int | None:
         return None if part == "none" else int(part)
 
@@ -37,8 +38,10 @@ def variants(text: str) -> list[tuple[int | None, int | None, bool]]:
             out.append((one(a), one(b), not rest))
         return out
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: STAGES:UNROLL pairs, comma-separated (none for the default), "
-                                         "each with :1 to launch without the plan's K_DIV") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: STAGES:UNROLL pairs, comma-separated (none for the default), "
+            "each with :1 to launch without the plan's K_DIV"
+        ) from None
 
 
 def label(stages: int | None, unroll: int | None, k_div: bool) -> str:
@@ -56,6 +59,7 @@ def main() -> int:
     import torch
 
     from pytest_fl_contract.registry import ROWS
+
     device, bench, copy_gbs = cuda_timing()
     print(f"{device.source}; copy {copy_gbs:.0f} GB/s; variants (STAGES, UNROLL) {args.variants}", flush=True)
     rows, wrong = [], []
@@ -78,37 +82,68 @@ def main() -> int:
             try:
                 got = call.run(x)
             except Exception as error:  # a variant the compiler refuses: said, not fatal
-                timed.append({"variant": label(stages, unroll, k_div), "stages": stages, "unroll": unroll, "k_div": k_div,
-                              "error": f"{type(error).__name__}: {str(error)[:200]}"})
+                timed.append(
+                    {
+                        "variant": label(stages, unroll, k_div),
+                        "stages": stages,
+                        "unroll": unroll,
+                        "k_div": k_div,
+                        "error": f"{type(error).__name__}: {str(error)[:200]}",
+                    }
+                )
                 print(f"  {spec} {timed[-1]['variant']}: {timed[-1]['error']}", flush=True)
                 continue
             same = None if base is None else bool(torch.equal(got.view(torch.uint8), base.view(torch.uint8)))
             base = got if base is None else base
             err = float((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-30))
             ms = bench(functools.partial(call.run, x))
-            timed.append({"variant": label(stages, unroll, k_div), "stages": stages, "unroll": unroll, "k_div": k_div, "ms": ms, "share": moved / ms / 1e6 / copy_gbs,
-                          "same_bits": same, "rel_error": err})
+            timed.append(
+                {
+                    "variant": label(stages, unroll, k_div),
+                    "stages": stages,
+                    "unroll": unroll,
+                    "k_div": k_div,
+                    "ms": ms,
+                    "share": moved / ms / 1e6 / copy_gbs,
+                    "same_bits": same,
+                    "rel_error": err,
+                }
+            )
             if not err <= (1e-4 if dtype == "float32" else 1e-2):
                 wrong.append(f"{spec} {label(stages, unroll, k_div)}: error {err:.1e}")
         rows.append({"case": spec, "bytes": nbytes, "plan": vars(plan), "native_ms": native_ms, "variants": timed})
         ok = [t for t in timed if "ms" in t]
         best = min(ok, key=lambda t: t["ms"])
-        print(f"{spec:34} {nbytes / 2**20:8.1f} MB {vars(plan)}  native {native_ms:.4f} ms  "
-              + "  ".join(f"{t['variant']} {t['ms']:.4f} ({100 * t['share']:.0f}%"
-                          f"{'' if t['same_bits'] in (None, True) else ' DIFF'})" for t in ok)
-              + f"  best {best['variant']} {ok[0]['ms'] / best['ms']:.2f}x faster", flush=True)
+        print(
+            f"{spec:34} {nbytes / 2**20:8.1f} MB {vars(plan)}  native {native_ms:.4f} ms  "
+            + "  ".join(
+                f"{t['variant']} {t['ms']:.4f} ({100 * t['share']:.0f}%"
+                f"{'' if t['same_bits'] in (None, True) else ' DIFF'})"
+                for t in ok
+            )
+            + f"  best {best['variant']} {ok[0]['ms'] / best['ms']:.2f}x faster",
+            flush=True,
+        )
         if args.json:
             with open(args.json, "w", encoding="utf-8") as sink:
                 json.dump({"device_model": device.source, "copy_gbs": copy_gbs, "rows": rows}, sink, indent=1)
     for i, variant in enumerate(args.variants):
-        ratios = sorted(r["variants"][0]["ms"] / r["variants"][i]["ms"] for r in rows
-                        if len(r["variants"]) > i and "ms" in r["variants"][i] and "ms" in r["variants"][0])
+        ratios = sorted(
+            r["variants"][0]["ms"] / r["variants"][i]["ms"]
+            for r in rows
+            if len(r["variants"]) > i and "ms" in r["variants"][i] and "ms" in r["variants"][0]
+        )
         big = sorted(r["variants"][i]["share"] for r in rows if r["bytes"] > 64 * 2**20 and "ms" in r["variants"][i])
         if ratios:
-            print(f"{label(*variant)}: speed-up over the first median {ratios[len(ratios) // 2]:.2f}x, "
-                  f"min {ratios[0]:.2f}x, max {ratios[-1]:.2f}x; copy share over 64 MB median "
-                  f"{100 * big[len(big) // 2] if big else math.nan:.0f}%")
-    print("correctness: " + ("every variant within tolerance of float64 torch" if not wrong else "\n  WRONG ".join([""] + wrong)))
+            print(
+                f"{label(*variant)}: speed-up over the first median {ratios[len(ratios) // 2]:.2f}x, "
+                f"min {ratios[0]:.2f}x, max {ratios[-1]:.2f}x; copy share over 64 MB median "
+                f"{100 * big[len(big) // 2] if big else math.nan:.0f}%"
+            )
+    print(
+        "correctness: "
+        + ("every variant within tolerance of float64 torch" if not wrong else "\n  WRONG ".join([""] + wrong))
+    )
     return 1 if wrong else 0
 
 

@@ -53,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+")
     parser.add_argument("--json", help="write the merged rows here")
-    parser.add_argument("--current-picks", action="store_true",
-                        help="replace only with rows that ran the plan the tile model picks now")
+    parser.add_argument(
+        "--current-picks", action="store_true", help="replace only with rows that ran the plan the tile model picks now"
+    )
     args = parser.parse_args(argv)
     loaded = []
     for path in args.files:
@@ -68,10 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     later = [data["rows"] for data in loaded[1:]]
     if args.current_picks:
         try:
-            later = [[r for r in rows if on_current_pick(r, data["device_model"])] for rows, data in zip(later, loaded[1:])]
+            later = [
+                [r for r in rows if on_current_pick(r, data["device_model"])] for rows, data in zip(later, loaded[1:])
+            ]
         except (KeyError, ValueError, IndexError) as exc:
-            print(f"merge_sweeps: --current-picks: a row or device the tile model cannot read: {type(exc).__name__}: {exc}",
-                  file=sys.stderr)
+            print(
+                f"merge_sweeps: --current-picks: a row or device the tile model cannot read: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )
             return 2
     rows, replaced = merge(loaded[0]["rows"], *later)
     print(f"{args.files[0]}: {len(rows)} cases, {replaced} re-measured from {', '.join(args.files[1:]) or 'nothing'}")

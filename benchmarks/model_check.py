@@ -24,9 +24,18 @@ sys.path.insert(0, str(ROOT.parent))
 from pytest_fl_contract.util import mnk  # noqa: E402
 from pytest_fl_contract.workarounds import tilemodel as tm  # noqa: E402
 
-GRIDS = ("gpubound-misses-2026-12-04", "host-sites-2026-12-04", "seed2027-2026-12-04", "slabs-2026-12-04",
-         "slabs-midk-2026-12-04", "softmax-main-defafe7", "softmax-square-tiles-defafe7", "tinyk-2026-12-03",
-         "seed11-final", "realmodels-after")
+GRIDS = (
+    "gpubound-misses-2026-12-04",
+    "host-sites-2026-12-04",
+    "seed2027-2026-12-04",
+    "slabs-2026-12-04",
+    "slabs-midk-2026-12-04",
+    "softmax-main-defafe7",
+    "softmax-square-tiles-defafe7",
+    "tinyk-2026-12-03",
+    "seed11-final",
+    "realmodels-after",
+)
 ELEM = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
 
 
@@ -48,12 +57,25 @@ def cases(path: Path) -> list[dict]:
         timed = []
         for entry in row["plans"]:
             p = entry["plan"]
-            plan = tm.SlabPlan(p["slab"], p["splits"]) if "slab" in p else \
-                tm.Plan(p["block_r"], p["block_k"], p["warps"], p["splits"], p.get("flat", False))
+            plan = (
+                tm.SlabPlan(p["slab"], p["splits"])
+                if "slab" in p
+                else tm.Plan(p["block_r"], p["block_k"], p["warps"], p["splits"], p.get("flat", False))
+            )
             timed.append((plan, entry["ms"], entry.get("loop_ms")))
-        out.append({"name": f"{path.stem.removeprefix('h200-plan-grid-')} {row['op']} {'x'.join(map(str, shape))} "
-                            f"d{dim} {row['dtype']}", "M": M, "N": N, "K": K, "elem": ELEM[row["dtype"]],
-                    "kind": kind, "device": dev, "timed": timed})
+        out.append(
+            {
+                "name": f"{path.stem.removeprefix('h200-plan-grid-')} {row['op']} {'x'.join(map(str, shape))} "
+                f"d{dim} {row['dtype']}",
+                "M": M,
+                "N": N,
+                "K": K,
+                "elem": ELEM[row["dtype"]],
+                "kind": kind,
+                "device": dev,
+                "timed": timed,
+            }
+        )
     return out
 
 
@@ -91,8 +113,10 @@ def summary(label: str, rows: list[tuple[float, str, object]]) -> str:
     values = [r[0] for r in rows]
     if not values:
         return f"{label}: no cases"
-    return (f"{label}: {len(values)} cases, pick / fastest median {statistics.median(values):.3f}, "
-            f"mean {statistics.fmean(values):.3f}, worst {max(values):.2f}, over 1.10x {sum(v > 1.10 for v in values)}")
+    return (
+        f"{label}: {len(values)} cases, pick / fastest median {statistics.median(values):.3f}, "
+        f"mean {statistics.fmean(values):.3f}, worst {max(values):.2f}, over 1.10x {sum(v > 1.10 for v in values)}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     gpu = ratios(all_cases, 1, args.gpu_bound)
     print(summary(f"do_bench, fastest >= {args.gpu_bound} ms", gpu))
     print(summary("back to back, every case", ratios(all_cases, 2, 0.0)))
-    for ratio, name, plan in gpu[:args.worst]:
+    for ratio, name, plan in gpu[: args.worst]:
         print(f"  {ratio:.2f}  {name}  pick {plan}")
     return 0
 

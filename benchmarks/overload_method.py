@@ -41,9 +41,11 @@ from pytest_fl_contract.results import cases, scoreboard  # noqa: E402
 from pytest_fl_contract.util import FlContractError, one_line  # noqa: E402
 
 # the three ways of choosing inputs the issue compares, by the suite's fl_transform
-CLASSES = (("pow2", "power-of-two shapes <= 32", ("pow2",)),
-           ("opinfo", "OpInfo samples as they are", ("none",)),
-           ("transforms", "boundary and layout transforms", ("boundary", "transposed", "strided", "expanded", "empty")))
+CLASSES = (
+    ("pow2", "power-of-two shapes <= 32", ("pow2",)),
+    ("opinfo", "OpInfo samples as they are", ("none",)),
+    ("transforms", "boundary and layout transforms", ("boundary", "transposed", "strided", "expanded", "empty")),
+)
 CLASS_OF = {t: name for name, _, ts in CLASSES for t in ts}
 CAUGHT = ("fail", "known")  # a failure, or a known defect's strict xfail: the defect showed
 
@@ -78,8 +80,9 @@ def _cases(path: Path) -> dict[str, scoreboard.Case]:
     return found
 
 
-def condition(name: str, kind: str, clean: Mapping[str, scoreboard.Case],
-              defective: Mapping[str, scoreboard.Case]) -> Condition:
+def condition(
+    name: str, kind: str, clean: Mapping[str, scoreboard.Case], defective: Mapping[str, scoreboard.Case]
+) -> Condition:
     """What caught the defects of ``defective``, against ``clean`` (pure: cases in, counts out)."""
     ran = {cls: 0 for cls, _, _ in CLASSES}
     by_unit: dict[str, set[str]] = {}
@@ -117,38 +120,62 @@ def _share(n: int, total: int, measured: bool = True) -> str:
 def row_of(c: Condition) -> dict:
     total = len(c.units)
     by = {cls: sum(cls in u.caught_by for u in c.units) for cls, _, _ in CLASSES}
-    return {"condition": c.name, "kind": c.kind, "defects": total,
-            "caught": sum(bool(u.caught_by) for u in c.units),
-            "by": by, "measured": {cls: c.ran[cls] > 0 for cls in by}, "cases": dict(c.ran),
-            "opinfo_or_transforms": sum(bool(u.caught_by & {"opinfo", "transforms"}) for u in c.units),
-            "only_transforms": sum(u.caught_by == {"transforms"} for u in c.units),
-            "clean_failures": c.clean_failures, "unpaired": c.unpaired,
-            "units": {u.name: sorted(u.caught_by) for u in c.units}}
+    return {
+        "condition": c.name,
+        "kind": c.kind,
+        "defects": total,
+        "caught": sum(bool(u.caught_by) for u in c.units),
+        "by": by,
+        "measured": {cls: c.ran[cls] > 0 for cls in by},
+        "cases": dict(c.ran),
+        "opinfo_or_transforms": sum(bool(u.caught_by & {"opinfo", "transforms"}) for u in c.units),
+        "only_transforms": sum(u.caught_by == {"transforms"} for u in c.units),
+        "clean_failures": c.clean_failures,
+        "unpaired": c.unpaired,
+        "units": {u.name: sorted(u.caught_by) for u in c.units},
+    }
 
 
 def table(conditions: Sequence[Condition]) -> str:
     """The Markdown table: one row per defective run (and one for the zoo's mutants together)."""
-    head = ("| condition | defects | caught by (a) pow2 <= 32 | by (b) OpInfo as is | by (c) boundary / layout "
-            "| by (b) or (c) | only by (c) | cases compared (a / b / c) | failing on the clean run too "
-            "| not in the clean run |")
+    head = (
+        "| condition | defects | caught by (a) pow2 <= 32 | by (b) OpInfo as is | by (c) boundary / layout "
+        "| by (b) or (c) | only by (c) | cases compared (a / b / c) | failing on the clean run too "
+        "| not in the clean run |"
+    )
     out = [head, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     rows = [row_of(c) for c in conditions]
     mutants = [c for c in conditions if c.kind == "mutant"]
     if len(mutants) > 1:  # the zoo as one row: every mutant one defect
         units = tuple(u for c in mutants for u in c.units)
         ran = {cls: sum(c.ran[cls] for c in mutants) for cls, _, _ in CLASSES}
-        rows.append(row_of(Condition(f"mutant zoo ({len(mutants)} mutants)", "zoo", units, ran,
-                                     sum(c.clean_failures for c in mutants), sum(c.unpaired for c in mutants))))
+        rows.append(
+            row_of(
+                Condition(
+                    f"mutant zoo ({len(mutants)} mutants)",
+                    "zoo",
+                    units,
+                    ran,
+                    sum(c.clean_failures for c in mutants),
+                    sum(c.unpaired for c in mutants),
+                )
+            )
+        )
     for r in rows:
         n = r["defects"]
         cells = [_share(r["by"][cls], n, r["measured"][cls]) for cls, _, _ in CLASSES]
-        out.append(f"| {r['condition']} | {n} | {' | '.join(cells)} | {_share(r['opinfo_or_transforms'], n)} | "
-                   f"{_share(r['only_transforms'], n)} | {r['cases']['pow2']} / {r['cases']['opinfo']} / "
-                   f"{r['cases']['transforms']} | {r['clean_failures']} | {r['unpaired']} |")
-    out += ["", "A catch: a case failing (or a known defect's strict xfail) on the defective run that passes on the "
-            "clean run; a case the clean run has not (its plan chose other samples) is no catch and counted apart. "
-            "A lane's defects: the overloads with a catch; a mutant is one defect, caught or not. "
-            "'not run': the reports hold no case of that input class (a quick sweep runs none and boundary only)."]
+        out.append(
+            f"| {r['condition']} | {n} | {' | '.join(cells)} | {_share(r['opinfo_or_transforms'], n)} | "
+            f"{_share(r['only_transforms'], n)} | {r['cases']['pow2']} / {r['cases']['opinfo']} / "
+            f"{r['cases']['transforms']} | {r['clean_failures']} | {r['unpaired']} |"
+        )
+    out += [
+        "",
+        "A catch: a case failing (or a known defect's strict xfail) on the defective run that passes on the "
+        "clean run; a case the clean run has not (its plan chose other samples) is no catch and counted apart. "
+        "A lane's defects: the overloads with a catch; a mutant is one defect, caught or not. "
+        "'not run': the reports hold no case of that input class (a quick sweep runs none and boundary only).",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -165,8 +192,9 @@ def _named(values: Sequence[str], what: str) -> list[tuple[str, Path]]:
 # -- running the suite under the zoo --------------------------------------------------
 
 
-def run_zoo(names: Sequence[str], work: Path, clean: Path | None = None,
-            extra: Sequence[str] = ()) -> tuple[Path, list[tuple[str, Path]]]:
+def run_zoo(
+    names: Sequence[str], work: Path, clean: Path | None = None, extra: Sequence[str] = ()
+) -> tuple[Path, list[tuple[str, Path]]]:
     """The overload suite (full sweep) on the CPU lane once per mutant, applied as the zoo applies
     it (``--fl-mutant``), each run selecting the overloads whose names hold the mutated op
     (``-k OP``); and clean over all of them unless ``clean`` is that run's report already."""
@@ -181,10 +209,32 @@ def run_zoo(names: Sequence[str], work: Path, clean: Path | None = None,
     suite = ROOT / "contracts" / "overloads"
 
     def pytest(report: Path, select: str, *args: str) -> None:
-        argv = [sys.executable, "-m", "pytest", str(suite), "-p", "fl_contract", "--platform", "cpu",
-                "--fl-sweep", "full", "-k", select, "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                "-c", str(ROOT / "contracts" / "pytest.ini"), "--rootdir", str(ROOT / "contracts"),
-                f"--junitxml={report}", *args, *extra]
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(suite),
+            "-p",
+            "fl_contract",
+            "--platform",
+            "cpu",
+            "--fl-sweep",
+            "full",
+            "-k",
+            select,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "-c",
+            str(ROOT / "contracts" / "pytest.ini"),
+            "--rootdir",
+            str(ROOT / "contracts"),
+            f"--junitxml={report}",
+            *args,
+            *extra,
+        ]
         done = subprocess.run(argv, capture_output=True, text=True, cwd=work, timeout=3600)
         if done.returncode not in (0, 1) or not report.is_file():
             tail = " | ".join(done.stdout.strip().splitlines()[-3:])
@@ -206,8 +256,10 @@ def run_zoo(names: Sequence[str], work: Path, clean: Path | None = None,
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clean", help="the suite's report of the clean run (no defect, no mutant); with --run-zoo: "
-                                        "its run is not repeated")
+    parser.add_argument(
+        "--clean",
+        help="the suite's report of the clean run (no defect, no mutant); with --run-zoo: its run is not repeated",
+    )
     parser.add_argument("--lane", action="append", default=[], metavar="NAME=REPORT", help="a defective lane")
     parser.add_argument("--mutant", action="append", default=[], metavar="NAME=REPORT", help="one mutant's run")
     parser.add_argument("--run-zoo", metavar="M1,M2", help="run the suite clean and under these mutants first")
@@ -218,8 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         lanes, mutants = _named(args.lane, "--lane"), _named(args.mutant, "--mutant")
         clean_path = Path(args.clean) if args.clean else None
         if args.run_zoo:
-            clean_path, ran = run_zoo([n.strip() for n in args.run_zoo.split(",") if n.strip()], Path(args.work),
-                                      clean_path)
+            clean_path, ran = run_zoo(
+                [n.strip() for n in args.run_zoo.split(",") if n.strip()], Path(args.work), clean_path
+            )
             mutants += ran
         if clean_path is None or not (lanes or mutants):
             raise FlContractError("name the clean run (--clean) and a defective one (--lane, --mutant or --run-zoo)")
@@ -228,8 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         conditions += [condition(name, "mutant", clean, _cases(path)) for name, path in mutants]
         print(table(conditions), end="")
         if args.json:
-            Path(args.json).write_text(json.dumps([row_of(c) for c in conditions], indent=1, sort_keys=True) + "\n",
-                                       encoding="utf-8")
+            Path(args.json).write_text(
+                json.dumps([row_of(c) for c in conditions], indent=1, sort_keys=True) + "\n", encoding="utf-8"
+            )
     except FlContractError as exc:
         print(f"overload_method: error: {one_line(str(exc), 600)}", file=sys.stderr)
         return 2

@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep", choices=["quick", "full"], default="full")
     parser.add_argument("--line", choices=["502", "54"], default="502")
     parser.add_argument("-n", default="2")
-    parser.add_argument("--out", default=None, help="Markdown file (default benchmarks/results/cpu-overloads-<line>-<sweep>.md)")
+    parser.add_argument(
+        "--out", default=None, help="Markdown file (default benchmarks/results/cpu-overloads-<line>-<sweep>.md)"
+    )
     args, lane = parser.parse_known_args(argv)
     lane = lane or ["--platform", "cpu"]
     site = os.environ.get("FL_FG54_SITE", "/tmp/fg-5.4.0.dev0") if args.line == "54" else ""
@@ -53,23 +55,54 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (site, str(ROOT)) if p), "OMP_NUM_THREADS": "1"}
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "overloads.xml"
-        cmd = [sys.executable, "-m", "pytest", "-p", "fl_contract", "-c", str(CONTRACTS / "pytest.ini"), "--rootdir",
-               str(CONTRACTS), "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "xdist", "-n", args.n, "-q",
-               "--tb=no", f"--fl-sweep={args.sweep}", f"--junitxml={xml}", *lane, str(CONTRACTS / "overloads")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "fl_contract",
+            "-c",
+            str(CONTRACTS / "pytest.ini"),
+            "--rootdir",
+            str(CONTRACTS),
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "-p",
+            "xdist",
+            "-n",
+            args.n,
+            "-q",
+            "--tb=no",
+            f"--fl-sweep={args.sweep}",
+            f"--junitxml={xml}",
+            *lane,
+            str(CONTRACTS / "overloads"),
+        ]
         start = time.monotonic()
         done = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True)
         wall = time.monotonic() - start
         if not xml.is_file():
-            print(f"overloads_cpu: the run wrote no report (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}",
-                  file=sys.stderr)
+            print(
+                f"overloads_cpu: the run wrote no report (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}",
+                file=sys.stderr,
+            )
             return 2
         statuses, per = counts(xml)
     tested = sum(1 for s in per.values() if s - {"UNTESTED"})
-    lines = [f"# Overload suite, {args.sweep} sweep, FlagGems line {args.line}, {' '.join(lane)}", "",
-             f"`{' '.join(['python', 'benchmarks/overloads_cpu.py', *(argv or sys.argv[1:])])}` - "
-             f"{wall:.0f} s wall with -n {args.n} (pytest exit {done.returncode})", "",
-             f"Overloads: {len(per)} in the table, {tested} with a case that ran, {len(per) - tested} UNTESTED "
-             f"({100 * (len(per) - tested) / max(len(per), 1):.1f}%)", "", "| status | cases |", "|---|---|"]
+    lines = [
+        f"# Overload suite, {args.sweep} sweep, FlagGems line {args.line}, {' '.join(lane)}",
+        "",
+        f"`{' '.join(['python', 'benchmarks/overloads_cpu.py', *(argv or sys.argv[1:])])}` - "
+        f"{wall:.0f} s wall with -n {args.n} (pytest exit {done.returncode})",
+        "",
+        f"Overloads: {len(per)} in the table, {tested} with a case that ran, {len(per) - tested} UNTESTED "
+        f"({100 * (len(per) - tested) / max(len(per), 1):.1f}%)",
+        "",
+        "| status | cases |",
+        "|---|---|",
+    ]
     lines += [f"| {k} | {v} |" for k, v in sorted(statuses.items())]
     failing = sorted(name for name, s in per.items() if s & {"WRONG", "FAULT", "ERROR", "TIMEOUT"})
     lines += ["", f"Overloads with a failing case: {', '.join(failing) or 'none'}", ""]

@@ -69,9 +69,14 @@ def main() -> int:
     parser.add_argument("--json")
     parser.add_argument("--ops", nargs="*", default=[], help="only draw these ops")
     parser.add_argument("--tiles", type=tile_sizes, help="tile sizes (elements) the candidates take, comma-separated")
-    parser.add_argument("--slabs", action="store_true",
-                        help="also time the slab plans (K <= tilemodel.SLAB_K_MAX: whole contiguous runs per m)")
-    parser.add_argument("--slab-k-max", type=int, help="time slab plans up to this K (what a change of SLAB_K_MAX would weigh)")
+    parser.add_argument(
+        "--slabs",
+        action="store_true",
+        help="also time the slab plans (K <= tilemodel.SLAB_K_MAX: whole contiguous runs per m)",
+    )
+    parser.add_argument(
+        "--slab-k-max", type=int, help="time slab plans up to this K (what a change of SLAB_K_MAX would weigh)"
+    )
     args = parser.parse_args()
 
     import torch
@@ -120,64 +125,114 @@ def main() -> int:
             if kind == "softmax":
                 call = functools.partial(fastpath.SlabSoftmax(shape, dim, None, plan, x.device).run, x)
             else:
-                call = functools.partial(fastpath.SlabReduce(shape, dim, False, op == "mean", plan, device, x.device).run, x)
+                call = functools.partial(
+                    fastpath.SlabReduce(shape, dim, False, op == "mean", plan, device, x.device).run, x
+                )
             got = call().float()
             error = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
             ms = triton.testing.do_bench(call, warmup=5, rep=10, return_mode="median")
-            timed.append({"plan": {"slab": plan.block, "splits": plan.splits, "warps": plan.warps},
-                          "predicted_ms": tm.slab_cost(M, N, K, plan, device, x.element_size(), kind)[1] * 1e3,
-                          "ms": ms, "loop_ms": back_to_back(call), "error": error})
+            timed.append(
+                {
+                    "plan": {"slab": plan.block, "splits": plan.splits, "warps": plan.warps},
+                    "predicted_ms": tm.slab_cost(M, N, K, plan, device, x.element_size(), kind)[1] * 1e3,
+                    "ms": ms,
+                    "loop_ms": back_to_back(call),
+                    "error": error,
+                }
+            )
             if not error <= (1e-4 if dtype == "float32" else 1e-2):
                 wrong.append(f"{op} {shape} {dtype} {plan}: error {error:.1e}")
         for predicted, plan in plans:
             if kind == "softmax":
                 call = functools.partial(fastpath.Softmax(shape, dim, None, plan, x.device).run, x)
             else:
-                call = functools.partial(fastpath.Reduce(shape, dim, False, op == "mean", plan, device, x.device).run, x)
+                call = functools.partial(
+                    fastpath.Reduce(shape, dim, False, op == "mean", plan, device, x.device).run, x
+                )
             got = call().float()
             error = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
             ms = triton.testing.do_bench(call, warmup=5, rep=10, return_mode="median")
-            timed.append({"plan": vars(plan), "predicted_ms": predicted * 1e3, "ms": ms, "loop_ms": back_to_back(call),
-                          "error": error})
+            timed.append(
+                {
+                    "plan": vars(plan),
+                    "predicted_ms": predicted * 1e3,
+                    "ms": ms,
+                    "loop_ms": back_to_back(call),
+                    "error": error,
+                }
+            )
             if not error <= (1e-4 if dtype == "float32" else 1e-2):
                 wrong.append(f"{op} {shape} {dtype} {plan}: error {error:.1e}")
         entry = ROWS.get(op)
         native = functools.partial(entry.invoke, entry.fn(), x, entry.dim_arg(dim))
-        native_ms, native_loop = triton.testing.do_bench(native, warmup=5, rep=10, return_mode="median"), back_to_back(native)
+        native_ms, native_loop = (
+            triton.testing.do_bench(native, warmup=5, rep=10, return_mode="median"),
+            back_to_back(native),
+        )
         best = min(t["ms"] for t in timed if "slab" not in t["plan"])  # the model's own candidates
         pick = next(t["ms"] for t in timed if t["plan"] == vars(chosen))
         was = next((t["ms"] for t in timed if earlier is not None and t["plan"] == vars(earlier)), float("nan"))
-        row = {"op": op, "shape": list(shape), "dim": dim, "dtype": dtype, "chosen": vars(chosen), "chosen_ms": pick,
-               "best_ms": best, "slab_best_ms": min((t["ms"] for t in timed if "slab" in t["plan"]), default=None),
-               "slab_pick": vars(slab_pick) if slab_pick else None, "native_ms": native_ms, "native_loop_ms": native_loop, "earlier": vars(earlier) if earlier else None, "earlier_ms": was, "plans": timed}
+        row = {
+            "op": op,
+            "shape": list(shape),
+            "dim": dim,
+            "dtype": dtype,
+            "chosen": vars(chosen),
+            "chosen_ms": pick,
+            "best_ms": best,
+            "slab_best_ms": min((t["ms"] for t in timed if "slab" in t["plan"]), default=None),
+            "slab_pick": vars(slab_pick) if slab_pick else None,
+            "native_ms": native_ms,
+            "native_loop_ms": native_loop,
+            "earlier": vars(earlier) if earlier else None,
+            "earlier_ms": was,
+            "plans": timed,
+        }
         rows.append(row)
         if args.json:  # after every case: a run cut off by its time limit keeps what it timed
             with open(args.json, "w", encoding="utf-8") as sink:
-                json.dump({"device_model": device.source, "seed": args.seed, "tiles": list(tm.TILES), "rows": rows}, sink,
-                          indent=1)
+                json.dump(
+                    {"device_model": device.source, "seed": args.seed, "tiles": list(tm.TILES), "rows": rows},
+                    sink,
+                    indent=1,
+                )
         slab_best = min((t for t in timed if "slab" in t["plan"]), key=lambda t: t["ms"], default=None)
         tiled_best = min((t for t in timed if "slab" not in t["plan"]), key=lambda t: t["ms"])
         fastest = tiled_best["plan"]
         loop = next(t["loop_ms"] for t in timed if t["plan"] == vars(chosen))
         loop_best = min((t for t in timed if "slab" not in t["plan"]), key=lambda t: t["loop_ms"])
-        print(f"{op:8} {'x'.join(map(str, shape)):>20} {dtype:9} {math.prod(shape) * x.element_size() / 2**20:8.1f} MB "
-              f"model {pick:.3f} ms ({pick / best:.2f}x best)  earlier {was:.3f} ({was / best:.2f}x)  best {best:.3f} "
-              f"r{fastest['block_r']} k{fastest['block_k']} w{fastest['warps']} s{fastest['splits']}  "
-              f"chosen r{chosen.block_r} k{chosen.block_k} s{chosen.splits}  ({len(timed)} plans)  back to back: model "
-              f"{loop:.4f}, best {loop_best['loop_ms']:.4f} s{loop_best['plan']['splits']}  "
-              f"native {native_ms:.3f} ms, back to back {native_loop:.4f}"
-              + (f"  slab best {slab_best['ms']:.3f} ms (b{slab_best['plan']['slab']} s{slab_best['plan']['splits']}), "
-                 f"back to back best {min(t['loop_ms'] for t in timed if 'slab' in t['plan']):.4f}" if slab_best else "")
-              + (f"  slab pick b{slab_pick.block} s{slab_pick.splits}: {_slab(timed, slab_pick)['ms']:.3f} ms, "
-                 f"back to back {_slab(timed, slab_pick)['loop_ms']:.4f}" if slab_pick else ""),
-              flush=True)
+        print(
+            f"{op:8} {'x'.join(map(str, shape)):>20} {dtype:9} {math.prod(shape) * x.element_size() / 2**20:8.1f} MB "
+            f"model {pick:.3f} ms ({pick / best:.2f}x best)  earlier {was:.3f} ({was / best:.2f}x)  best {best:.3f} "
+            f"r{fastest['block_r']} k{fastest['block_k']} w{fastest['warps']} s{fastest['splits']}  "
+            f"chosen r{chosen.block_r} k{chosen.block_k} s{chosen.splits}  ({len(timed)} plans)  back to back: model "
+            f"{loop:.4f}, best {loop_best['loop_ms']:.4f} s{loop_best['plan']['splits']}  "
+            f"native {native_ms:.3f} ms, back to back {native_loop:.4f}"
+            + (
+                f"  slab best {slab_best['ms']:.3f} ms (b{slab_best['plan']['slab']} s{slab_best['plan']['splits']}), "
+                f"back to back best {min(t['loop_ms'] for t in timed if 'slab' in t['plan']):.4f}"
+                if slab_best
+                else ""
+            )
+            + (
+                f"  slab pick b{slab_pick.block} s{slab_pick.splits}: {_slab(timed, slab_pick)['ms']:.3f} ms, "
+                f"back to back {_slab(timed, slab_pick)['loop_ms']:.4f}"
+                if slab_pick
+                else ""
+            ),
+            flush=True,
+        )
     ratios = sorted(r["chosen_ms"] / r["best_ms"] for r in rows)
     earlier = sorted(r["earlier_ms"] / r["best_ms"] for r in rows if not math.isnan(r["earlier_ms"]))
-    print(f"\nmodel's pick / fastest timed: median {ratios[len(ratios) // 2]:.2f}x, worst {ratios[-1]:.2f}x ({len(ratios)} cases)")
+    print(
+        f"\nmodel's pick / fastest timed: median {ratios[len(ratios) // 2]:.2f}x, worst {ratios[-1]:.2f}x ({len(ratios)} cases)"
+    )
     if earlier:
         print(f"earlier model's pick / fastest: median {earlier[len(earlier) // 2]:.2f}x, worst {earlier[-1]:.2f}x")
-    print(f"correctness: {sum(len(r['plans']) for r in rows) - len(wrong)} of {sum(len(r['plans']) for r in rows)} "
-          "plans within tolerance of torch" + "".join(f"\n  WRONG {w}" for w in wrong))
+    print(
+        f"correctness: {sum(len(r['plans']) for r in rows) - len(wrong)} of {sum(len(r['plans']) for r in rows)} "
+        "plans within tolerance of torch" + "".join(f"\n  WRONG {w}" for w in wrong)
+    )
     return 1 if wrong else 0
 
 

@@ -59,9 +59,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("shapes", nargs="+")
     parser.add_argument("--plans", action="store_true", help="also time tile plans around the model's")
-    parser.add_argument("--ncu", action="store_true",
-                        help="only launch: each case's fast path and native twice (the second of each warm), for "
-                             "Nsight Compute to read their counters; no timing")
+    parser.add_argument(
+        "--ncu",
+        action="store_true",
+        help="only launch: each case's fast path and native twice (the second of each warm), for "
+        "Nsight Compute to read their counters; no timing",
+    )
     args = parser.parse_args()
 
     import flag_gems  # noqa: F401
@@ -97,8 +100,11 @@ def main() -> int:
             torch.cuda.synchronize()
             print(f"{spec}: launched, plan={plan}", flush=True)
             continue
-        calls = {"native": functools.partial(op.invoke, native, x, op.dim_arg(dim)),
-                 "wrapper": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)), "direct": direct}
+        calls = {
+            "native": functools.partial(op.invoke, native, x, op.dim_arg(dim)),
+            "wrapper": functools.partial(op.invoke, wrapped, x, op.dim_arg(dim)),
+            "direct": direct,
+        }
         parts = []
         for label, call in calls.items():
             g, n = gpu_us(call)
@@ -128,8 +134,11 @@ def main() -> int:
                     fastpath.pick = original
                 results.append((g, alt, n))
         results.sort(key=lambda r: r[0])
-        print("    best plans: " + "; ".join(f"{g:.1f}us r{p.block_r} k{p.block_k} w{p.warps} s{p.splits}"
-                                             for g, p, _ in results[:5]), flush=True)
+        print(
+            "    best plans: "
+            + "; ".join(f"{g:.1f}us r{p.block_r} k{p.block_k} w{p.warps} s{p.splits}" for g, p, _ in results[:5]),
+            flush=True,
+        )
     return 0
 
 

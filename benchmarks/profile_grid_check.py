@@ -22,6 +22,7 @@ def main() -> int:
     from pytest_fl_contract.contracts.reductions.sweeps import disagreement
 
     from pytest_fl_contract.registry import ROWS
+
     torch.set_num_threads(1)
     x = torch.randn(2, 2**26 + 3)
     for name in args.ops:

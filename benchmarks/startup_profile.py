@@ -21,8 +21,22 @@ import subprocess
 import sys
 import time
 
-COLLECT = [sys.executable, "-m", "pytest_fl_contract.cli", "contracts", "reductions", "--", "--platform", "nvidia",
-           "--fl-sweep", "full", "--collect-only", "-q", "-p", "no:cacheprovider"]
+COLLECT = [
+    sys.executable,
+    "-m",
+    "pytest_fl_contract.cli",
+    "contracts",
+    "reductions",
+    "--",
+    "--platform",
+    "nvidia",
+    "--fl-sweep",
+    "full",
+    "--collect-only",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+]
 
 
 def phases(device: str) -> dict[str, float]:

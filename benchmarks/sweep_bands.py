@@ -15,8 +15,12 @@ from collections import defaultdict
 
 from bench_reductions import percentile as quantile  # the sweep's own quantile: bands agree with its summary
 
-SIZE_BANDS = ((0, 2**20, "< 1 MB"), (2**20, 20 * 2**20, "1 - 20 MB"), (20 * 2**20, 100 * 2**20, "20 - 100 MB"),
-              (100 * 2**20, math.inf, "> 100 MB"))
+SIZE_BANDS = (
+    (0, 2**20, "< 1 MB"),
+    (2**20, 20 * 2**20, "1 - 20 MB"),
+    (20 * 2**20, 100 * 2**20, "20 - 100 MB"),
+    (100 * 2**20, math.inf, "> 100 MB"),
+)
 WORST, LARGE = 1.10, 64 * 2**20
 
 
@@ -35,13 +39,18 @@ def table(rows: list[dict], key, title: str) -> list[str]:
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         groups[key(row)].append(row)
-    out = [f"by {title}:", f"  {'band':<22}{'cases':>6}{'median':>8}{'p90':>8}{'worst':>8}{'> 1.10x':>9}{'native us':>11}"]
+    out = [
+        f"by {title}:",
+        f"  {'band':<22}{'cases':>6}{'median':>8}{'p90':>8}{'worst':>8}{'> 1.10x':>9}{'native us':>11}",
+    ]
     for name in sorted(groups, key=lambda g: (min(r["bytes"] for r in groups[g]), g)):
         ratios = [r["fast"] / r["native"] for r in groups[name]]
         native_us = quantile([1000 * r["native"] for r in groups[name]], 0.5)
         slow = sum(x > WORST for x in ratios)
-        out.append(f"  {name:<22}{len(ratios):>6}{quantile(ratios, .5):>7.2f}x{quantile(ratios, .9):>7.2f}x"
-                   f"{max(ratios):>7.2f}x{slow:>9}{native_us:>11.1f}")
+        out.append(
+            f"  {name:<22}{len(ratios):>6}{quantile(ratios, 0.5):>7.2f}x{quantile(ratios, 0.9):>7.2f}x"
+            f"{max(ratios):>7.2f}x{slow:>9}{native_us:>11.1f}"
+        )
     return out
 
 
@@ -56,19 +65,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sweep_bands: cannot read {args.json}: {exc}", file=sys.stderr)
         return 2
     ratios = [r["fast"] / r["native"] for r in rows]
-    print(f"{data.get('device_model', data.get('device', '?'))}; seed {data.get('seed')}; {len(rows)} cases; "
-          f"targets: worst <= {WORST}x, median <= 0.90x, >= 80% of copy over 64 MB (fp32, bf16)")
-    print(f"fast / native: median {quantile(ratios, .5):.2f}x, p90 {quantile(ratios, .9):.2f}x, worst {max(ratios):.2f}x; "
-          f"{sum(x > WORST for x in ratios)} cases over {WORST}x")
-    for line in table(rows, size_band, "input size") + table(rows, shape_band, "shape") + table(rows, lambda r: r["op"] + " " + r["dtype"], "op and dtype"):
+    print(
+        f"{data.get('device_model', data.get('device', '?'))}; seed {data.get('seed')}; {len(rows)} cases; "
+        f"targets: worst <= {WORST}x, median <= 0.90x, >= 80% of copy over 64 MB (fp32, bf16)"
+    )
+    print(
+        f"fast / native: median {quantile(ratios, 0.5):.2f}x, p90 {quantile(ratios, 0.9):.2f}x, worst {max(ratios):.2f}x; "
+        f"{sum(x > WORST for x in ratios)} cases over {WORST}x"
+    )
+    for line in (
+        table(rows, size_band, "input size")
+        + table(rows, shape_band, "shape")
+        + table(rows, lambda r: r["op"] + " " + r["dtype"], "op and dtype")
+    ):
         print(line)
     big = defaultdict(list)
     for r in rows:
         if r["bytes"] > LARGE and r.get("fast_copy_share") is not None:
             big[r["dtype"]].append(r["fast_copy_share"])
     for dtype, shares in sorted(big.items()):
-        print(f"{dtype} over 64 MB: copy share median {100 * quantile(shares, .5):.0f}%, "
-              f"{sum(s >= 0.8 for s in shares)} of {len(shares)} at >= 80%")
+        print(
+            f"{dtype} over 64 MB: copy share median {100 * quantile(shares, 0.5):.0f}%, "
+            f"{sum(s >= 0.8 for s in shares)} of {len(shares)} at >= 80%"
+        )
     return 0
 
 

@@ -47,38 +47,50 @@ def worst_bands(rows: list[dict]) -> list[str]:
     for row in over:
         host = "host-bound" if row["loop_native"] * 1000 < HOST_BOUND_US else "GPU-bound"
         groups[f"{family(row)} ({host})"].append(row)
-    lines = [f"{len(over)} of {len(rows)} cases over {WORST:.2f}x native back to back",
-             "", "| band | cases | fast / native b2b median, worst | native b2b us | fast / best correct (do_bench) median, worst | example |",
-             "|---|---:|---|---|---|---|"]
+    lines = [
+        f"{len(over)} of {len(rows)} cases over {WORST:.2f}x native back to back",
+        "",
+        "| band | cases | fast / native b2b median, worst | native b2b us | fast / best correct (do_bench) median, worst | example |",
+        "|---|---:|---|---|---|---|",
+    ]
     for name, group in sorted(groups.items(), key=lambda g: -len(g[1])):
         ratios = [r["loop_fast"] / r["loop_native"] for r in group]
         native_us = sorted(r["loop_native"] * 1000 for r in group)
         vs = [r["fast"] / alt for r in group if (alt := correct_alternative(r))]
         worst = max(group, key=lambda r: r["loop_fast"] / r["loop_native"])
         vs_text = f"{percentile(vs, 0.5):.2f}x, {max(vs):.2f}x ({len(vs)})" if vs else "not timed"
-        lines.append(f"| {name} | {len(group)} | {percentile(ratios, 0.5):.2f}x, {max(ratios):.2f}x | "
-                     f"{native_us[0]:.0f} - {native_us[-1]:.0f} | {vs_text} | {_case(worst)} |")
+        lines.append(
+            f"| {name} | {len(group)} | {percentile(ratios, 0.5):.2f}x, {max(ratios):.2f}x | "
+            f"{native_us[0]:.0f} - {native_us[-1]:.0f} | {vs_text} | {_case(worst)} |"
+        )
     return lines
 
 
 def share_bands(rows: list[dict]) -> list[str]:
     """Copy share over 64 MB by dtype, the fast path's and native's (same bytes, its time)."""
-    lines = ["", "| dtype | cases over 64 MB | fast share median | reaching 80% | native share median | native reaching 80% |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        "| dtype | cases over 64 MB | fast share median | reaching 80% | native share median | native reaching 80% |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for dtype in ("float32", "bfloat16", "float16"):
         big = [r for r in rows if r["bytes"] > LARGE and r["dtype"] == dtype and "fast_copy_share" in r]
         if not big:
             continue
         fast = [r["fast_copy_share"] for r in big]
         native = [r["fast_copy_share"] * r["fast"] / r["native"] for r in big]
-        lines.append(f"| {dtype} | {len(big)} | {100 * percentile(fast, 0.5):.0f}% | {sum(s >= SHARE for s in fast)} | "
-                     f"{100 * percentile(native, 0.5):.0f}% | {sum(s >= SHARE for s in native)} |")
+        lines.append(
+            f"| {dtype} | {len(big)} | {100 * percentile(fast, 0.5):.0f}% | {sum(s >= SHARE for s in fast)} | "
+            f"{100 * percentile(native, 0.5):.0f}% | {sum(s >= SHARE for s in native)} |"
+        )
     return lines
 
 
 def _case(row: dict) -> str:
-    return (f"{row['op']} {'x'.join(map(str, row['shape']))} d{row['dim']} {row['dtype']} "
-            f"{row['loop_fast'] / row['loop_native']:.2f}x")
+    return (
+        f"{row['op']} {'x'.join(map(str, row['shape']))} d{row['dim']} {row['dtype']} "
+        f"{row['loop_fast'] / row['loop_native']:.2f}x"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,8 +39,10 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
     names, entries, size = census(args.cache)
-    print(f"{args.cache}: {entries} entries, {sum(names.values())} compiled kernels of {len(names)} names, "
-          f"{size / 2**20:.1f} MiB")
+    print(
+        f"{args.cache}: {entries} entries, {sum(names.values())} compiled kernels of {len(names)} names, "
+        f"{size / 2**20:.1f} MiB"
+    )
     for name, count in names.most_common(args.top):
         print(f"  {count:5d}  {name}")
     return 0

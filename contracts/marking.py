@@ -58,9 +58,14 @@ def own_items(items: list[pytest.Item], conftest: str) -> list[pytest.Item]:
     return [item for item in items if under[str(item.path)]]
 
 
-def mark_row_cases(items: list[pytest.Item], row_type: type, call_of: Callable[[dict, str, bool], Any],
-                   wraps: Callable[[Any, Any], bool], reached: Callable[[Any], bool] = lambda row: True,
-                   sweeps: tuple[str, ...] = SWEEPS) -> None:
+def mark_row_cases(
+    items: list[pytest.Item],
+    row_type: type,
+    call_of: Callable[[dict, str, bool], Any],
+    wraps: Callable[[Any, Any], bool],
+    reached: Callable[[Any], bool] = lambda row: True,
+    sweeps: tuple[str, ...] = SWEEPS,
+) -> None:
     """Tag each case with its row and contract, and mark the cases that run into a FlagGems
     defect with it (a strict xfail on lanes whose registry lists it and whose workaround does
     not reach it); with --fl-wrapped-only skip the rows the workaround leaves, with
@@ -81,12 +86,20 @@ def mark_row_cases(items: list[pytest.Item], row_type: type, call_of: Callable[[
             continue
         wrapped = wraps(session_of(item.config), row)
         if settings is not None and settings.wrapped_only and not wrapped:
-            item.add_marker(pytest.mark.skip(reason=f"{row.name}: the workaround leaves it, so it runs here as on "
-                                             "the twin lane without one, which runs it (--fl-wrapped-only)"))
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"{row.name}: the workaround leaves it, so it runs here as on "
+                    "the twin lane without one, which runs it (--fl-wrapped-only)"
+                )
+            )
         if settings is not None and settings.unreached_sweeps_only and contract not in sweeps and not reached(row):
-            item.add_marker(pytest.mark.skip(reason=f"{row.name}: no injected defect reaches its kernels (FlagGems' "
-                                             "source scan), so this contract runs here as on the plain CPU lane, which "
-                                             "runs it; its sweeps run here (--fl-unreached-sweeps-only)"))
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"{row.name}: no injected defect reaches its kernels (FlagGems' "
+                    "source scan), so this contract runs here as on the plain CPU lane, which "
+                    "runs it; its sweeps run here (--fl-unreached-sweeps-only)"
+                )
+            )
         call = call_of(params, contract, wrapped)
         if call is None:
             continue
@@ -94,6 +107,10 @@ def mark_row_cases(items: list[pytest.Item], row_type: type, call_of: Callable[[
             item.add_marker(pytest.mark.known_defect(defect, **({} if wrapped else {"uncovered": True})))
         corrupting = () if emulated else row.corrupting(replace(call, contract=""), version)  # every contract
         if corrupting:
-            item.add_marker(pytest.mark.skip(reason=f"known defect {corrupting[0]} writes past its tensor on hardware: "
-                                             "its outcome is chance and it corrupts later cases (the emulated lanes "
-                                             "run it)"))
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"known defect {corrupting[0]} writes past its tensor on hardware: "
+                    "its outcome is chance and it corrupts later cases (the emulated lanes "
+                    "run it)"
+                )
+            )

@@ -46,14 +46,23 @@ def defect_lines(platform: Any, covers: set[str], markdown: bool = False) -> lis
         versions = ROWS.defect_reach(d.id) if d.flag_gems else {}
         where = ("; " if d.flag_gems else ", ").join(
             f"{op} ({', '.join(versions[op]) if versions.get(op) else 'every version'})" if d.flag_gems else op
-            for op in ROWS.reach(d))
+            for op in ROWS.reach(d)
+        )
         seen = f" (seen: {'; '.join(d.seen)})" if d.seen else ""
-        rows.append((d.id, "FlagGems" if d.flag_gems else "compiler", where or "-",
-                     "yes" if d.id in covers else "no", " ".join(d.description.split()) + seen))
+        rows.append(
+            (
+                d.id,
+                "FlagGems" if d.flag_gems else "compiler",
+                where or "-",
+                "yes" if d.id in covers else "no",
+                " ".join(d.description.split()) + seen,
+            )
+        )
     if markdown:  # every name may come from a platforms file: inert in the table (util.md_text)
         head = ["| defect | whose | ops (FlagGems versions) | workaround covers | what |", "|---|---|---|---|---|"]
-        return head + [f"| {md_code(r[0])} | {r[1]} | {md_text(r[2], 2000)} | {r[3]} | {md_text(r[4], 2000)} |"
-                       for r in rows]
+        return head + [
+            f"| {md_code(r[0])} | {r[1]} | {md_text(r[2], 2000)} | {r[3]} | {md_text(r[4], 2000)} |" for r in rows
+        ]
     return [f"{r[0]}: {r[1]}; ops {r[2]}; workaround covers it: {r[3]}\n    {r[4]}" for r in rows]
 
 
@@ -64,8 +73,11 @@ def cmd_defects(args: argparse.Namespace) -> int:
 
     registry = lane_commands.registry(args)
     platform = registry.get(args.platform) if args.platform else registry.get(detect(registry).platform)
-    print(f"**{md_text(platform.name)}: known defects**\n" if args.markdown else
-          f"{util_one_line(platform.name)}: {len(platform.defects)} known defects")
+    print(
+        f"**{md_text(platform.name)}: known defects**\n"
+        if args.markdown
+        else f"{util_one_line(platform.name)}: {len(platform.defects)} known defects"
+    )
     for line in defect_lines(platform, set(registry.covered_by(DEFAULT_WORKAROUND)), args.markdown):
         print(line)
     return 0
@@ -118,8 +130,10 @@ def cmd_triton_cache(args: argparse.Namespace) -> int:
 
     target = os.environ.get("GITHUB_OUTPUT") if args.github_output else None
     if args.github_output and not target:
-        raise FlContractError("--github-output: GITHUB_OUTPUT is not set (not a GitHub Actions step); "
-                              "leave the option out to print the lines only")
+        raise FlContractError(
+            "--github-output: GITHUB_OUTPUT is not set (not a GitHub Actions step); "
+            "leave the option out to print the lines only"
+        )
     path, why = lane_commands.locate(args.manifest)
     loaded = lane_commands.manifest(args)  # which one is said once the lane is found: a refusal stays one line
     lane = loaded.lanes.get(args.lane)
@@ -154,52 +168,87 @@ def cmd_mutants(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="fl-contract", description="FlagGems contract lanes")
     parser.add_argument("--version", action="version", version=f"fl-contract {__version__}")
-    parser.add_argument("--manifest", default=None,
-                        help=f"lane manifest (default: ./{lane_commands.DEFAULT_MANIFEST}, else the packaged one)")
+    parser.add_argument(
+        "--manifest",
+        default=None,
+        help=f"lane manifest (default: ./{lane_commands.DEFAULT_MANIFEST}, else the packaged one)",
+    )
     parser.add_argument("--platforms-file", action="append", default=[], help="extra platform registry file")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     lane_commands.register(sub)
     result_commands.register(sub)
     triage_commands.register(sub)
     sub.add_parser("platform", help="print the detected platform and how").set_defaults(fn=cmd_platform)
-    defects = sub.add_parser("defects", help="the known defects of a platform: whose, which ops and versions, covered or not")
-    defects.add_argument("--platform", default=None, metavar="NAME", help="a registry platform (default: this machine's)")
+    defects = sub.add_parser(
+        "defects", help="the known defects of a platform: whose, which ops and versions, covered or not"
+    )
+    defects.add_argument(
+        "--platform", default=None, metavar="NAME", help="a registry platform (default: this machine's)"
+    )
     defects.add_argument("--markdown", action="store_true", help="a Markdown table")
     defects.set_defaults(fn=cmd_defects)
     contracts = sub.add_parser("contracts", help="run the packaged contract suites (pytest args after --)")
     contracts.add_argument("suites", nargs="*", metavar="SUITE", help="reductions, copy, probes (default: all)")
     contracts.set_defaults(fn=cmd_contracts)
     probe = sub.add_parser("probe", help="run the compiler probes on this lane's device and print the table")
-    probe.add_argument("--platform", default=None, metavar="NAME|auto",
-                       help="platform of this lane (default: FL_PLATFORM, else auto-detected)")
-    probe.add_argument("--emulate", action="store_true",
-                       help="emulate the platform on this CPU: Triton's interpreter with its registry defects injected")
+    probe.add_argument(
+        "--platform",
+        default=None,
+        metavar="NAME|auto",
+        help="platform of this lane (default: FL_PLATFORM, else auto-detected)",
+    )
+    probe.add_argument(
+        "--emulate",
+        action="store_true",
+        help="emulate the platform on this CPU: Triton's interpreter with its registry defects injected",
+    )
     probe.add_argument("--profile", default=None, metavar="NAME", help="device profile for the emulator")
-    probe.add_argument("--inject", action="append", default=[], metavar="DEFECT",
-                       help="inject this defect under the emulator (repeatable)")
+    probe.add_argument(
+        "--inject",
+        action="append",
+        default=[],
+        metavar="DEFECT",
+        help="inject this defect under the emulator (repeatable)",
+    )
     probe.add_argument("--only", action="append", default=[], metavar="PROBE", help="run only this probe (repeatable)")
     probe.add_argument("--markdown", action="store_true", help="print a Markdown table (for a bug report)")
-    probe.add_argument("--mutants", action="store_true",
-                       help="run each probe's mutant kernel (its feature broken in source): all must be caught")
+    probe.add_argument(
+        "--mutants",
+        action="store_true",
+        help="run each probe's mutant kernel (its feature broken in source): all must be caught",
+    )
     probe.set_defaults(fn=cmd_probe)
-    triton = sub.add_parser("triton-cache", help="a lane's Triton and FlagGems caches and durations record, and the CI "
-                            "cache key to carry them between runs (cache=false: the lane compiles nothing)")
+    triton = sub.add_parser(
+        "triton-cache",
+        help="a lane's Triton and FlagGems caches and durations record, and the CI "
+        "cache key to carry them between runs (cache=false: the lane compiles nothing)",
+    )
     triton.add_argument("lane", help="a lane of the manifest (--manifest)")
-    triton.add_argument("--github-output", action="store_true",
-                        help="also append the lines to $GITHUB_OUTPUT (the step's outputs: cache, path, key)")
+    triton.add_argument(
+        "--github-output",
+        action="store_true",
+        help="also append the lines to $GITHUB_OUTPUT (the step's outputs: cache, path, key)",
+    )
     triton.set_defaults(fn=cmd_triton_cache)
     mutants = sub.add_parser("mutants", help="run the contracts against each defect mutant")
     mutants.add_argument("--only", action="append", default=[], help="run only this mutant (repeatable)")
     mutants.add_argument("--jobs", type=int, default=0, help="mutants in parallel (default: CPU count)")
     mutants.add_argument("--list", action="store_true", help="list the mutants and exit")
-    mutants.add_argument("--every-killer", action="store_true",
-                         help="run every contract of the mutated op (no -x): which contracts kill each mutant, "
-                              "and the mutants only one contract kills")
-    mutants.add_argument("--search", action="store_true",
-                         help="search each mutant's whole selection, not its recorded killer first")
-    mutants.add_argument("--record-killers", action="store_true",
-                         help="search (as --search) and record each mutant's first killing case in the "
-                              "package's killers.json, which later runs try first")
+    mutants.add_argument(
+        "--every-killer",
+        action="store_true",
+        help="run every contract of the mutated op (no -x): which contracts kill each mutant, "
+        "and the mutants only one contract kills",
+    )
+    mutants.add_argument(
+        "--search", action="store_true", help="search each mutant's whole selection, not its recorded killer first"
+    )
+    mutants.add_argument(
+        "--record-killers",
+        action="store_true",
+        help="search (as --search) and record each mutant's first killing case in the "
+        "package's killers.json, which later runs try first",
+    )
     mutants.set_defaults(fn=cmd_mutants)
     return parser
 
@@ -253,7 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
-    if "--" in argv and _command(argv) in ("contracts", "repro", "triage"):  # pytest's own arguments; elsewhere '--' is argparse's
+    if "--" in argv and _command(argv) in (
+        "contracts",
+        "repro",
+        "triage",
+    ):  # pytest's own arguments; elsewhere '--' is argparse's
         passthrough = argv[argv.index("--") + 1 :]
         argv = argv[: argv.index("--")]
     try:

@@ -29,12 +29,18 @@ def _lines(lines: tuple[str, ...]) -> str:
 def rows_table() -> list[str]:
     from .registry import ROWS
 
-    out = ["# The registry's rows", "", "| family | row | FlagGems module | entry points | lines | paths |",
-           "|---|---|---|---|---|---|"]
+    out = [
+        "# The registry's rows",
+        "",
+        "| family | row | FlagGems module | entry points | lines | paths |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in ROWS.rows():
-        out.append(f"| {md_text(row.family)} | {md_code(row.name)} | {md_code(row.module)} | "
-                   f"{', '.join(md_code(e) for e in row.entry_names())} | {_lines(row.lines)} | "
-                   f"{len(getattr(row, 'paths', ()))} |")
+        out.append(
+            f"| {md_text(row.family)} | {md_code(row.name)} | {md_code(row.module)} | "
+            f"{', '.join(md_code(e) for e in row.entry_names())} | {_lines(row.lines)} | "
+            f"{len(getattr(row, 'paths', ()))} |"
+        )
     return out
 
 
@@ -55,17 +61,24 @@ def _case_text(row: Any, path: Any) -> str:
 def paths_table() -> list[str]:
     from .registry import ROWS
 
-    out = ["# Kernel paths", "",
-           "Each row's kernel paths, as its FlagGems heuristics choose them on the CPU lane's 4-SM device profiles, "
-           "and the smallest case that reaches each: the path contracts run every one, and the project's tests "
-           "check that each case launches its kernel and that every kernel of the module has a path.", "",
-           "| row | path | case | kernel | FlagGems |", "|---|---|---|---|---|"]
+    out = [
+        "# Kernel paths",
+        "",
+        "Each row's kernel paths, as its FlagGems heuristics choose them on the CPU lane's 4-SM device profiles, "
+        "and the smallest case that reaches each: the path contracts run every one, and the project's tests "
+        "check that each case launches its kernel and that every kernel of the module has a path.",
+        "",
+        "| row | path | case | kernel | FlagGems |",
+        "|---|---|---|---|---|",
+    ]
     for row in ROWS.rows():
         for path in getattr(row, "paths", ()):
             tiles = getattr(path, "tiles", None)
             switch = "" if tiles is None else (", one tile" if tiles else ", a loop")
-            out.append(f"| {md_code(row.name)} | {md_text(path.name)} | {md_text(_case_text(row, path))} | "
-                       f"{md_code(path.kernel)}{switch} | {_lines(path.lines)} |")
+            out.append(
+                f"| {md_code(row.name)} | {md_text(path.name)} | {md_text(_case_text(row, path))} | "
+                f"{md_code(path.kernel)}{switch} | {_lines(path.lines)} |"
+            )
     return out
 
 
@@ -76,17 +89,26 @@ def defects_table() -> list[str]:
 
     catalogue = load_registry(entry_points=False)
     covers = set(catalogue.covered_by(DEFAULT_WORKAROUND))
-    out = ["# Known defects", "",
-           "The catalogue (`pytest_fl_contract/config/platforms.yaml`): a compiler's defects reach the rows whose "
-           "kernels rely on the feature it breaks, FlagGems' own the rows whose predicates name it (a strict xfail "
-           "on exactly those calls). `fl-contract defects --platform NAME` lists one platform's.", "",
-           "| defect | whose | rows (FlagGems versions) | the workaround covers it | what |", "|---|---|---|---|---|"]
+    out = [
+        "# Known defects",
+        "",
+        "The catalogue (`pytest_fl_contract/config/platforms.yaml`): a compiler's defects reach the rows whose "
+        "kernels rely on the feature it breaks, FlagGems' own the rows whose predicates name it (a strict xfail "
+        "on exactly those calls). `fl-contract defects --platform NAME` lists one platform's.",
+        "",
+        "| defect | whose | rows (FlagGems versions) | the workaround covers it | what |",
+        "|---|---|---|---|---|",
+    ]
     for d in sorted(catalogue.defects.values(), key=lambda d: (not d.flag_gems, d.id)):
         versions = ROWS.defect_reach(d.id) if d.flag_gems else {}
-        reached = ", ".join(f"{row} ({', '.join(versions[row])})" if versions.get(row) else row for row in ROWS.reach(d))
+        reached = ", ".join(
+            f"{row} ({', '.join(versions[row])})" if versions.get(row) else row for row in ROWS.reach(d)
+        )
         seen = f" Seen: {'; '.join(d.seen)}." if d.seen else ""
-        out.append(f"| {md_code(d.id)} | {'FlagGems' if d.flag_gems else 'compiler'} | {md_text(reached or '-', 2000)} | "
-                   f"{'yes' if d.id in covers else 'no'} | {md_text(d.description + seen, 4000)} |")
+        out.append(
+            f"| {md_code(d.id)} | {'FlagGems' if d.flag_gems else 'compiler'} | {md_text(reached or '-', 2000)} | "
+            f"{'yes' if d.id in covers else 'no'} | {md_text(d.description + seen, 4000)} |"
+        )
     return out
 
 
@@ -114,8 +136,10 @@ def main(argv: list[str]) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     if stale:
-        print(f"fl-contract: stale generated docs (python -m pytest_fl_contract.docs {where}): {', '.join(stale)}",
-              file=sys.stderr)
+        print(
+            f"fl-contract: stale generated docs (python -m pytest_fl_contract.docs {where}): {', '.join(stale)}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

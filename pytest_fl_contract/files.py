@@ -17,8 +17,13 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
-         (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def _kind(mode: int) -> str:
@@ -87,7 +92,7 @@ def append_text(path: str | os.PathLike[str], text: str) -> None:
         os.set_blocking(fd, True)
         data = text.encode("utf-8")
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
     finally:
         os.close(fd)
 

@@ -23,7 +23,7 @@ MARKERS: dict[str, str] = {
     "platforms": "platforms(*names): run only on these platforms (aliases accepted)",
     "skip_platforms": "skip_platforms(*names, reason=...): skip on these platforms, saying why",
     "known_defect": "known_defect(id, uncovered=False): strict xfail on platforms that list the defect while its "
-                    "workaround is off (uncovered: the workaround does not reach this call)",
+    "workaround is off (uncovered: the workaround does not reach this call)",
     "requires_device_memory": "requires_device_memory(gib): needs a real device with this much memory free",
 }
 
@@ -121,10 +121,17 @@ def validate(marks: Iterable[Mark], registry: Registry) -> tuple[Spec, ...]:
                 known = ", ".join(sorted(registry.defect_ids)) or "none"
                 raise MarkerError(f"@known_defect: unknown defect {mark.args[0]!r}; known: {known}")
             # uncovered=True: the lane's workaround does not reach this call, whatever it covers elsewhere
-            specs.append(Spec("known_defect", (mark.args[0], *(("uncovered",) if mark.kwargs.get("uncovered") else ()))))
+            specs.append(
+                Spec("known_defect", (mark.args[0], *(("uncovered",) if mark.kwargs.get("uncovered") else ())))
+            )
         elif mark.name == "requires_device_memory":
-            if len(mark.args) != 1 or mark.kwargs or isinstance(mark.args[0], bool) or not isinstance(
-                    mark.args[0], (int, float)) or mark.args[0] <= 0:
+            if (
+                len(mark.args) != 1
+                or mark.kwargs
+                or isinstance(mark.args[0], bool)
+                or not isinstance(mark.args[0], (int, float))
+                or mark.args[0] <= 0
+            ):
                 raise MarkerError("@requires_device_memory takes one positive number of GiB")
             specs.append(Spec("requires_device_memory", (str(float(mark.args[0])),)))
         elif mark.name == "requires_capability":
@@ -169,16 +176,25 @@ def evaluate_xfail(specs: Iterable[Spec], ctx: Context) -> Xfail | None:
     """A strict xfail for a defect this platform lists and no active workaround covers.  A call
     that runs into several is held by the first; whichever of them shows first, its failure
     is one they produce (mm with K = 0 on an H200: out of shared memory before its K tail)."""
-    found = [d for spec in specs if spec.name == "known_defect"
-             for d in [ctx.platform.defect(spec.args[0])]
-             if d is not None and (d.id not in ctx.covered or "uncovered" in spec.args)]
+    found = [
+        d
+        for spec in specs
+        if spec.name == "known_defect"
+        for d in [ctx.platform.defect(spec.args[0])]
+        if d is not None and (d.id not in ctx.covered or "uncovered" in spec.args)
+    ]
     if not found:
         return None
     first = found[0]
     conditional = all(d.trigger is not None for d in found)
-    return Xfail(f"known defect {first.id} on {ctx.platform.name}: {first.description}", first.id,
-                 strict=not conditional, fails_with=tuple(dict.fromkeys(e for d in found for e in d.fails_with)),
-                 faults=any(d.faults for d in found), conditional=conditional)
+    return Xfail(
+        f"known defect {first.id} on {ctx.platform.name}: {first.description}",
+        first.id,
+        strict=not conditional,
+        fails_with=tuple(dict.fromkeys(e for d in found for e in d.fails_with)),
+        faults=any(d.faults for d in found),
+        conditional=conditional,
+    )
 
 
 def device_fault(exc: BaseException) -> bool:

@@ -90,59 +90,140 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 # The plugin's options but ``--platform`` (``_platform_option``): flag, destination, argparse's keywords.
 OPTIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("--fl-platform", "fl_platform_name", dict(
-        metavar="NAME|auto", help="platform of this lane, also where another plugin or conftest owns --platform "
-        "(env FL_PLATFORM, ini fl_platform; default auto)")),
-    ("--fl-platforms-file", "fl_platforms_files", dict(
-        action="append", default=[], metavar="PATH",
-        help="extra platform registry file (YAML), merged over the built-in one")),
-    ("--fl-emulate", "fl_emulate", dict(
-        action="store_true",
-        help="emulate the platform on this CPU: FlagGems on Triton's interpreter with its registry defects injected")),
-    ("--fl-profile", "fl_profile", dict(metavar="NAME", help="device profile for the emulator (default: the platform's)")),
-    ("--fl-inject", "fl_inject", dict(
-        action="append", default=[], metavar="DEFECT", help="inject this defect under the emulator (repeatable)")),
-    ("--fl-no-workaround", "fl_no_workaround", dict(
-        action="store_true", help="never install the masked-reduction workaround")),
-    ("--fl-force-workaround", "fl_force_workaround", dict(
-        action="store_true", help="install the workaround even where the platform lists no defect")),
-    ("--fl-workaround", "fl_workaround", dict(
-        metavar="MODULE", help="put another workaround implementation (install/uninstall protocol) under the contracts")),
-    ("--fl-wrapped-only", "fl_wrapped_only", dict(
-        action="store_true",
-        help="run only the ops the workaround wraps, skipping the others with the reason: for an emulated "
-        "lane whose twin runs the same defects without the workaround, where the ops it leaves run alike")),
-    ("--fl-unreached-sweeps-only", "fl_unreached_sweeps_only", dict(
-        action="store_true",
-        help="on an emulated lane with masked_2d_row_load injected, ops whose FlagGems kernels it does not reach "
-        "(the source scan) run only the contracts where a kernel the scan missed would show (accuracy, "
-        "determinism, tiles, paths); the rest call the same kernels as on the plain CPU lane, which runs them")),
-    ("--fl-layout", "fl_layout", dict(
-        default="auto", choices=["auto", "wheel", "checkout"],
-        help="wheel-only workspace or source checkout (default: auto, by csrc/)")),
-    ("--fl-source-root", "fl_source_root", dict(
-        metavar="DIR", help="source checkout root, where csrc/ would be (default: the directory pytest runs in)")),
-    ("--fl-sweep", "fl_sweep", dict(
-        choices=["quick", "full"], help="contract sweep size (default: quick when emulated, full on hardware)")),
-    ("--fl-autotune", "fl_autotune", dict(
-        choices=["rotate", "tuned"],
-        help="hardware lanes: FlagGems' autotuned kernels run one config per kernel and key, untimed "
-        "(rotate, default), or are tuned as FlagGems ships them (tuned)")),
-    ("--fl-order", "fl_order", dict(
-        choices=["collection", "longest-first"], default="longest-first",
-        help="hardware lanes under xdist: run cases longest first, by the durations the last run "
-        "recorded in pytest's cache (default; collection order while there is no record), or in "
-        "collection order")),
-    ("--fl-devices", "fl_devices", dict(
-        metavar="N|all",
-        help="spread the lane's xdist workers over N devices of this host (all: every visible one), each worker's "
-        "process pinned to one by the platform's visible-devices variable, round robin (default: 1, no pinning)")),
-    ("--fl-junit-prefix", "fl_junit_prefix", dict(
-        metavar="PREFIX", help="JUnit classname prefix (default: the platform)")),
+    (
+        "--fl-platform",
+        "fl_platform_name",
+        dict(
+            metavar="NAME|auto",
+            help="platform of this lane, also where another plugin or conftest owns --platform "
+            "(env FL_PLATFORM, ini fl_platform; default auto)",
+        ),
+    ),
+    (
+        "--fl-platforms-file",
+        "fl_platforms_files",
+        dict(
+            action="append",
+            default=[],
+            metavar="PATH",
+            help="extra platform registry file (YAML), merged over the built-in one",
+        ),
+    ),
+    (
+        "--fl-emulate",
+        "fl_emulate",
+        dict(
+            action="store_true",
+            help="emulate the platform on this CPU: FlagGems on Triton's interpreter with its registry defects injected",
+        ),
+    ),
+    (
+        "--fl-profile",
+        "fl_profile",
+        dict(metavar="NAME", help="device profile for the emulator (default: the platform's)"),
+    ),
+    (
+        "--fl-inject",
+        "fl_inject",
+        dict(action="append", default=[], metavar="DEFECT", help="inject this defect under the emulator (repeatable)"),
+    ),
+    (
+        "--fl-no-workaround",
+        "fl_no_workaround",
+        dict(action="store_true", help="never install the masked-reduction workaround"),
+    ),
+    (
+        "--fl-force-workaround",
+        "fl_force_workaround",
+        dict(action="store_true", help="install the workaround even where the platform lists no defect"),
+    ),
+    (
+        "--fl-workaround",
+        "fl_workaround",
+        dict(
+            metavar="MODULE",
+            help="put another workaround implementation (install/uninstall protocol) under the contracts",
+        ),
+    ),
+    (
+        "--fl-wrapped-only",
+        "fl_wrapped_only",
+        dict(
+            action="store_true",
+            help="run only the ops the workaround wraps, skipping the others with the reason: for an emulated "
+            "lane whose twin runs the same defects without the workaround, where the ops it leaves run alike",
+        ),
+    ),
+    (
+        "--fl-unreached-sweeps-only",
+        "fl_unreached_sweeps_only",
+        dict(
+            action="store_true",
+            help="on an emulated lane with masked_2d_row_load injected, ops whose FlagGems kernels it does not reach "
+            "(the source scan) run only the contracts where a kernel the scan missed would show (accuracy, "
+            "determinism, tiles, paths); the rest call the same kernels as on the plain CPU lane, which runs them",
+        ),
+    ),
+    (
+        "--fl-layout",
+        "fl_layout",
+        dict(
+            default="auto",
+            choices=["auto", "wheel", "checkout"],
+            help="wheel-only workspace or source checkout (default: auto, by csrc/)",
+        ),
+    ),
+    (
+        "--fl-source-root",
+        "fl_source_root",
+        dict(metavar="DIR", help="source checkout root, where csrc/ would be (default: the directory pytest runs in)"),
+    ),
+    (
+        "--fl-sweep",
+        "fl_sweep",
+        dict(choices=["quick", "full"], help="contract sweep size (default: quick when emulated, full on hardware)"),
+    ),
+    (
+        "--fl-autotune",
+        "fl_autotune",
+        dict(
+            choices=["rotate", "tuned"],
+            help="hardware lanes: FlagGems' autotuned kernels run one config per kernel and key, untimed "
+            "(rotate, default), or are tuned as FlagGems ships them (tuned)",
+        ),
+    ),
+    (
+        "--fl-order",
+        "fl_order",
+        dict(
+            choices=["collection", "longest-first"],
+            default="longest-first",
+            help="hardware lanes under xdist: run cases longest first, by the durations the last run "
+            "recorded in pytest's cache (default; collection order while there is no record), or in "
+            "collection order",
+        ),
+    ),
+    (
+        "--fl-devices",
+        "fl_devices",
+        dict(
+            metavar="N|all",
+            help="spread the lane's xdist workers over N devices of this host (all: every visible one), each worker's "
+            "process pinned to one by the platform's visible-devices variable, round robin (default: 1, no pinning)",
+        ),
+    ),
+    (
+        "--fl-junit-prefix",
+        "fl_junit_prefix",
+        dict(metavar="PREFIX", help="JUnit classname prefix (default: the platform)"),
+    ),
 )
-PLATFORM_OPTION = dict(dest="fl_platform", metavar="NAME|auto",
-                       help="platform of this lane (also --fl-platform; env FL_PLATFORM, ini fl_platform; default "
-                            "auto); left to another plugin or conftest that has its own --platform")
+PLATFORM_OPTION = dict(
+    dest="fl_platform",
+    metavar="NAME|auto",
+    help="platform of this lane (also --fl-platform; env FL_PLATFORM, ini fl_platform; default "
+    "auto); left to another plugin or conftest that has its own --platform",
+)
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -152,8 +233,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     parser.addini("fl_platform", "default platform for this project (overridden by FL_PLATFORM and --platform)")
     for _, dest, _ in OPTIONS:  # every option has its ini equivalent, named as its destination
         if dest in INI_TYPES:
-            parser.addini(dest, f"ini for --{dest.replace('_', '-')} (the command line wins)",
-                          type=INI_TYPES[dest])  # type: ignore[arg-type]
+            parser.addini(dest, f"ini for --{dest.replace('_', '-')} (the command line wins)", type=INI_TYPES[dest])  # type: ignore[arg-type]
     if _loading_conftests(pluginmanager):  # a conftest's pytest_plugins loads it: its --platform now, or never
         _platform_option(parser)
 
@@ -162,8 +242,10 @@ def _loading_conftests(pluginmanager: pytest.PytestPluginManager) -> bool:
     """Whether conftests are being loaded (one is registered): the plugin came from a
     conftest's ``pytest_plugins``, after the moment ``pytest_load_initial_conftests`` adds
     ``--platform`` for a plugin loaded before them."""
-    return any(isinstance(p, types.ModuleType) and (getattr(p, "__file__", None) or "").endswith("conftest.py")
-               for p in pluginmanager.get_plugins())
+    return any(
+        isinstance(p, types.ModuleType) and (getattr(p, "__file__", None) or "").endswith("conftest.py")
+        for p in pluginmanager.get_plugins()
+    )
 
 
 def _claimed(parser: pytest.Parser, flag: str) -> bool:
@@ -186,14 +268,27 @@ def _platform_option(parser: pytest.Parser) -> bool:
 
 # The ini type of each option's equivalent (pytest's: "bool", "linelist", "string").
 INI_TYPES: dict[str, Any] = {
-    "fl_platforms_files": "linelist", "fl_emulate": "bool", "fl_profile": "string", "fl_inject": "linelist",
-    "fl_no_workaround": "bool", "fl_force_workaround": "bool", "fl_workaround": "string", "fl_wrapped_only": "bool",
-    "fl_unreached_sweeps_only": "bool", "fl_layout": "string",
-    "fl_source_root": "string", "fl_sweep": "string", "fl_autotune": "string", "fl_order": "string",
-    "fl_junit_prefix": "string", "fl_devices": "string",
+    "fl_platforms_files": "linelist",
+    "fl_emulate": "bool",
+    "fl_profile": "string",
+    "fl_inject": "linelist",
+    "fl_no_workaround": "bool",
+    "fl_force_workaround": "bool",
+    "fl_workaround": "string",
+    "fl_wrapped_only": "bool",
+    "fl_unreached_sweeps_only": "bool",
+    "fl_layout": "string",
+    "fl_source_root": "string",
+    "fl_sweep": "string",
+    "fl_autotune": "string",
+    "fl_order": "string",
+    "fl_junit_prefix": "string",
+    "fl_devices": "string",
 }
-_DEFAULTS = {dest: keywords.get("default", False if keywords.get("action") == "store_true" else None)
-             for _, dest, keywords in OPTIONS}
+_DEFAULTS = {
+    dest: keywords.get("default", False if keywords.get("action") == "store_true" else None)
+    for _, dest, keywords in OPTIONS
+}
 
 
 def _with_ini(config: pytest.Config, namespace: Any) -> list[str]:
@@ -251,8 +346,11 @@ def _active(config: pytest.Config, namespace: Any) -> str | None:
     """Why this run asked for the plugin, or None; decided once the options are final
     (an option's ini equivalent counts as giving it)."""
     from_ini = _with_ini(config, namespace)
-    given = [flag for dest, (default, flag, _) in _fl_options().items()
-             if getattr(namespace, dest, default) != default and f"ini {dest}" not in from_ini] + from_ini
+    given = [
+        flag
+        for dest, (default, flag, _) in _fl_options().items()
+        if getattr(namespace, dest, default) != default and f"ini {dest}" not in from_ini
+    ] + from_ini
     ini = config.getini("fl_platform") or None
     return activation(_asked_by_name(config, namespace), given, os.environ, ini)
 
@@ -327,14 +425,16 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
             raise
         deferred = exc
     outcome = yield
-    problem = _platform_problem(_platform_option(parser), early_config.stash.get(PEEKED, False), deferred, named,
-                                peeked)
+    problem = _platform_problem(
+        _platform_option(parser), early_config.stash.get(PEEKED, False), deferred, named, peeked
+    )
     if problem is not None and outcome.excinfo is None:
         outcome.force_exception(problem)  # an old-style wrapper may not raise (pluggy warns); pluggy >= 1.1
 
 
-def _platform_problem(ours: bool, took: bool, deferred: pytest.UsageError | None, named: str | None,
-                      peeked: str | None) -> pytest.UsageError | None:
+def _platform_problem(
+    ours: bool, took: bool, deferred: pytest.UsageError | None, named: str | None, peeked: str | None
+) -> pytest.UsageError | None:
     """What is wrong with the platform the command line named, once ``--platform``'s owner is
     known (``ours``): fl-contract took another's value (``took``, or failed on it:
     ``deferred``), or ``--fl-platform`` and ``--platform`` disagree."""
@@ -343,7 +443,8 @@ def _platform_problem(ours: bool, took: bool, deferred: pytest.UsageError | None
             return None
         return pytest.UsageError(
             f"--platform {peeked!r} is another plugin's or conftest's option in this run, and fl-contract took it for "
-            "its platform: name fl-contract's platform with --fl-platform NAME (or FL_PLATFORM, ini fl_platform)")
+            "its platform: name fl-contract's platform with --fl-platform NAME (or FL_PLATFORM, ini fl_platform)"
+        )
     if deferred is not None:
         return deferred
     if named is not None and peeked is not None and named != peeked:
@@ -404,8 +505,12 @@ def _hardware_plugins(config: pytest.Config, session: LaneSession) -> list[tuple
 
         runid = str(workerinput.get("testrunuid", os.getppid()))
         pinned = worker_device(os.environ, s.devices_var) if s.pins_devices() else None
-        plugins.append(("fl_contract_ledger", lambda: LedgerPlugin(runid, s.platform.device_type, session.pick_device,
-                                                                   pinned.id if pinned else "")))
+        plugins.append(
+            (
+                "fl_contract_ledger",
+                lambda: LedgerPlugin(runid, s.platform.device_type, session.pick_device, pinned.id if pinned else ""),
+            )
+        )
     elif xdist:
         plugins.append(("fl_contract_ledger_owner", LedgerOwner))
     return plugins

@@ -50,6 +50,7 @@ def note_seed(item: pytest.Item, seed: int) -> None:
     so a failing draw is replayed from the report alone."""
     item.stash[SEED] = seed
 
+
 PROTOCOL = ("install", "uninstall")
 WORKER_DEVICE = "fl_worker_device"  # a pinned worker's device (--fl-devices), in its workeroutput
 WORKER_DEVICES = "fl_worker_devices"  # JUnit suite property: {xdist worker id: its device}
@@ -152,10 +153,14 @@ class LaneSession:
                     entries = self._module.installed()
                 entries = dict(entries)
             except BaseException as exc:  # a SystemExit or KeyboardInterrupt from it is its failure too
-                what = f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else \
-                    f"failed: {type(exc).__name__}: {first_line(exc)}"
-                pytest.exit(f"workaround {self.settings.workaround}: install() {what}",
-                            returncode=pytest.ExitCode.USAGE_ERROR)
+                what = (
+                    f"called sys.exit({exc.code!r})"
+                    if isinstance(exc, SystemExit)
+                    else f"failed: {type(exc).__name__}: {first_line(exc)}"
+                )
+                pytest.exit(
+                    f"workaround {self.settings.workaround}: install() {what}", returncode=pytest.ExitCode.USAGE_ERROR
+                )
             self.workaround = WorkaroundInfo(self.settings.workaround or "", *self._origin, entries)  # type: ignore[arg-type]
         self.config.hook.pytest_fl_contract_flag_gems.call_historic(kwargs={"flag_gems": module, "session": self})
 
@@ -313,8 +318,11 @@ class LaneSession:
                 decision = None
         seed = item.stash.get(SEED, None)
         if tag is not None or decision is not None or seed is not None:
-            case: dict[str, Any] = {"op": tag.op if tag else None, "contract": tag.contract if tag else None,
-                                    "seed": seed}
+            case: dict[str, Any] = {
+                "op": tag.op if tag else None,
+                "contract": tag.contract if tag else None,
+                "seed": seed,
+            }
             if decision is not None:
                 case["defect"] = decision.defect
                 case["xpass"] = rep.when == "call" and rep.failed and call.excinfo is None
@@ -341,8 +349,13 @@ class LaneSession:
         if record is not None:
             self.add(record)
             seed = (getattr(report, "fl_case", None) or {}).get("seed")
-            fields = {"op": record.op, "contract": record.contract, "defect": record.defect, "seed": seed,
-                      **overload_fields(report.user_properties)}
+            fields = {
+                "op": record.op,
+                "contract": record.contract,
+                "defect": record.defect,
+                "seed": seed,
+                **overload_fields(report.user_properties),
+            }
             if any(v is not None for v in fields.values()):
                 self.cases[junit_key(report.nodeid)] = {k: v for k, v in fields.items() if v is not None}
 
@@ -408,8 +421,10 @@ class LaneSession:
             try:
                 self._module.uninstall()
             except BaseException as exc:  # reported in one line: the run's verdict is already written
-                sys.stderr.write(f"fl-contract: workaround {self.settings.workaround}: uninstall() failed: "
-                                 f"{type(exc).__name__}: {first_line(exc)}\n")
+                sys.stderr.write(
+                    f"fl-contract: workaround {self.settings.workaround}: uninstall() failed: "
+                    f"{type(exc).__name__}: {first_line(exc)}\n"
+                )
             self.workaround = None
 
     def device_properties(self) -> list[tuple[str, str]]:
@@ -430,5 +445,8 @@ class LaneSession:
         from pathlib import Path
 
         reach = self.reach
-        return (report.properties(self.settings, versions()) + report.provenance(self.settings, Path.cwd())
-                + ([("fl_defect_reach", reach)] if reach else []))
+        return (
+            report.properties(self.settings, versions())
+            + report.provenance(self.settings, Path.cwd())
+            + ([("fl_defect_reach", reach)] if reach else [])
+        )

@@ -70,14 +70,22 @@ def main() -> int:
                 if not args.min < math.prod(shape) <= args.max:
                     continue
                 try:
-                    problem = problem_of(op, (shape, dim, keepdim, dtype), args.device, routed=False,
-                                         version=version, emulated=bool(args.emulate))
+                    problem = problem_of(
+                        op,
+                        (shape, dim, keepdim, dtype),
+                        args.device,
+                        routed=False,
+                        version=version,
+                        emulated=bool(args.emulate),
+                    )
                 except Exception as exc:  # a crash is a finding too
                     problem = f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                 if problem:
                     failures += 1
-                    print(f"FAIL {op.name} shard{shard} {shape} dim={dim} keepdim={keepdim} {dtype}: {problem[:400]}",
-                          flush=True)
+                    print(
+                        f"FAIL {op.name} shard{shard} {shape} dim={dim} keepdim={keepdim} {dtype}: {problem[:400]}",
+                        flush=True,
+                    )
             print(f"done {op.name} shard{shard}", flush=True)
     print(f"{failures} failing draws")
     return 1 if failures else 0

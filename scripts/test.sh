@@ -6,6 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 .venv/bin/ruff check . || exit 1
+.venv/bin/ruff format --check . > /dev/null || { .venv/bin/ruff format --check . | tail -5; echo "ruff format: run .venv/bin/ruff format ."; exit 1; }
 .venv/bin/mypy pytest_fl_contract || exit 1
 bash scripts/pytest-range.sh || exit 1
 # --durations: the slowest tests in every CI log, what its 20 minutes are spent on

@@ -17,8 +17,9 @@ def run_subprocess(pytester: pytest.Pytester):
     """pytester in a fresh interpreter (the emulator patches a process for good), with the
     plugin loaded only through ``-p fl_contract``."""
 
-    def run(*args: str, autoload: bool = False, timeout: float = 600,
-            env: dict[str, str] | None = None) -> pytest.RunResult:
+    def run(
+        *args: str, autoload: bool = False, timeout: float = 600, env: dict[str, str] | None = None
+    ) -> pytest.RunResult:
         extra = env or {}
         env = os.environ.copy()
         if not autoload:
@@ -39,8 +40,11 @@ def fg54_site(tmp_path_factory):
     if not spec:
         pytest.skip("FL_FLAGGEMS_54 (a pip spec of the 5.4 line) is not set; .ci/run sets it")
     site = tmp_path_factory.mktemp("fg54")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), spec],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), spec],
+        check=True,
+        capture_output=True,
+    )
     return site
 
 

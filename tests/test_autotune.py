@@ -46,7 +46,9 @@ def test_keys_one_apart_spread_over_the_configs(n, kernel):
 
 def test_pick_spreads_over_every_config():
     """Over a sweep's keys every config runs (and is checked), none far more than others."""
-    counts = Counter(autotune.pick(range(4), "std_kernel", (m, n, "torch.float32")) for m in range(1, 40) for n in (1, 7, 64))
+    counts = Counter(
+        autotune.pick(range(4), "std_kernel", (m, n, "torch.float32")) for m in range(1, 40) for n in (1, 7, 64)
+    )
     assert set(counts) == {0, 1, 2, 3} and max(counts.values()) < 2 * min(counts.values())
 
 
@@ -122,8 +124,12 @@ def test_rotate_runs_the_picked_config_once_per_call_and_times_nothing(tmp_path)
     import subprocess
 
     done = subprocess.run(
-        [sys.executable, "-c", TUNED_KERNEL], capture_output=True, text=True, timeout=300,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, cwd=tmp_path,
+        [sys.executable, "-c", TUNED_KERNEL],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
@@ -134,7 +140,9 @@ def test_rotate_runs_the_picked_config_once_per_call_and_times_nothing(tmp_path)
     assert got["restored"]  # the lane's end gives Triton its tuner back
 
 
-@pytest.mark.parametrize("extra, line", [((), "rotate (one config per kernel and key*"), (("--fl-autotune", "tuned"), "tuned (*")])
+@pytest.mark.parametrize(
+    "extra, line", [((), "rotate (one config per kernel and key*"), (("--fl-autotune", "tuned"), "tuned (*")]
+)
 def test_header_says_how_autotuned_kernels_run(pytester, run_subprocess, extra, line):
     pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
     result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", *extra)

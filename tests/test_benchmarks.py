@@ -12,12 +12,14 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def test_the_timeline_names_each_workers_start_and_cases(pytester: pytest.Pytester, monkeypatch, capsys) -> None:
-    pytester.makepyfile(test_some="""
+    pytester.makepyfile(
+        test_some="""
         import time, pytest
         @pytest.mark.parametrize("i", range(6))
         def test_case(i):
             time.sleep(0.3 if i == 5 else 0.01)
-    """)
+    """
+    )
     folder = pytester.path / "timeline"
     monkeypatch.setenv("FL_TIMELINE", str(folder))
     monkeypatch.setenv("PYTHONPATH", f"{BENCHMARKS}")
@@ -53,7 +55,11 @@ def test_the_real_model_table_is_non_inner_calls_with_their_sources(monkeypatch)
     specs = real_models.cases()
     assert len(specs) >= 40 and len(set(specs)) == len(specs)
     for op, shape, dim, source in real_models.MODELS:
-        assert op in ("sum", "mean", "softmax") and ("/" in source or source.startswith("the same")), (op, shape, source)
+        assert op in ("sum", "mean", "softmax") and ("/" in source or source.startswith("the same")), (
+            op,
+            shape,
+            source,
+        )
         assert dim % len(shape) != len(shape) - 1, (op, shape, dim)
     assert {bench_reductions.parse(s)[3] for s in specs} == {"float32", "bfloat16", "float16"}
 
@@ -85,8 +91,19 @@ def test_plan_grid_takes_tile_sizes_it_can_launch(monkeypatch) -> None:
 
 
 def _row(op: str, shape: list[int], fast: float, native: float, loop: float = 1.0) -> dict:
-    return {"op": op, "shape": shape, "dim": 1, "dtype": "float32", "bytes": 4 * shape[0] * shape[1],
-            "fast": fast, "native": native, "loop_fast": loop, "loop_native": 1.0, "fast_copy_share": 0.5, "error": 0.0}
+    return {
+        "op": op,
+        "shape": shape,
+        "dim": 1,
+        "dtype": "float32",
+        "bytes": 4 * shape[0] * shape[1],
+        "fast": fast,
+        "native": native,
+        "loop_fast": loop,
+        "loop_native": 1.0,
+        "fast_copy_share": 0.5,
+        "error": 0.0,
+    }
 
 
 def test_merged_sweeps_replace_rows_in_place_and_summarise(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -122,8 +139,10 @@ def test_current_picks_replace_only_with_rows_that_ran_the_models_plan(tmp_path:
     now = vars(tm.pick(2, 135, 132578, tm.Device(132, 4.81e12, model), 4, "softmax"))
     other = {**now, "block_r": 4, "block_k": 256}
     base = [dict(_row("softmax", shape, 1.0, 1.0, 1.3), plan=other)]
-    arms = {"narrow": [dict(_row("softmax", shape, 1.0, 1.0, 0.9), plan=now)],
-            "wide": [dict(_row("softmax", shape, 1.0, 1.0, 1.25), plan=other)]}
+    arms = {
+        "narrow": [dict(_row("softmax", shape, 1.0, 1.0, 0.9), plan=now)],
+        "wide": [dict(_row("softmax", shape, 1.0, 1.0, 1.25), plan=other)],
+    }
     paths = [tmp_path / "base.json"]
     paths[0].write_text(json.dumps({"device_model": model, "rows": base}))
     for name, rows in arms.items():
@@ -142,7 +161,9 @@ def test_current_picks_replace_only_with_rows_that_ran_the_models_plan(tmp_path:
     assert err.count("\n") == 1 and err.startswith("merge_sweeps: --current-picks")
 
 
-def test_model_check_picks_among_the_timed_plans_and_weighs_the_narrow_rule(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_model_check_picks_among_the_timed_plans_and_weighs_the_narrow_rule(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
     """The model's pick among a grid's timed plans over the fastest; ``--wide-blocks`` lets
     the wide block the narrow rule keeps out back in; an unreadable grid is one line, exit 2."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
@@ -151,12 +172,23 @@ def test_model_check_picks_among_the_timed_plans_and_weighs_the_narrow_rule(tmp_
     from pytest_fl_contract.workarounds import tilemodel as tm
 
     monkeypatch.setattr(tm, "NARROW", dict(tm.NARROW))  # --wide-blocks rebinds it
-    plans = [({"block_r": 4, "block_k": 256, "warps": 4, "splits": 1, "flat": False}, 0.180),
-             ({"block_r": 16, "block_k": 64, "warps": 4, "splits": 1, "flat": False}, 0.138),
-             ({"block_r": 1, "block_k": 1024, "warps": 4, "splits": 1, "flat": False}, 0.400)]
-    grid = {"device_model": "NVIDIA H200: 132 SMs, 4.81 TB/s (read from torch.cuda)",
-            "rows": [{"op": "softmax", "shape": [2, 135, 132578], "dim": 1, "dtype": "float32",
-                      "plans": [{"plan": p, "ms": ms, "loop_ms": ms} for p, ms in plans]}]}
+    plans = [
+        ({"block_r": 4, "block_k": 256, "warps": 4, "splits": 1, "flat": False}, 0.180),
+        ({"block_r": 16, "block_k": 64, "warps": 4, "splits": 1, "flat": False}, 0.138),
+        ({"block_r": 1, "block_k": 1024, "warps": 4, "splits": 1, "flat": False}, 0.400),
+    ]
+    grid = {
+        "device_model": "NVIDIA H200: 132 SMs, 4.81 TB/s (read from torch.cuda)",
+        "rows": [
+            {
+                "op": "softmax",
+                "shape": [2, 135, 132578],
+                "dim": 1,
+                "dtype": "float32",
+                "plans": [{"plan": p, "ms": ms, "loop_ms": ms} for p, ms in plans],
+            }
+        ],
+    }
     path = tmp_path / "grid.json"
     path.write_text(json.dumps(grid))
     assert model_check.main([str(path)]) == 0
@@ -181,26 +213,40 @@ def test_a_file_that_is_not_a_sweep_is_one_line_and_exit_2(tmp_path: Path, monke
     assert err.count("\n") == 1 and err.startswith("merge_sweeps: cannot read")
 
 
-def test_target_bands_group_the_misses_by_plan_family_and_price_the_correct_alternatives(tmp_path: Path, monkeypatch,
-                                                                                       capsys) -> None:
+def test_target_bands_group_the_misses_by_plan_family_and_price_the_correct_alternatives(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
     """A case over 1.10x back to back lands in its plan family's band, host- or GPU-bound by
     native's back-to-back time; ``vs correct`` is fast over the faster of torch and the moved
     axis; copy shares over 64 MB are the fast path's and native's (same bytes, its time)."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     import target_bands
 
-    split = {**_row("sum", [4, 9000], 2.0, 1.0, 0.2), "plan": {"block_r": 8, "block_k": 8, "splits": 4, "flat": False},
-             "loop_native": 0.1, "torch": 4.0, "moved": 1.0}  # 2.0x back to back, GPU-bound (100 us); moved 1.0 ms
-    slab = {**_row("softmax", [3, 900], 1.0, 1.0, 0.012), "plan": {"block": 1024, "splits": 1},
-            "loop_native": 0.010, "torch": 0.5}  # 1.2x, host-bound (10 us); only torch timed
+    split = {
+        **_row("sum", [4, 9000], 2.0, 1.0, 0.2),
+        "plan": {"block_r": 8, "block_k": 8, "splits": 4, "flat": False},
+        "loop_native": 0.1,
+        "torch": 4.0,
+        "moved": 1.0,
+    }  # 2.0x back to back, GPU-bound (100 us); moved 1.0 ms
+    slab = {
+        **_row("softmax", [3, 900], 1.0, 1.0, 0.012),
+        "plan": {"block": 1024, "splits": 1},
+        "loop_native": 0.010,
+        "torch": 0.5,
+    }  # 1.2x, host-bound (10 us); only torch timed
     fine = {**_row("mean", [2, 3], 1.0, 1.0, 1.0), "plan": {"block_r": 1, "block_k": 4, "splits": 1, "flat": True}}
     big = {**_row("sum", [4096, 8192], 1.0, 2.0, 0.5), "fast_copy_share": 0.9}  # native at half the speed: 45%
     lines = target_bands.worst_bands([split, slab, fine])
     assert lines[0].startswith("2 of 3 cases over 1.10x")
-    assert any(line.startswith("| sum/mean, tiles, split (GPU-bound) | 1 | 2.00x, 2.00x | 100 - 100 | 2.00x, 2.00x (1) |")
-               for line in lines), lines
-    assert any(line.startswith("| softmax, slab, one launch (host-bound) | 1 | 1.20x") and "2.00x, 2.00x (1)" in line
-               for line in lines), lines
+    assert any(
+        line.startswith("| sum/mean, tiles, split (GPU-bound) | 1 | 2.00x, 2.00x | 100 - 100 | 2.00x, 2.00x (1) |")
+        for line in lines
+    ), lines
+    assert any(
+        line.startswith("| softmax, slab, one launch (host-bound) | 1 | 1.20x") and "2.00x, 2.00x (1)" in line
+        for line in lines
+    ), lines
     shares = target_bands.share_bands([big])
     assert "| float32 | 1 | 90% | 1 | 45% | 0 |" in shares
     path = tmp_path / "run.json"
@@ -227,20 +273,30 @@ def test_kernel_resources_reads_load_widths_and_residency(tmp_path: Path, monkey
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     import kernel_resources as kr
 
-    assert [kr.load_width(op) for op in ("LDG.E.128", "LDG.E.U16", "LDG.E", "LDG.E.64.CONSTANT", "LDG.E.EL.128",
-                                         "LDG.E.S8")] == [16, 2, 4, 8, 16, 1]
+    assert [
+        kr.load_width(op) for op in ("LDG.E.128", "LDG.E.U16", "LDG.E", "LDG.E.64.CONSTANT", "LDG.E.EL.128", "LDG.E.S8")
+    ] == [16, 2, 4, 8, 16, 1]
     assert kr.resident(32, 4, 0) == (16, "warps")  # 64 warps an SM: four-warp programs, 16 of them
     assert kr.resident(56, 4, 1024) == (9, "registers")  # 56 -> 1792 a warp: 65536 // 7168
     assert kr.resident(40, 4, 100 * 1024) == (2, "shared")
     sweep = tmp_path / "sweep.json"
-    row = {"op": "sum", "shape": [4, 5000, 9000], "dim": 1, "dtype": "float16", "plan": {"block": 2048, "splits": 2},
-           "bytes": 4 * 5000 * 9000 * 2, "fast_copy_share": 0.5}
+    row = {
+        "op": "sum",
+        "shape": [4, 5000, 9000],
+        "dim": 1,
+        "dtype": "float16",
+        "plan": {"block": 2048, "splits": 2},
+        "bytes": 4 * 5000 * 9000 * 2,
+        "fast_copy_share": 0.5,
+    }
     small = dict(row, shape=[2, 3, 4], bytes=48)
     sweep.write_text(json.dumps({"rows": [row, row, small]}))
     [(spec, plan, share)] = kr.measured_cases([str(sweep)], 64)
     assert spec == "sum:4x5000x9000:1:float16" and share == 0.5 and type(plan).__name__ == "SlabPlan"
-    rows = [{"case": "sum:1x2x3:1:float16", "share": s, "sites": [{"in_flight_kb": kb}]} for s, kb in ((0.4, 20), (0.6, 30),
-                                                                                                       (0.8, 30))]
+    rows = [
+        {"case": "sum:1x2x3:1:float16", "share": s, "sites": [{"in_flight_kb": kb}]}
+        for s, kb in ((0.4, 20), (0.6, 30), (0.8, 30))
+    ]
     assert "| float16 | 24 - 40 | 2 | 70% |" in kr.bands(rows) and "| float16 | 16 - 24 | 1 | 40% |" in kr.bands(rows)
     (tmp_path / "bad.json").write_text('{"rows": [{"op": "sum"}]}')
     monkeypatch.setattr(sys, "argv", ["kernel_resources.py", "--measured", str(tmp_path / "bad.json")])

@@ -34,8 +34,18 @@ WITHOUT = "#if defined(USE_ILUVATAR)\n  // Fallback: CPU round-trip when no on-d
 )
 def test_source_contract_on_fixture_trees(pytester, run_subprocess, name, source, outcome):
     root = tree(pytester.path, name, source)
-    result = run_subprocess(CONTRACT, "-p", "fl_contract", "--platform", "nvidia", "--fl-source-root", str(root),
-                            "-k", "copy_implementation", "-rs")
+    result = run_subprocess(
+        CONTRACT,
+        "-p",
+        "fl_contract",
+        "--platform",
+        "nvidia",
+        "--fl-source-root",
+        str(root),
+        "-k",
+        "copy_implementation",
+        "-rs",
+    )
     result.assert_outcomes(**outcome)
     if source is None:
         result.stdout.fnmatch_lines([f"*wheel-only layout: {root / 'csrc'} does not exist*"])

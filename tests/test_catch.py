@@ -29,24 +29,32 @@ def test_the_record_carries_the_list_so_merge_decides_alike(tmp_path, capsys):
     assert verdict.read_record(value)["catch"] == ["sum", "mean"]
     # a lane report whose record wants sum and mean caught, with one failed case and no plugin tag:
     # its own name says it is sum's, so sum is caught and mean is not
-    xml = (f'<testsuites><testsuite name="lane/s" tests="1" failures="1"><properties>'
-           f'<property name="{name}" value=\'{value}\'/></properties>'
-           '<testcase classname="contracts.reductions.test_accuracy" name="test_accuracy[sum-3x5x64-d1]">'
-           '<failure message="wrong"/></testcase></testsuite></testsuites>')
+    xml = (
+        f'<testsuites><testsuite name="lane/s" tests="1" failures="1"><properties>'
+        f"<property name=\"{name}\" value='{value}'/></properties>"
+        '<testcase classname="contracts.reductions.test_accuracy" name="test_accuracy[sum-3x5x64-d1]">'
+        '<failure message="wrong"/></testcase></testsuite></testsuites>'
+    )
     reports = tmp_path / "reports"
     reports.mkdir()
     (reports / "lane.xml").write_text(xml)
     code, _, err = cli(capsys, "merge", "--reports", str(reports), "-o", str(tmp_path / "m.xml"))
-    assert code == 1 and "step s: failed (expected to fail: NOT caught for mean (no contract of theirs failed): " \
-        "1 failed)" in err
+    assert (
+        code == 1
+        and "step s: failed (expected to fail: NOT caught for mean (no contract of theirs failed): 1 failed)" in err
+    )
 
 
 def test_catch_needs_a_list_on_an_expected_failure(tmp_path, capsys):
-    for body, why in (("        catch: [sum]\n", "catch must be a list of op names, on an expect: fail step"),
-                      ("        expect: fail\n        catch: sum\n", "catch must be a list of op names"),
-                      ("        expect: fail\n        catch: ['']\n", "catch must be a list of op names")):
+    for body, why in (
+        ("        catch: [sum]\n", "catch must be a list of op names, on an expect: fail step"),
+        ("        expect: fail\n        catch: sum\n", "catch must be a list of op names"),
+        ("        expect: fail\n        catch: ['']\n", "catch must be a list of op names"),
+    ):
         manifest = tmp_path / "m.yaml"
-        manifest.write_text("lanes:\n  l:\n    platform: cpu\n    steps:\n      - name: t\n        pytest: [-q]\n" + body)
+        manifest.write_text(
+            "lanes:\n  l:\n    platform: cpu\n    steps:\n      - name: t\n        pytest: [-q]\n" + body
+        )
         code, _, err = cli(capsys, "check", str(manifest))
         assert code == 2
         one_line(err, why)

@@ -28,9 +28,29 @@ CLASSES = [  # (injected defect, the suites, the contracts that must catch it)
 def _run(suites: str, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("FL_PLATFORM", None)
-    return subprocess.run([sys.executable, "-m", "pytest_fl_contract.cli", "contracts", *suites.split(), "--",
-                           "--platform", "cpu", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *extra],
-                          capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_fl_contract.cli",
+            "contracts",
+            *suites.split(),
+            "--",
+            "--platform",
+            "cpu",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_every_class_is_injectable_and_catalogued():

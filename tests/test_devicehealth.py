@@ -72,11 +72,13 @@ def lane(pytester, run_subprocess, xfail: str | None, *args: str):
 def test_xdist_replaces_the_worker_and_every_later_case_runs(pytester, run_subprocess):
     result = lane(pytester, run_subprocess, None, "-p", "xdist", "-n", "2", "--junitxml=lane.xml")
     result.assert_outcomes(passed=24, failed=1)  # the crash report of the ended worker is no second result
-    result.stdout.fnmatch_lines([
-        "*DeviceLost: the device faulted during this case (RuntimeError: CUDA error: an illegal memory access *); "
-        "its context is lost, so this xdist worker is replaced",
-        "fl-contract: device fault in test_cases.py::test_culprit (RuntimeError: CUDA error: *); its worker was replaced",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*DeviceLost: the device faulted during this case (RuntimeError: CUDA error: an illegal memory access *); "
+            "its context is lost, so this xdist worker is replaced",
+            "fl-contract: device fault in test_cases.py::test_culprit (RuntimeError: CUDA error: *); its worker was replaced",
+        ]
+    )
     assert "ran on a lost device" not in result.stdout.str()
     from junitparser import Failure, JUnitXml
 
@@ -100,18 +102,24 @@ def test_an_expected_failure_that_faults_stays_expected(pytester, run_subprocess
 def test_a_fault_under_a_defect_that_never_faults_is_news(pytester, run_subprocess):
     result = lane(pytester, run_subprocess, QUIET, "-p", "xdist", "-n", "2")
     result.assert_outcomes(passed=24, failed=1)
-    result.stdout.fnmatch_lines(["*device fault under known defect argmax_tile_not_pow2, which the registry does not list as faulting*"])
+    result.stdout.fnmatch_lines(
+        ["*device fault under known defect argmax_tile_not_pow2, which the registry does not list as faulting*"]
+    )
 
 
 def test_without_xdist_the_run_stops_with_one_line(pytester, run_subprocess):
     result = lane(pytester, run_subprocess, None, "-p", "no:randomly")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines([
-        "*device lost in test_cases.py::test_culprit (RuntimeError: CUDA error: *); the cases after it did not run*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*device lost in test_cases.py::test_culprit (RuntimeError: CUDA error: *); the cases after it did not run*",
+        ]
+    )
     assert "ran on a lost device" not in result.stdout.str()
 
 
 def test_emulated_lanes_have_no_watch(pytester, run_subprocess):
-    pytester.makepyfile(test_one="def test_one(pytestconfig):\n    assert not pytestconfig.pluginmanager.has_plugin('fl_contract_device_watch')\n")
+    pytester.makepyfile(
+        test_one="def test_one(pytestconfig):\n    assert not pytestconfig.pluginmanager.has_plugin('fl_contract_device_watch')\n"
+    )
     assert run_subprocess("-p", "fl_contract", "--platform", "cpu").ret == 0

@@ -27,16 +27,18 @@ def never_counted() -> int:
 # -- the value --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value,expected", [("2", 2), (" 8 ", 8), ("all", "all"), ("ALL", "all"), (None, None),
-                                            ("", None), ("1", 1)])
+@pytest.mark.parametrize(
+    "value,expected", [("2", 2), (" 8 ", 8), ("all", "all"), ("ALL", "all"), (None, None), ("", None), ("1", 1)]
+)
 def test_a_count_or_all(value, expected):
     assert devices.parse(value) == expected
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "x", "2.5", "1e3", "all2"])
 def test_anything_else_is_one_line(value):
-    with pytest.raises(FlContractError, match=r"--fl-devices .*expected a number of devices \(1 or more\) or 'all'") \
-            as exc:
+    with pytest.raises(
+        FlContractError, match=r"--fl-devices .*expected a number of devices \(1 or more\) or 'all'"
+    ) as exc:
         devices.parse(value)
     assert "\n" not in str(exc.value)
 
@@ -63,8 +65,10 @@ def test_unset_the_runtime_counts_them():
     assert plan("all", "CUDA_VISIBLE_DEVICES", {}, lambda: 1) is None  # all of one device: today's run
 
 
-@pytest.mark.parametrize("env,count,shown", [({"CUDA_VISIBLE_DEVICES": "0,1"}, never_counted, "2 (CUDA_VISIBLE_DEVICES=0,1)"),
-                                             ({}, lambda: 1, "1 (1 counted")])
+@pytest.mark.parametrize(
+    "env,count,shown",
+    [({"CUDA_VISIBLE_DEVICES": "0,1"}, never_counted, "2 (CUDA_VISIBLE_DEVICES=0,1)"), ({}, lambda: 1, "1 (1 counted")],
+)
 def test_more_devices_than_the_host_has_is_one_line(env, count, shown):
     with pytest.raises(FlContractError, match="more devices than this host has") as exc:
         plan(3, "CUDA_VISIBLE_DEVICES", env, count)
@@ -127,8 +131,10 @@ def test_the_variable_follows_the_device_type_unless_the_registry_names_one(tmp_
     assert registry.get("amd").visible_devices == "HIP_VISIBLE_DEVICES"
     assert registry.get("aipu").visible_devices is None
     vendor = tmp_path / "vendor.yaml"
-    vendor.write_text("platforms:\n  nvidia: {visible_devices: null}\n  newchip: {device_type: npu}\n"
-                      "  other: {device_type: xyz, visible_devices: XYZ_VISIBLE_DEVICES}\n")
+    vendor.write_text(
+        "platforms:\n  nvidia: {visible_devices: null}\n  newchip: {device_type: npu}\n"
+        "  other: {device_type: xyz, visible_devices: XYZ_VISIBLE_DEVICES}\n"
+    )
     extended = load_registry([str(vendor)], entry_points=False)
     assert extended.get("nvidia").visible_devices is None
     assert extended.get("newchip").visible_devices == "ASCEND_RT_VISIBLE_DEVICES"
@@ -158,8 +164,9 @@ def test_pinning_rewrites_the_specs_only_for_several_devices():
     assert pin_workers(option, settings, {"CUDA_VISIBLE_DEVICES": "3"}, never_counted) is None
     assert option.tx == ["popen", "popen"]
     got = pin_workers(option, settings, {"CUDA_VISIBLE_DEVICES": "3,4"}, never_counted)
-    assert got is not None and option.tx == [f"popen//env:CUDA_VISIBLE_DEVICES={d}//env:{PINNED_ENV}={i}/2"
-                                             for i, d in enumerate("34")]
+    assert got is not None and option.tx == [
+        f"popen//env:CUDA_VISIBLE_DEVICES={d}//env:{PINNED_ENV}={i}/2" for i, d in enumerate("34")
+    ]
     for no_xdist in (types.SimpleNamespace(dist="no", tx=[]), types.SimpleNamespace()):
         with pytest.raises(FlContractError, match="this run has none: add -n N"):
             pin_workers(no_xdist, settings, {"CUDA_VISIBLE_DEVICES": "3,4"}, never_counted)
@@ -178,8 +185,13 @@ def test_a_device_takes_claims_within_its_own_budget_and_the_host_within_its():
     assert admit([], 500.0, 40.0, live, device="1", host_budget=100.0)  # alone everywhere
 
 
-@given(st.lists(st.tuples(st.floats(0.5, 64), st.sampled_from("0123")), max_size=8), st.floats(0.5, 64),
-       st.sampled_from("0123"), st.floats(1, 100), st.floats(1, 400))
+@given(
+    st.lists(st.tuples(st.floats(0.5, 64), st.sampled_from("0123")), max_size=8),
+    st.floats(0.5, 64),
+    st.sampled_from("0123"),
+    st.floats(1, 100),
+    st.floats(1, 400),
+)
 def test_admitted_claims_stay_within_each_budget_unless_alone_there(held, need, device, budget, host):
     claims = [Claim(i, str(i), g, d) for i, (g, d) in enumerate(held)]
     if admit(claims, need, budget, lambda pid: True, device=device, host_budget=host):
@@ -233,11 +245,28 @@ def _property(xml_path, name: str) -> str | None:
 def test_each_emulated_worker_sees_only_its_own_device_and_the_report_names_it(pytester, run_subprocess):
     pytester.makepyfile(test_where=RECORD % (EMULATED_VAR, PINNED_ENV))
     pytester.makeconftest(TX)
-    result = run_subprocess("-p", "fl_contract", "-p", "xdist", "--platform", "cpu", "-n", "2", "--fl-devices", "2",
-                            "--junitxml=lane.xml", "-p", "no:cacheprovider")
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "-p",
+        "xdist",
+        "--platform",
+        "cpu",
+        "-n",
+        "2",
+        "--fl-devices",
+        "2",
+        "--junitxml=lane.xml",
+        "-p",
+        "no:cacheprovider",
+    )
     result.assert_outcomes(passed=6)
-    result.stdout.fnmatch_lines([f"fl-contract devices: 2 devices (emulated), one per worker round robin: "
-                                 f"gw0 {EMULATED_VAR}=0, gw1 {EMULATED_VAR}=1"])
+    result.stdout.fnmatch_lines(
+        [
+            f"fl-contract devices: 2 devices (emulated), one per worker round robin: "
+            f"gw0 {EMULATED_VAR}=0, gw1 {EMULATED_VAR}=1"
+        ]
+    )
     assert _seen(pytester.path) == {"gw0": {("0", "0/2")}, "gw1": {("1", "1/2")}}
     workers = json.loads(_property(pytester.path / "lane.xml", "fl_worker_devices") or "{}")
     assert sorted(workers) == ["gw0", "gw1"]
@@ -246,19 +275,51 @@ def test_each_emulated_worker_sees_only_its_own_device_and_the_report_names_it(p
 
 def test_hardware_workers_get_the_listed_devices_round_robin(pytester, run_subprocess):
     pytester.makepyfile(test_where=RECORD % ("CUDA_VISIBLE_DEVICES", PINNED_ENV))
-    result = run_subprocess("-p", "fl_contract", "-p", "xdist", "--platform", "nvidia", "--fl-no-workaround", "-n", "3",
-                            "--fl-devices", "all", "-p", "no:cacheprovider", env={"CUDA_VISIBLE_DEVICES": "5,7"})
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "-p",
+        "xdist",
+        "--platform",
+        "nvidia",
+        "--fl-no-workaround",
+        "-n",
+        "3",
+        "--fl-devices",
+        "all",
+        "-p",
+        "no:cacheprovider",
+        env={"CUDA_VISIBLE_DEVICES": "5,7"},
+    )
     result.assert_outcomes(passed=6)
     seen = _seen(pytester.path)
-    assert seen == {"gw0": {("5", "0/2")}, "gw1": {("7", "1/2")}, "gw2": {("5", "0/2")}}  # xdist deals 2 cases each first
+    assert seen == {
+        "gw0": {("5", "0/2")},
+        "gw1": {("7", "1/2")},
+        "gw2": {("5", "0/2")},
+    }  # xdist deals 2 cases each first
 
 
 @pytest.mark.parametrize("asked", [[], ["--fl-devices", "1"], ["--fl-devices", "all"]])
 def test_one_device_gives_xdist_todays_arguments(pytester, run_subprocess, asked):
     pytester.makepyfile(test_where=RECORD % ("CUDA_VISIBLE_DEVICES", PINNED_ENV))
     pytester.makeconftest(TX)
-    result = run_subprocess("-p", "fl_contract", "-p", "xdist", "--platform", "nvidia", "--fl-no-workaround", "-n", "2",
-                            "--co", "-p", "no:cacheprovider", *asked, env={"CUDA_VISIBLE_DEVICES": "3"})
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "-p",
+        "xdist",
+        "--platform",
+        "nvidia",
+        "--fl-no-workaround",
+        "-n",
+        "2",
+        "--co",
+        "-p",
+        "no:cacheprovider",
+        *asked,
+        env={"CUDA_VISIBLE_DEVICES": "3"},
+    )
     assert result.ret == 0
     assert json.loads((pytester.path / "tx.json").read_text()) == ["popen", "popen"]
     assert "fl-contract devices" not in result.stdout.str()
@@ -268,28 +329,67 @@ def test_the_ini_asks_as_the_option_does(pytester, run_subprocess):
     pytester.makepyfile(test_where=RECORD % ("CUDA_VISIBLE_DEVICES", PINNED_ENV))
     pytester.makeconftest(TX)
     pytester.makeini("[pytest]\nfl_devices = all\n")
-    result = run_subprocess("-p", "fl_contract", "-p", "xdist", "--platform", "nvidia", "--fl-no-workaround", "-n", "2",
-                            "--co", "-p", "no:cacheprovider", env={"CUDA_VISIBLE_DEVICES": "0,1"})
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "-p",
+        "xdist",
+        "--platform",
+        "nvidia",
+        "--fl-no-workaround",
+        "-n",
+        "2",
+        "--co",
+        "-p",
+        "no:cacheprovider",
+        env={"CUDA_VISIBLE_DEVICES": "0,1"},
+    )
     assert result.ret == 0
-    assert [s.split("//")[1] for s in json.loads((pytester.path / "tx.json").read_text())] == \
-        ["env:CUDA_VISIBLE_DEVICES=0", "env:CUDA_VISIBLE_DEVICES=1"]
+    assert [s.split("//")[1] for s in json.loads((pytester.path / "tx.json").read_text())] == [
+        "env:CUDA_VISIBLE_DEVICES=0",
+        "env:CUDA_VISIBLE_DEVICES=1",
+    ]
 
 
-@pytest.mark.parametrize("args,env,line", [
-    (["-n", "2", "--fl-devices", "x"], {}, "--fl-devices 'x': expected a number of devices"),
-    (["-n", "2", "--fl-devices", "0"], {}, "--fl-devices '0': expected a number of devices"),
-    (["-n", "2", "--fl-devices=-1"], {}, "--fl-devices '-1': expected a number of devices"),
-    (["-n", "2", "--fl-devices", "3"], {"CUDA_VISIBLE_DEVICES": "0,1"},
-     "--fl-devices 3: more devices than this host has: 2 (CUDA_VISIBLE_DEVICES=0,1)"),
-    (["--fl-devices", "2"], {"CUDA_VISIBLE_DEVICES": "0,1"}, "--fl-devices 2 spreads a lane's xdist workers*add -n N*"),
-    (["-n", "1", "--fl-devices", "2"], {"CUDA_VISIBLE_DEVICES": "0,1"}, "--fl-devices: 2 devices but 1 xdist workers*"),
-])
+@pytest.mark.parametrize(
+    "args,env,line",
+    [
+        (["-n", "2", "--fl-devices", "x"], {}, "--fl-devices 'x': expected a number of devices"),
+        (["-n", "2", "--fl-devices", "0"], {}, "--fl-devices '0': expected a number of devices"),
+        (["-n", "2", "--fl-devices=-1"], {}, "--fl-devices '-1': expected a number of devices"),
+        (
+            ["-n", "2", "--fl-devices", "3"],
+            {"CUDA_VISIBLE_DEVICES": "0,1"},
+            "--fl-devices 3: more devices than this host has: 2 (CUDA_VISIBLE_DEVICES=0,1)",
+        ),
+        (
+            ["--fl-devices", "2"],
+            {"CUDA_VISIBLE_DEVICES": "0,1"},
+            "--fl-devices 2 spreads a lane's xdist workers*add -n N*",
+        ),
+        (
+            ["-n", "1", "--fl-devices", "2"],
+            {"CUDA_VISIBLE_DEVICES": "0,1"},
+            "--fl-devices: 2 devices but 1 xdist workers*",
+        ),
+    ],
+)
 def test_bad_input_is_one_usage_line(pytester, run_subprocess, args, env, line):
     pytester.makepyfile(test_where=RECORD % ("CUDA_VISIBLE_DEVICES", PINNED_ENV))
-    result = run_subprocess("-p", "fl_contract", "-p", "xdist", "--platform", "nvidia", "--fl-no-workaround", *args,
-                            "-p", "no:cacheprovider", env=env)
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "-p",
+        "xdist",
+        "--platform",
+        "nvidia",
+        "--fl-no-workaround",
+        *args,
+        "-p",
+        "no:cacheprovider",
+        env=env,
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {line}*"])
     assert [ln for ln in result.stderr.lines if ln.strip()] == [result.stderr.lines[0]]  # one line
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
-

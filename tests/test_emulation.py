@@ -294,8 +294,9 @@ def test_refusals(setup):
 
 @triton.jit
 def colsum_block(x_ptr, out_ptr, N, K, TILE_N: tl.constexpr, TILE_K: tl.constexpr):
-    rows = tl.make_block_ptr(x_ptr, shape=(N, K), strides=(K, 1), offsets=(0, 0), block_shape=(TILE_N, TILE_K),
-                             order=(1, 0))
+    rows = tl.make_block_ptr(
+        x_ptr, shape=(N, K), strides=(K, 1), offsets=(0, 0), block_shape=(TILE_N, TILE_K), order=(1, 0)
+    )
     v = tl.load(rows, boundary_check=(0, 1), padding_option="zero")
     out = tl.make_block_ptr(out_ptr, shape=(K,), strides=(1,), offsets=(0,), block_shape=(TILE_K,), order=(0,))
     tl.store(out, tl.sum(v, axis=0), boundary_check=(0,))
@@ -462,10 +463,29 @@ def test_the_cached_numpy_dtype_is_the_interpreters():
     original = triton_interpreter._get_np_dtype.__closure__  # the emulator's wrapper holds the original
     assert original is not None
     wrapped = next(c.cell_contents for c in original if callable(c.cell_contents))
-    kinds = [tl.int1, tl.float16, tl.float32, tl.float64, tl.int8, tl.uint8, tl.int16, tl.uint16, tl.int32,
-             tl.uint32, tl.int64, tl.uint64, tl.bfloat16, tl.float8e5, tl.float8e4nv]
-    types = kinds + [tl.pointer_type(k) for k in kinds] + [tl.block_type(k, [4]) for k in kinds] + \
-        [tl.block_type(tl.pointer_type(k), [2, 8]) for k in kinds]
+    kinds = [
+        tl.int1,
+        tl.float16,
+        tl.float32,
+        tl.float64,
+        tl.int8,
+        tl.uint8,
+        tl.int16,
+        tl.uint16,
+        tl.int32,
+        tl.uint32,
+        tl.int64,
+        tl.uint64,
+        tl.bfloat16,
+        tl.float8e5,
+        tl.float8e4nv,
+    ]
+    types = (
+        kinds
+        + [tl.pointer_type(k) for k in kinds]
+        + [tl.block_type(k, [4]) for k in kinds]
+        + [tl.block_type(tl.pointer_type(k), [2, 8]) for k in kinds]
+    )
     for _ in range(2):  # the second round from the cache
         assert [triton_interpreter._get_np_dtype(t) for t in types] == [wrapped(t) for t in types]
 
@@ -654,8 +674,19 @@ def test_directed_division_brackets_the_exact_quotient():
         assert got.dtype == np.float32
         for x, y, r in zip(a.tolist(), b.tolist(), got.tolist()):
             exact = Fraction(x) / Fraction(y)
-            lo, hi = sorted((Fraction(r), Fraction(float(np.nextafter(np.float32(r), np.float32(
-                {"rz": np.sign(exact) * np.inf, "rd": np.inf, "ru": -np.inf}[mode]))))))
+            lo, hi = sorted(
+                (
+                    Fraction(r),
+                    Fraction(
+                        float(
+                            np.nextafter(
+                                np.float32(r),
+                                np.float32({"rz": np.sign(exact) * np.inf, "rd": np.inf, "ru": -np.inf}[mode]),
+                            )
+                        )
+                    ),
+                )
+            )
             if mode == "rz":
                 assert abs(Fraction(r)) <= abs(exact) and (Fraction(r) == exact or abs(exact) < max(abs(lo), abs(hi)))
             elif mode == "rd":

@@ -17,7 +17,7 @@ import pytest
 
 from .conftest import ROOT
 
-WALK = '''
+WALK = """
 import functools
 
 import pytest
@@ -162,7 +162,7 @@ def test_every_route_under(flag_gems, fl_workaround, mode):
             if isinstance(by_func, dict):
                 flag_gems.FULL_CONFIG_BY_FUNC = by_func
     assert ENTERED, f"no route of the workaround was reached under {mode}"
-'''
+"""
 
 
 @pytest.mark.slow
@@ -174,6 +174,16 @@ def test_every_route_under_every_enabling_mode(run_subprocess, request, line):
         env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT)])
     pytester = request.getfixturevalue("pytester")
     pytester.makepyfile(test_walk=WALK)
-    result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate", "-q", "--tb=short",
-                            "-W", "ignore::UserWarning", env=env)
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "--platform",
+        "iluvatar",
+        "--fl-emulate",
+        "-q",
+        "--tb=short",
+        "-W",
+        "ignore::UserWarning",
+        env=env,
+    )
     result.assert_outcomes(passed=4)

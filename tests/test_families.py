@@ -50,8 +50,22 @@ def copies(pytester):
 
 def _contracts(run_subprocess, *args, env):
     suites = ROOT / "contracts"
-    return run_subprocess("-p", "fl_contract", "-p", "copies", "-c", str(suites / "pytest.ini"), "--rootdir", str(suites),
-                          str(suites / "layers"), str(suites / "tensorops"), "-p", "no:cacheprovider", *args, env=env)
+    return run_subprocess(
+        "-p",
+        "fl_contract",
+        "-p",
+        "copies",
+        "-c",
+        str(suites / "pytest.ini"),
+        "--rootdir",
+        str(suites),
+        str(suites / "layers"),
+        str(suites / "tensorops"),
+        "-p",
+        "no:cacheprovider",
+        *args,
+        env=env,
+    )
 
 
 @pytest.mark.slow
@@ -62,19 +76,38 @@ def test_copies_are_collected_marked_and_routed_with_no_other_edit(copies, run_s
     for contract in ("test_forward", "test_backward", "test_enabled", "test_paths", "test_accuracy", "test_empty"):
         assert f"{contract}.py::" in ids and ("group_norm_copy" in ids and "mm_copy" in ids), contract
     # marked: group sizes that are not powers of two, and mm's empty K, are known defects of the copies too
-    marked = _contracts(run_subprocess, "--platform", "cpu", "-q", "-k",
-                        "(group_norm_copy and test_forward and 2x6x7) or (mm_copy and test_empty)", "-rA", env=env)
+    marked = _contracts(
+        run_subprocess,
+        "--platform",
+        "cpu",
+        "-q",
+        "-k",
+        "(group_norm_copy and test_forward and 2x6x7) or (mm_copy and test_empty)",
+        "-rA",
+        env=env,
+    )
     out = marked.stdout.str()
     assert "known defect group_norm_group_size_not_pow2: 1 xfailed" in out, out[-3000:]
     assert "known defect matmul_empty_k_reads_before: 1 xfailed" in out, out[-3000:]
     marked.assert_outcomes(xfailed=2, passed=1)
     # routed: on the emulated lane the workaround wraps the copies' entry points (they share the originals')
-    routed = _contracts(run_subprocess, "--platform", "iluvatar", "--fl-emulate", "-q", "-rA", "-k",
-                        "(group_norm_copy or mm_copy) and test_routing", env=env)
+    routed = _contracts(
+        run_subprocess,
+        "--platform",
+        "iluvatar",
+        "--fl-emulate",
+        "-q",
+        "-rA",
+        "-k",
+        "(group_norm_copy or mm_copy) and test_routing",
+        env=env,
+    )
     outcomes = routed.parseoutcomes()
     assert outcomes.get("passed", 0) >= 2 and not outcomes.get("failed") and not outcomes.get("skipped"), outcomes
-    assert {name for name in ("group_norm_copy", "mm_copy") if f"[{name}-" in routed.stdout.str()} == \
-        {"group_norm_copy", "mm_copy"}
+    assert {name for name in ("group_norm_copy", "mm_copy") if f"[{name}-" in routed.stdout.str()} == {
+        "group_norm_copy",
+        "mm_copy",
+    }
 
 
 CHILD = """
@@ -100,8 +133,14 @@ def test_a_registered_row_is_isolated_in_a_fresh_process_that_registers_it_again
         copy = ROWS.get("mm_copy")
         spec = RowSpec.of(copy, copy.cases["quick"][0], "float32", "cpu")
         assert spec.sources == (("fl_copies", str(source)),)
-        done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(dataclasses.asdict(spec))], capture_output=True,
-                              text=True, timeout=600, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, json.dumps(dataclasses.asdict(spec))],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         verdict = json.loads(done.stdout.strip().splitlines()[-1])
         assert verdict["ok"] and "within torch's result" in verdict["detail"], verdict

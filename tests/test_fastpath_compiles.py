@@ -14,7 +14,7 @@ import pytest
 
 from .conftest import ROOT
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import itertools
     import triton
     from triton.backends.compiler import GPUTarget
@@ -39,7 +39,7 @@ SCRIPT = textwrap.dedent('''
         source = ASTSource(fn=fn, signature={**signature, **{k: "constexpr" for k in consts}}, constexprs=consts)
         kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
         print(fn.__name__, len(kernel.asm["cubin"]))
-''')
+""")
 
 
 @pytest.mark.slow
@@ -51,14 +51,14 @@ def test_fast_path_kernels_compile_for_sm90():
     assert len(done.stdout.splitlines()) == 10
 
 
-VECTORS = textwrap.dedent('''
+VECTORS = textwrap.dedent("""
     import json, sys
     import kernel_resources as kr
     for spec in sys.argv[1:]:
         for k_div in (True, False):
             row = kr.case(spec, k_div)
             print(json.dumps([spec, k_div, [(s["kernel"], s["k_div"], s["loads"]) for s in row["sites"]]]))
-''')
+""")
 
 
 @pytest.mark.slow

@@ -32,8 +32,13 @@ def test_each_paths_kernels_are_the_fast_paths():
 @settings(max_examples=120, deadline=None)
 @example(M=577, N=25, K=568, dtype=torch.float16, op="sum")  # a split plan whose aligned rows make one split
 @example(M=27, N=63, K=3000, dtype=torch.float16, op="softmax")
-@given(M=st.integers(1, 5000), N=st.integers(2, 200_000), K=st.integers(2, 3000), dtype=st.sampled_from([torch.float32, torch.float16]),
-       op=st.sampled_from(["sum", "mean", "softmax"]))
+@given(
+    M=st.integers(1, 5000),
+    N=st.integers(2, 200_000),
+    K=st.integers(2, 3000),
+    dtype=st.sampled_from([torch.float32, torch.float16]),
+    op=st.sampled_from(["sum", "mean", "softmax"]),
+)
 def test_path_of_is_what_the_fast_path_builds(M, N, K, dtype, op):
     """``path_of`` against the planned call ``fastpath.prepare`` builds for the same problem
     (no launch: a meta tensor carries shape and dtype)."""
@@ -68,16 +73,24 @@ def test_path_shapes_take_their_path_within_the_limit():
 def test_the_cpu_lanes_reach_every_split_and_slab_path():
     """The CPU lanes prove the contract on these (the zoo's fast-path mutants): a model change
     that moved one past the emulated lanes' limit would leave its mutants alive there."""
-    unreached = {"flat tiles, per-step fold, one launch", "flat tiles, per-step fold, split",
-                 "flat tiles, per-element fold, split"}  # softmax: the model takes flat tiles for huge M only
+    unreached = {
+        "flat tiles, per-step fold, one launch",
+        "flat tiles, per-step fold, split",
+        "flat tiles, per-element fold, split",
+    }  # softmax: the model takes flat tiles for huge M only
     for kind in paths.KINDS:
         found = {p.name for p in paths.path_shapes(kind, CPU, 4, 1 << 22)}
         assert found == {p.name for p in paths.every_path(kind)} - (unreached if kind == "softmax" else set())
 
 
 @settings(max_examples=150, deadline=None)
-@given(M=st.integers(1, 3000), N=st.integers(2, 100_000), K=st.integers(1, 5000),
-       dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16]), op=st.sampled_from(["sum", "mean", "softmax"]))
+@given(
+    M=st.integers(1, 3000),
+    N=st.integers(2, 100_000),
+    K=st.integers(1, 5000),
+    dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16]),
+    op=st.sampled_from(["sum", "mean", "softmax"]),
+)
 def test_every_row_walk_launch_takes_the_largest_k_div_that_divides_its_rows(M, N, K, dtype, op):
     """A K_DIV that does not divide the K it launches with would tell the compiler rows start
     aligned where they do not (misaligned vector loads on hardware, invisible to the

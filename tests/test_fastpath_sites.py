@@ -21,8 +21,14 @@ def _probe_kernel(out_ptr, in_ptr, N, scale, BLOCK: tl.constexpr, FLAG: tl.const
     pass
 
 
-SIGNATURE = {"out_ptr": "*fp32", "in_ptr": "*fp32", "N": "i32", "scale": "fp32", "BLOCK": "constexpr",
-             "FLAG": "constexpr"}
+SIGNATURE = {
+    "out_ptr": "*fp32",
+    "in_ptr": "*fp32",
+    "N": "i32",
+    "scale": "fp32",
+    "BLOCK": "constexpr",
+    "FLAG": "constexpr",
+}
 
 
 class _Compiled:
@@ -35,6 +41,7 @@ class _Compiled:
             if self.fail:
                 raise TypeError("function takes exactly 7 arguments")
             self.log.append(("direct", grid, args))
+
         return runner
 
 
@@ -111,12 +118,16 @@ def test_a_refused_launch_goes_back_to_the_launch_cache_for_good(site):
     assert s.runners is None
 
 
-@pytest.mark.parametrize("signature", [
-    {k: v for k, v in SIGNATURE.items() if v != "constexpr"},  # a launcher without the constexprs
-    {**SIGNATURE, "N": "constexpr"},  # a parameter specialised away
-    dict(reversed(SIGNATURE.items())),  # another order
-    None,
-], ids=["no-constexprs", "constexpr-mismatch", "order", "no-source"])
+@pytest.mark.parametrize(
+    "signature",
+    [
+        {k: v for k, v in SIGNATURE.items() if v != "constexpr"},  # a launcher without the constexprs
+        {**SIGNATURE, "N": "constexpr"},  # a parameter specialised away
+        dict(reversed(SIGNATURE.items())),  # another order
+        None,
+    ],
+    ids=["no-constexprs", "constexpr-mismatch", "order", "no-source"],
+)
 def test_a_compiled_kernel_of_another_convention_is_never_launched_directly(site, signature):
     s, log, state, _ = site
     state["signature"] = signature

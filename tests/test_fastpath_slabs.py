@@ -17,9 +17,15 @@ DTYPES = {"float32": (torch.float32, 1e-5), "float16": (torch.float16, 2e-3), "b
 
 
 @settings(max_examples=25, deadline=None)
-@given(M=st.integers(1, 4), N=st.integers(1, 700), K=st.integers(1, tm.SLAB_K_MAX),
-       block=st.sampled_from([1024, 2048]), splits=st.sampled_from([1, 2, 4, 16]),
-       dtype=st.sampled_from(sorted(DTYPES)), keepdim=st.booleans())
+@given(
+    M=st.integers(1, 4),
+    N=st.integers(1, 700),
+    K=st.integers(1, tm.SLAB_K_MAX),
+    block=st.sampled_from([1024, 2048]),
+    splits=st.sampled_from([1, 2, 4, 16]),
+    dtype=st.sampled_from(sorted(DTYPES)),
+    keepdim=st.booleans(),
+)
 def test_slab_plans_reduce_like_torch(M, N, K, block, splits, dtype, keepdim):
     torch_dtype, tol = DTYPES[dtype]
     x = torch.randn(M, N, K).to(torch_dtype)
@@ -28,7 +34,7 @@ def test_slab_plans_reduce_like_torch(M, N, K, block, splits, dtype, keepdim):
     got = fastpath.SlabReduce((M, N, K), 1, keepdim, False, plan, tm.ASSUMED, x.device).run(x)
     mean = fastpath.SlabReduce((M, N, K), 1, keepdim, True, plan, tm.ASSUMED, x.device).run(x)
     assert got.dtype == torch_dtype and got.shape == want.shape
-    torch.testing.assert_close(got.double(), want, rtol=tol, atol=tol * N ** 0.5)
+    torch.testing.assert_close(got.double(), want, rtol=tol, atol=tol * N**0.5)
     torch.testing.assert_close(mean.double(), want / N, rtol=tol, atol=tol)
     soft = fastpath.SlabSoftmax((M, N, K), 1, None, plan, x.device).run(x)
     torch.testing.assert_close(soft.double(), torch.softmax(x.double(), 1), rtol=tol * 4, atol=tol)
@@ -174,8 +180,10 @@ def test_tiny_k_calls_take_the_slab_plans(monkeypatch):
         torch.testing.assert_close(total, x.sum(1), rtol=1e-5, atol=1e-4)
         torch.testing.assert_close(soft, x.softmax(1))
         device = fastpath._device(x)
-        want = {("Slab" if isinstance(tm.pick(*shape, device, 4, kind), tm.SlabPlan) else "") + name
-                for kind, name in [("reduce", "Reduce"), ("softmax", "Softmax")]}
+        want = {
+            ("Slab" if isinstance(tm.pick(*shape, device, 4, kind), tm.SlabPlan) else "") + name
+            for kind, name in [("reduce", "Reduce"), ("softmax", "Softmax")]
+        }
         kinds = {type(plan).__name__ for plan in fastpath._PLANS.values()}
         assert kinds == want, (shape, kinds)
         assert shape[2] <= tm.SLAB_K_MAX or not any(k.startswith("Slab") for k in kinds)

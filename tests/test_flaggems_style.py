@@ -65,8 +65,11 @@ def lines(tmp_path_factory):
     spec = os.environ.get("FL_FLAGGEMS_54")
     if spec:
         site = tmp_path_factory.mktemp("fg54")
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), spec],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), spec],
+            check=True,
+            capture_output=True,
+        )
         out["5.4"] = site
     return out
 
@@ -82,8 +85,22 @@ def test_flaggems_style_suite_runs_unchanged(pytester, lines, line):
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (lines[line], ROOT) if p)
 
     def run(*extra):
-        argv = [sys.executable, "-m", "pytest", "-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate",
-                "--ref", "cpu", "-p", "no:cacheprovider", "-rf", *extra]
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "fl_contract",
+            "--platform",
+            "iluvatar",
+            "--fl-emulate",
+            "--ref",
+            "cpu",
+            "-p",
+            "no:cacheprovider",
+            "-rf",
+            *extra,
+        ]
         return subprocess.run(argv, cwd=pytester.path, env=env, capture_output=True, text=True, timeout=600)
 
     done = run()
@@ -95,5 +112,7 @@ def test_flaggems_style_suite_runs_unchanged(pytester, lines, line):
     done = run("--fl-no-workaround")
     assert done.returncode == 1, done.stdout[-3000:]
     failed = sorted(line.split("::")[1].split(" ")[0] for line in done.stdout.splitlines() if line.startswith("FAILED"))
-    non_inner = [f"test_reduction[{op}-shape{i}-{dim}]" for op in ("mean", "softmax", "sum") for i, dim in ((0, 1), (1, 0))]
+    non_inner = [
+        f"test_reduction[{op}-shape{i}-{dim}]" for op in ("mean", "softmax", "sum") for i, dim in ((0, 1), (1, 0))
+    ]
     assert failed == non_inner, failed  # the inner case (shape2, dim 2) is right with the defect too

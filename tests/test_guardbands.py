@@ -51,11 +51,14 @@ def test_a_write_outside_names_the_byte_ranges():
     guard = guardbands.Guard()
     y = guard.copy(torch.zeros(5, dtype=torch.float32), "out")
     record = guard.records[0]
-    record.buffer[guardbands.BAND + 20:guardbands.BAND + 24] = 0  # one float past the end
+    record.buffer[guardbands.BAND + 20 : guardbands.BAND + 24] = 0  # one float past the end
     record.buffer[guardbands.BAND - 2] = 1  # a byte before it
     (breach,) = guard.breaches()
     assert breach.ranges == ((-2, -1), (20, 24)) and breach.nbytes == 20
-    assert str(breach) == "float32[5] from out (20 bytes): written outside at bytes [-2, -1) before, bytes [20, 24) past the end"
+    assert (
+        str(breach)
+        == "float32[5] from out (20 bytes): written outside at bytes [-2, -1) before, bytes [20, 24) past the end"
+    )
     assert y.sum().item() == 0
 
 
@@ -95,16 +98,22 @@ def test_a_correct_kernel_leaves_its_bands_alone():
 def test_a_fault_is_the_cases_and_comes_first():
     guard = guardbands.Guard()
     assert guardbands.verdict("case", guard, "RuntimeError: illegal memory access") == (
-        "case: device fault after the call (synchronise and canary): RuntimeError: illegal memory access")
+        "case: device fault after the call (synchronise and canary): RuntimeError: illegal memory access"
+    )
     assert guardbands.settle("cpu") is None
     assert guardbands.settle("nosuchdevice").startswith("RuntimeError")
 
 
 def test_the_injected_store_bound_stores_one_lane_past_each_prefix_row():
-    mask = np.array([[True, True, False, False], [True, True, True, True], [False, False, False, False],
-                     [True, False, True, False]])
-    assert one_lane_past(mask).tolist() == [[True, True, True, False], [True] * 4, [False] * 4,
-                                            [True, False, True, False]]
+    mask = np.array(
+        [[True, True, False, False], [True, True, True, True], [False, False, False, False], [True, False, True, False]]
+    )
+    assert one_lane_past(mask).tolist() == [
+        [True, True, True, False],
+        [True] * 4,
+        [False] * 4,
+        [True, False, True, False],
+    ]
     assert one_lane_past(np.ones(3, bool)) is None and one_lane_past(np.array(True)) is None
 
 
@@ -123,14 +132,38 @@ def test_the_guard_contract_fails_on_the_injected_store_and_holds_without():
     def run(*extra: str) -> subprocess.CompletedProcess:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         env.pop("FL_PLATFORM", None)
-        return subprocess.run([sys.executable, "-m", "pytest_fl_contract.cli", "contracts", "reductions", "--",
-                               "--platform", "cpu", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-k", select,
-                               *extra], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest_fl_contract.cli",
+                "contracts",
+                "reductions",
+                "--",
+                "--platform",
+                "cpu",
+                "-q",
+                "-p",
+                "no:randomly",
+                "-p",
+                "no:cacheprovider",
+                "-k",
+                select,
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+            cwd=ROOT,
+        )
 
     clean = run()
     assert clean.returncode == 0 and re.search(r"\b[1-9]\d* passed", clean.stdout), clean.stdout[-1500:]
     broken = run("--fl-inject", "store_past_tensor")
     assert broken.returncode == 1 and re.search(r"\b[1-9]\d* failed", broken.stdout), broken.stdout[-1500:]
-    assert re.search(r"writes outside the tensors: \w+\[[\d, ]+\] from aten::\S+ at flag_gems/ops/\w+\.py:\d+ "
-                     r"\(\d+ bytes\): written outside at bytes \[\d+, \d+\) past the end", broken.stdout), \
-        broken.stdout[-3000:]
+    assert re.search(
+        r"writes outside the tensors: \w+\[[\d, ]+\] from aten::\S+ at flag_gems/ops/\w+\.py:\d+ "
+        r"\(\d+ bytes\): written outside at bytes \[\d+, \d+\) past the end",
+        broken.stdout,
+    ), broken.stdout[-3000:]

@@ -55,8 +55,11 @@ MANIFESTS: list[tuple[str, Any, str]] = [
     ("unhashable-top-key", "? [lanes]\n: 1\n", "a seq cannot be a key"),
     ("shared-steps-list", {"shared_steps": ["a"], **lane()}, "shared_steps must map names to steps"),
     ("shared-step-a-list", {"shared_steps": {"a": [1]}, **lane()}, "shared step 'a' must be a mapping"),
-    ("shared-step-bad-name", {"shared_steps": {"-x": {"command": ["true"]}}, **lane()},
-     "shared step name '-x' must match"),
+    (
+        "shared-step-bad-name",
+        {"shared_steps": {"-x": {"command": ["true"]}}, **lane()},
+        "shared step name '-x' must match",
+    ),
     ("shared-step-bad-name", {"shared_steps": {"A!": {"command": ["true"]}}, **lane()}, "shared step name 'A!'"),
     ("use-a-list", lane({"use": ["x"]}), "step name ['x'] must match"),
     ("use-a-list-with-name", lane({"name": "s", "use": ["x"]}), "unknown shared step ['x']"),
@@ -112,8 +115,11 @@ def test_bad_manifest_is_one_line_and_exit_2(tmp_path, capsys, content, message)
 
 @pytest.mark.parametrize(
     "target, message",
-    [("/dev/zero", "not a regular file (a character device)"), (".", "not a regular file (a directory)"),
-     ("missing.yaml", "No such file")],
+    [
+        ("/dev/zero", "not a regular file (a character device)"),
+        (".", "not a regular file (a directory)"),
+        ("missing.yaml", "No such file"),
+    ],
     ids=["dev-zero", "a-directory", "missing"],
 )
 def test_manifest_that_is_not_a_file_is_one_line(tmp_path, capsys, monkeypatch, target, message):
@@ -135,8 +141,15 @@ def test_what_check_passes_run_can_start(tmp_path, capsys):
     """The legal limits: a 64-character name, env names with digits and underscores, a
     step named setup where the lane has no setup - check passes them, run runs them."""
     name = "a" * 64
-    manifest = {"lanes": {name: {"platform": "cpu", "env": {"_A1": "x"}, "steps": [
-        {"name": "setup", "command": ["sh", "-c", 'test "$_A1$B_2" = xy'], "env": {"B_2": "y"}}]}}}
+    manifest = {
+        "lanes": {
+            name: {
+                "platform": "cpu",
+                "env": {"_A1": "x"},
+                "steps": [{"name": "setup", "command": ["sh", "-c", 'test "$_A1$B_2" = xy'], "env": {"B_2": "y"}}],
+            }
+        }
+    }
     path = tmp_path / "m.yaml"
     _write(path, manifest)
     assert cli(capsys, "check", str(path))[0] == 0
@@ -191,14 +204,26 @@ def _checked(capsys, out: Path):
 
 
 def test_import_dedupes_step_names_case_insensitively(tmp_path, capsys):
-    tests = [{"name": "Operator Tests", "command": "a"}, {"name": "operator tests", "command": "b"},
-             {"name": "OPERATOR-TESTS", "command": "c"}, {"name": "op_contracts", "command": "d"},
-             {"name": "!!!", "command": "e"}, {"name": "x" * 300, "command": "f"}]
+    tests = [
+        {"name": "Operator Tests", "command": "a"},
+        {"name": "operator tests", "command": "b"},
+        {"name": "OPERATOR-TESTS", "command": "c"},
+        {"name": "op_contracts", "command": "d"},
+        {"name": "!!!", "command": "e"},
+        {"name": "x" * 300, "command": "f"},
+    ]
     code, err, out = _import(tmp_path, capsys, {"cuda.yml": {"integration_tests": tests}})
     assert code == 0, err
     names = [s.name for s in _checked(capsys, out).lanes["cuda"].steps]
-    assert names == ["operator-tests", "operator-tests-2", "operator-tests-3", "op_contracts-2", "step-4",
-                     "x" * 64, "op_contracts"]
+    assert names == [
+        "operator-tests",
+        "operator-tests-2",
+        "operator-tests-3",
+        "op_contracts-2",
+        "step-4",
+        "x" * 64,
+        "op_contracts",
+    ]
 
 
 def test_import_renames_a_step_called_setup_beside_a_setup_script(tmp_path, capsys):
@@ -219,8 +244,11 @@ def test_import_refuses_two_files_of_one_lane(tmp_path, capsys):
 
 def test_import_a_directory_name_with_a_newline_cannot_inject_yaml(tmp_path, capsys):
     evil = "x\n  injected:\n    platform: cpu\n    steps: [{name: pwn, command: [id]}]\n#"
-    lane_file = {"display_name": "A\nB: c", "container_options": "--x\n  evil: 1",
-                 "integration_tests": [{"name": "t", "command": "echo 'a: b'\n#c"}]}
+    lane_file = {
+        "display_name": "A\nB: c",
+        "container_options": "--x\n  evil: 1",
+        "integration_tests": [{"name": "t", "command": "echo 'a: b'\n#c"}],
+    }
     code, err, out = _import(tmp_path, capsys, {f"{evil}/cuda.yml": lane_file})
     assert code == 0, err
     manifest = _checked(capsys, out)
@@ -248,8 +276,22 @@ def test_import_a_directory_name_with_a_newline_cannot_inject_yaml(tmp_path, cap
         ("runner_labels: [\xe9]\n".encode("latin-1"), "not UTF-8 text"),
         ("a: [\n", "not valid YAML"),
     ],
-    ids=["env-list", "env-key-equals", "env-null", "env-nul", "labels-str", "timeout-str", "setup-list",
-         "command-nul", "tests-str", "test-no-command", "not-mapping", "alias-bomb", "latin-1", "not-yaml"],
+    ids=[
+        "env-list",
+        "env-key-equals",
+        "env-null",
+        "env-nul",
+        "labels-str",
+        "timeout-str",
+        "setup-list",
+        "command-nul",
+        "tests-str",
+        "test-no-command",
+        "not-mapping",
+        "alias-bomb",
+        "latin-1",
+        "not-yaml",
+    ],
 )
 def test_import_refuses_what_check_would_refuse_in_one_line(tmp_path, capsys, lane_file, message):
     code, err, out = _import(tmp_path, capsys, {"cuda.yml": lane_file})

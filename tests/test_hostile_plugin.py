@@ -23,22 +23,46 @@ PY = sys.executable
 WK5 = "COVERS = 5\ndef install():\n    return {}\ndef uninstall():\n    pass\n"
 
 USAGE = [  # (id, files to write, pytest args, the one ERROR line holds)
-    ("platforms-file-latin-1", {"vendor.yaml": "platforms:\n  x\xe9: {device_type: cpu}\n".encode("latin-1")},
-     ["--fl-platforms-file", "vendor.yaml"], "platforms file vendor.yaml: not UTF-8 text (byte 0xe9 at offset 14)"),
-    ("platforms-file-binary", {"vendor.yaml": b"\x7fELF\0\0"}, ["--fl-platforms-file", "vendor.yaml"],
-     "a binary file (NUL byte at offset 4)"),
-    ("platforms-file-alias-bomb", {"vendor.yaml": BOMB + "platforms: {x: {device_type: cpu, aliases: *i}}\n"},
-     ["--fl-platforms-file", "vendor.yaml"], "aliases expand to more than"),
-    ("platforms-file-device-type-null", {"vendor.yaml": "platforms: {x: {device_type: null}}\n"},
-     ["--fl-platforms-file", "vendor.yaml"], "device_type: expected a device name"),
-    ("platforms-file-a-directory", {"vendor.yaml/x": "x"}, ["--fl-platforms-file", "vendor.yaml"],
-     "cannot read: not a regular file (a directory)"),
+    (
+        "platforms-file-latin-1",
+        {"vendor.yaml": "platforms:\n  x\xe9: {device_type: cpu}\n".encode("latin-1")},
+        ["--fl-platforms-file", "vendor.yaml"],
+        "platforms file vendor.yaml: not UTF-8 text (byte 0xe9 at offset 14)",
+    ),
+    (
+        "platforms-file-binary",
+        {"vendor.yaml": b"\x7fELF\0\0"},
+        ["--fl-platforms-file", "vendor.yaml"],
+        "a binary file (NUL byte at offset 4)",
+    ),
+    (
+        "platforms-file-alias-bomb",
+        {"vendor.yaml": BOMB + "platforms: {x: {device_type: cpu, aliases: *i}}\n"},
+        ["--fl-platforms-file", "vendor.yaml"],
+        "aliases expand to more than",
+    ),
+    (
+        "platforms-file-device-type-null",
+        {"vendor.yaml": "platforms: {x: {device_type: null}}\n"},
+        ["--fl-platforms-file", "vendor.yaml"],
+        "device_type: expected a device name",
+    ),
+    (
+        "platforms-file-a-directory",
+        {"vendor.yaml/x": "x"},
+        ["--fl-platforms-file", "vendor.yaml"],
+        "cannot read: not a regular file (a directory)",
+    ),
     ("platform-empty", {}, ["--platform", ""], "--platform is empty: give a platform name or 'auto'"),
     ("platform-blank", {}, ["--platform", "  "], "--platform is empty"),
     ("platform-unknown", {}, ["--platform", "quantum"], "unknown platform 'quantum'"),
     ("workaround-empty", {}, ["--fl-workaround", ""], "--fl-workaround is empty: give a module name"),
-    ("workaround-covers-an-int", {"wk5.py": WK5}, ["--fl-workaround", "wk5", "--fl-source-root", "."],
-     "COVERS must be a list of defect ids"),
+    (
+        "workaround-covers-an-int",
+        {"wk5.py": WK5},
+        ["--fl-workaround", "wk5", "--fl-source-root", "."],
+        "COVERS must be a list of defect ids",
+    ),
 ]
 
 
@@ -64,8 +88,11 @@ def test_bad_plugin_input_is_one_usage_error_line(pytester, run_subprocess, file
 MARKERS = [  # (id, decorator, the one line)
     ("known-defect-a-list", '@pytest.mark.known_defect(["x"])', "@known_defect takes exactly one defect id"),
     ("known-defect-unknown", '@pytest.mark.known_defect("nosuch")', "@known_defect: unknown defect 'nosuch'"),
-    ("skip-platforms-reason-none", '@pytest.mark.skip_platforms("nvidia", reason=None)',
-     "@skip_platforms needs reason=... saying why"),
+    (
+        "skip-platforms-reason-none",
+        '@pytest.mark.skip_platforms("nvidia", reason=None)',
+        "@skip_platforms needs reason=... saying why",
+    ),
     ("platforms-unknown", '@pytest.mark.platforms("quantum")', "@platforms: unknown platform 'quantum'"),
     ("platforms-none", "@pytest.mark.platforms()", "@platforms needs at least one platform name"),
     ("capability-unknown", '@pytest.mark.requires_capability("teleport")', "@requires_capability takes capability"),
@@ -115,8 +142,19 @@ def test_the_plugins_junit_is_valid_xunit2_and_keeps_its_summary(pytester, run_s
     opt-in xunit1 the per-case properties pytest writes are not xunit2, and what the
     runner re-writes from it is."""
     pytester.makepyfile(test_suite=PLUGIN_SUITE)
-    run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-no-workaround", "--junitxml=out.xml",
-                   "-o", f"junit_family={family}", "-p", "no:cacheprovider", timeout=120)
+    run_subprocess(
+        "-p",
+        "fl_contract",
+        "--platform",
+        "iluvatar",
+        "--fl-no-workaround",
+        "--junitxml=out.xml",
+        "-o",
+        f"junit_family={family}",
+        "-p",
+        "no:cacheprovider",
+        timeout=120,
+    )
     out = pytester.path / "out.xml"
     report = junit.read(out)
     counts = junit.count(report, "lane")
@@ -139,8 +177,13 @@ def test_a_contract_lane_writes_valid_xunit2_and_its_per_op_summary(tmp_path):
     (issue 61, class 2), never a pass."""
     env = {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     steps = (
-        Step("reductions", "pytest", ("-q", "-k", "(sum or argmax) and accuracy and float32 and 5x64"),
-             suites=("reductions",), expect="fail"),
+        Step(
+            "reductions",
+            "pytest",
+            ("-q", "-k", "(sum or argmax) and accuracy and float32 and 5x64"),
+            suites=("reductions",),
+            expect="fail",
+        ),
         Step("cast", "pytest", ("-q",), suites=("copy",)),
     )
     the_lane = Lane("l", "iluvatar", steps, env=env, pytest_args=("--fl-emulate", "--fl-no-workaround"))
@@ -159,21 +202,32 @@ def test_a_contract_lane_writes_valid_xunit2_and_its_per_op_summary(tmp_path):
 # -- the CLI itself ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [["mutants", "--list"], ["--manifest", "ci/manifest.yaml", "lanes"]],
-                         ids=["mutants-list", "lanes"])
+@pytest.mark.parametrize(
+    "args", [["mutants", "--list"], ["--manifest", "ci/manifest.yaml", "lanes"]], ids=["mutants-list", "lanes"]
+)
 def test_a_reader_that_goes_away_is_quiet_141(tmp_path, args):
     read, write = os.pipe()
     os.close(read)  # `| head -1` that has already gone: every write gets EPIPE
-    done = subprocess.run([PY, "-m", "pytest_fl_contract.cli", *args], stdout=write, stderr=subprocess.PIPE,
-                          cwd=ROOT, text=True, timeout=60)
+    done = subprocess.run(
+        [PY, "-m", "pytest_fl_contract.cli", *args],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        text=True,
+        timeout=60,
+    )
     os.close(write)
     assert done.returncode == 141 and done.stderr == "", done.stderr
 
 
 @pytest.mark.parametrize(
     "args, message",
-    [([], "missing command; one of:"), (["run"], "the following arguments are required: lane"),
-     (["--nope"], "unrecognized arguments: --nope"), (["report"], "the following arguments are required: files")],
+    [
+        ([], "missing command; one of:"),
+        (["run"], "the following arguments are required: lane"),
+        (["--nope"], "unrecognized arguments: --nope"),
+        (["report"], "the following arguments are required: files"),
+    ],
     ids=["no-command", "run-no-lane", "unknown-option", "report-no-files"],
 )
 def test_cli_usage_errors_are_one_line(capsys, args, message):

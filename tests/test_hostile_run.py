@@ -103,8 +103,7 @@ def test_a_pytest_step_with_colour_that_crashes_keeps_its_output(tmp_path):
 # (an error, not a pass), so the outcome says it did not wait - no clock is read to say so.
 LEFT = [  # (id, script writing its child's pid to {pid}, timeout, outcome, message)
     ("background-child", "sleep 3600 & echo $! > {pid}; echo started", 60, "passed", "killed 1 process(es)"),
-    ("subshell-child", "(sleep 3600 >/dev/null 2>&1 & echo $! > {pid}); echo ok", 60, "passed",
-     "killed 1 process(es)"),
+    ("subshell-child", "(sleep 3600 >/dev/null 2>&1 & echo $! > {pid}); echo ok", 60, "passed", "killed 1 process(es)"),
     ("own-session-daemon", "setsid sleep 3600 </dev/null >/dev/null 2>&1 & echo $! > {pid}", 60, "passed", "killed 1"),
     ("timeout-with-child", "sleep 3600 & echo $! > {pid}; wait", 0.5, "error", "timed out after 0.5s"),
     ("closed-stdout-runs-on", "echo $$ > {pid}; exec >&- 2>&-; sleep 3600", 0.5, "error", "timed out after 0.5s"),
@@ -168,8 +167,10 @@ def test_output_is_capped_in_bytes_head_and_tail_and_logged_whole(tmp_path):
 
 def test_output_cap_from_the_manifest_and_the_command_line(tmp_path, capsys):
     manifest = tmp_path / "m.yaml"
-    manifest.write_text("defaults: {output_cap: 1024}\nlanes: {l: {platform: cpu, steps: [{name: s, "
-                        "command: [sh, -c, 'seq 1 100000; exit 1']}]}}\n")
+    manifest.write_text(
+        "defaults: {output_cap: 1024}\nlanes: {l: {platform: cpu, steps: [{name: s, "
+        "command: [sh, -c, 'seq 1 100000; exit 1']}]}}\n"
+    )
     code, out, err = cli(capsys, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "a"))
     assert code == 1 and "Traceback" not in err
     text = result(junit.read(tmp_path / "a" / "l.xml").cases[0]).text
@@ -191,7 +192,8 @@ def test_capped_keeps_short_output_whole_and_escapes_it():
 def test_cancel_keeps_every_step_and_kills_the_running_one(tmp_path, sig, code):
     pid_file = tmp_path / "child.pid"
     manifest = tmp_path / "m.yaml"
-    manifest.write_text(textwrap.dedent(f"""
+    manifest.write_text(
+        textwrap.dedent(f"""
         lanes:
           l:
             platform: cpu
@@ -199,9 +201,14 @@ def test_cancel_keeps_every_step_and_kills_the_running_one(tmp_path, sig, code):
               - {{name: first, command: [echo, one]}}
               - {{name: long, command: "trap '' TERM; sleep 30 & echo $! > {pid_file}; echo waiting; wait", shell: true}}
               - {{name: later, command: [echo, two]}}
-    """))
-    proc = subprocess.Popen([PY, "-m", "pytest_fl_contract.cli", "--manifest", str(manifest), "run", "l", "--reports",
-                             str(tmp_path / "r")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """)
+    )
+    proc = subprocess.Popen(
+        [PY, "-m", "pytest_fl_contract.cli", "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     log = tmp_path / "r" / "l" / "long.log"
     deadline = time.monotonic() + 300  # a hang guard: the wait ends when the step has said it waits
     while not (log.exists() and "waiting" in log.read_text()):
@@ -229,12 +236,28 @@ STEP_XML = [  # (id, what the fake pytest step writes, exit code, outcome of the
     ("time-abc", PASSING.replace('time="0.1"', 'time="abc"'), 0, "error", "time 'abc' is not a number"),
     ("no-cases", '<testsuite name="pytest" tests="0" failures="0" errors="0"/>', 0, "error", "no test cases"),
     ("counts-disagree", PASSING.replace('tests="1"', 'tests="5"'), 0, "error", "says tests=5 but its cases give 1"),
-    ("suite-level-error", PASSING.replace("<testcase", '<error message="setup"/><testcase'), 0, "error",
-     "suite-level <error>: setup"),
-    ("bad-summary", PASSING.replace("<testcase", '<properties><property name="fl_summary" value="{[" /></properties>'
-                                    "<testcase"), 0, "error", "malformed fl_summary property"),
+    (
+        "suite-level-error",
+        PASSING.replace("<testcase", '<error message="setup"/><testcase'),
+        0,
+        "error",
+        "suite-level <error>: setup",
+    ),
+    (
+        "bad-summary",
+        PASSING.replace("<testcase", '<properties><property name="fl_summary" value="{[" /></properties><testcase'),
+        0,
+        "error",
+        "malformed fl_summary property",
+    ),
     ("garbage", "<testsuite><oops", 1, "error", "malformed JUnit XML s.xml"),
-    ("entities", '<!DOCTYPE x [<!ENTITY a "aaaa">]><testsuite name="x" tests="0"/>', 0, "error", "declares a DTD or entities"),
+    (
+        "entities",
+        '<!DOCTYPE x [<!ENTITY a "aaaa">]><testsuite name="x" tests="0"/>',
+        0,
+        "error",
+        "declares a DTD or entities",
+    ),
     ("wrong-root", "<html/>", 0, "error", "root element <html>"),
     ("valid", PASSING, 0, "passed", ""),
 ]
@@ -313,8 +336,14 @@ def _manifest(tmp_path: Path) -> Path:
         (lambda t: None, ["--output-cap", "12"], "must be between 1024 and"),
         (lambda t: None, ["--step", "nope"], "lane 'l' has no step 'nope'"),
     ],
-    ids=["reports-is-a-file", "lane-xml-is-a-dir", "lane-dir-is-a-file", "cap-not-a-number", "cap-too-small",
-         "unknown-step"],
+    ids=[
+        "reports-is-a-file",
+        "lane-xml-is-a-dir",
+        "lane-dir-is-a-file",
+        "cap-not-a-number",
+        "cap-too-small",
+        "unknown-step",
+    ],
 )
 def test_run_refuses_in_one_line(tmp_path, capsys, monkeypatch, prepare, args, message):
     monkeypatch.chdir(tmp_path)
@@ -339,35 +368,83 @@ OTHER = CASE.replace('name="t"', 'name="u"')
 REPORTS = [  # (id, file content, exit code, the one line on stderr, or None)
     ("empty-testsuites", "<testsuites/>", 1, "no test cases"),
     ("empty-testsuites-whitespace", "<testsuites>\n  </testsuites>", 1, "no test cases"),
-    ("counts-without-cases", '<testsuite name="x" tests="5" failures="3" errors="0"/>', 1, "no test cases: a report that ran nothing is not a pass (and 2 more)"),
-    ("suite-level-error", f'<testsuite name="x" tests="1" errors="0" failures="0"><error message="boom"/>{CASE}'
-                          "</testsuite>", 1, "suite-level <error>: boom"),
-    ("suite-level-failure", f'<testsuite name="x" tests="1" errors="0" failures="0">{CASE}<failure message="f"/>'
-                            "</testsuite>", 1, "suite-level <failure>: f"),
-    ("tests-too-few", f'<testsuite name="x" tests="1" failures="0" errors="0">{CASE}{OTHER}'
-                      "</testsuite>", 1, "says tests=1 but its cases give 2"),
-    ("failures-hidden", f'<testsuite name="x" tests="1" failures="0" errors="0">'
-                        f'{CASE[:-2]}><failure message="no"/></testcase></testsuite>', 1, "says failures=0"),
-    ("root-disagrees", f'<testsuites tests="9"><testsuite name="x" tests="1" failures="0" errors="0">{CASE}'
-                       "</testsuite></testsuites>", 1, "the root says tests=9"),
-    ("time-abc", f'<testsuite name="x" tests="1" failures="0" errors="0">{CASE.replace("0.100", "abc")}</testsuite>',
-     1, "time 'abc' is not a number"),
+    (
+        "counts-without-cases",
+        '<testsuite name="x" tests="5" failures="3" errors="0"/>',
+        1,
+        "no test cases: a report that ran nothing is not a pass (and 2 more)",
+    ),
+    (
+        "suite-level-error",
+        f'<testsuite name="x" tests="1" errors="0" failures="0"><error message="boom"/>{CASE}</testsuite>',
+        1,
+        "suite-level <error>: boom",
+    ),
+    (
+        "suite-level-failure",
+        f'<testsuite name="x" tests="1" errors="0" failures="0">{CASE}<failure message="f"/></testsuite>',
+        1,
+        "suite-level <failure>: f",
+    ),
+    (
+        "tests-too-few",
+        f'<testsuite name="x" tests="1" failures="0" errors="0">{CASE}{OTHER}</testsuite>',
+        1,
+        "says tests=1 but its cases give 2",
+    ),
+    (
+        "failures-hidden",
+        f'<testsuite name="x" tests="1" failures="0" errors="0">'
+        f'{CASE[:-2]}><failure message="no"/></testcase></testsuite>',
+        1,
+        "says failures=0",
+    ),
+    (
+        "root-disagrees",
+        f'<testsuites tests="9"><testsuite name="x" tests="1" failures="0" errors="0">{CASE}</testsuite></testsuites>',
+        1,
+        "the root says tests=9",
+    ),
+    (
+        "time-abc",
+        f'<testsuite name="x" tests="1" failures="0" errors="0">{CASE.replace("0.100", "abc")}</testsuite>',
+        1,
+        "time 'abc' is not a number",
+    ),
     ("time-negative", f'<testsuite name="x" tests="1" time="-3">{CASE}</testsuite>', 1, "time '-3' is not a duration"),
     ("count-not-a-number", f'<testsuite name="x" tests="one">{CASE}</testsuite>', 1, "tests='one' is not a count"),
-    ("bad-summary", f'<testsuite name="x"><properties><property name="fl_summary" value="[]"/></properties>{CASE}'
-                    "</testsuite>", 1, "malformed fl_summary property"),
+    (
+        "bad-summary",
+        f'<testsuite name="x"><properties><property name="fl_summary" value="[]"/></properties>{CASE}</testsuite>',
+        1,
+        "malformed fl_summary property",
+    ),
     ("malformed", "<testsuite><oops", 2, "malformed JUnit XML bad.xml: ParseError"),
     ("wrong-root", "<html><body/></html>", 2, "root element <html>, not <testsuites>"),
-    ("billion-laughs", '<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
-                       "<testsuite>&b;</testsuite>", 2, "declares a DTD or entities (refused)"),
+    (
+        "billion-laughs",
+        '<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+        "<testsuite>&b;</testsuite>",
+        2,
+        "declares a DTD or entities (refused)",
+    ),
     ("binary", b"\x89PNG\r\n\x1a\n\0\0", 2, "malformed JUnit XML bad.xml"),
     ("empty-file", "", 2, "malformed JUnit XML bad.xml"),
-    ("double-entry-is-fine", '<testsuite name="x" tests="1" failures="1" errors="1">'
-                             '<testcase classname="m" name="t"><failure message="call"/></testcase>'
-                             '<testcase classname="m" name="t"><error message="teardown"/></testcase></testsuite>',
-     1, None),
-    ("passing", f'<testsuites><testsuite name="x" tests="1" failures="0" errors="0" skipped="0">{CASE}</testsuite>'
-                "</testsuites>", 0, None),
+    (
+        "double-entry-is-fine",
+        '<testsuite name="x" tests="1" failures="1" errors="1">'
+        '<testcase classname="m" name="t"><failure message="call"/></testcase>'
+        '<testcase classname="m" name="t"><error message="teardown"/></testcase></testsuite>',
+        1,
+        None,
+    ),
+    (
+        "passing",
+        f'<testsuites><testsuite name="x" tests="1" failures="0" errors="0" skipped="0">{CASE}</testsuite>'
+        "</testsuites>",
+        0,
+        None,
+    ),
 ]
 
 
@@ -384,8 +461,11 @@ def test_report_fails_what_it_cannot_trust_in_one_line(tmp_path, capsys, content
         assert line.startswith("fl-contract: error: malformed" if code == 2 else f"fl-contract: {path}:"), line
 
 
-@pytest.mark.parametrize("target, message", [(".", "not a regular file (a directory)"), ("missing.xml", "No such file")],
-                         ids=["a-directory", "missing"])
+@pytest.mark.parametrize(
+    "target, message",
+    [(".", "not a regular file (a directory)"), ("missing.xml", "No such file")],
+    ids=["a-directory", "missing"],
+)
 def test_report_of_what_is_not_a_file_is_one_line(tmp_path, capsys, monkeypatch, target, message):
     monkeypatch.chdir(tmp_path)
     code, _, err = cli(capsys, "report", target)
@@ -401,8 +481,14 @@ hostile_text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, ex
 @settings(max_examples=150, deadline=None)
 @given(name=hostile_text, message=hostile_text, output=hostile_text, seconds=st.floats(allow_nan=True))
 def test_any_text_makes_valid_xunit2(tmp_path_factory, name, message, output, seconds):
-    case = junit.Case(name, name, seconds if seconds == seconds and 0 <= seconds < 1e12 else 0.0,
-                      (junit.Result("failure", message, message, output),), output, output)
+    case = junit.Case(
+        name,
+        name,
+        seconds if seconds == seconds and 0 <= seconds < 1e12 else 0.0,
+        (junit.Result("failure", message, message, output),),
+        output,
+        output,
+    )
     report = junit.Report((junit.Suite(name, (case,), ((name, message),)),))
     path = tmp_path_factory.mktemp("xsd") / "any.xml"
     junit.write(report, path, name=name)
@@ -428,8 +514,22 @@ def test_pytests_own_xunit2_validates_against_the_schema_we_use(tmp_path):
         def test_xfail(): assert 0
     """)
     )
-    subprocess.run([PY, "-m", "pytest", "-p", "no:fl_contract", "-p", "no:cacheprovider", "-q",
-                    f"--junitxml={tmp_path / 'out.xml'}", str(tmp_path / "test_all.py")], cwd=tmp_path,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            PY,
+            "-m",
+            "pytest",
+            "-p",
+            "no:fl_contract",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--junitxml={tmp_path / 'out.xml'}",
+            str(tmp_path / "test_all.py"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+    )
     assert_valid_junit(tmp_path / "out.xml")
     assert junit.problems(junit.read(tmp_path / "out.xml")) == []

@@ -53,8 +53,9 @@ def _comparable(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith("plugins:"))
 
 
-@pytest.mark.parametrize("env", [{}, {"GEMS_VENDOR": "nvidia", "CUDA_VISIBLE_DEVICES": "0"}],
-                         ids=["no-accelerator", "an-accelerator-named"])
+@pytest.mark.parametrize(
+    "env", [{}, {"GEMS_VENDOR": "nvidia", "CUDA_VISIBLE_DEVICES": "0"}], ids=["no-accelerator", "an-accelerator-named"]
+)
 def test_item1_a_foreign_suite_runs_as_if_the_plugin_were_not_installed(pytester, run_subprocess, env):
     """Autoload on (as ``pip install`` leaves it): same exit, same output, no header line,
     no import of torch / triton / flag_gems, with and without a vendor named."""
@@ -68,13 +69,17 @@ def test_item1_a_foreign_suite_runs_as_if_the_plugin_were_not_installed(pytester
     assert "fl-contract" not in _comparable(installed.stdout.str()) and "1 passed" in installed.stdout.str()
 
 
-@pytest.mark.parametrize("how, args, env, ini", [
-    ("-p fl_contract", ["-p", "fl_contract", "--platform", "nvidia"], {}, ""),
-    ("-p pytest_fl_contract.plugin", ["-p", "pytest_fl_contract.plugin", "--platform", "nvidia"], {}, ""),
-    ("FL_PLATFORM", [], {"FL_PLATFORM": "nvidia"}, ""),
-    ("ini fl_platform", [], {}, "[pytest]\nfl_platform = nvidia\n"),
-    ("--platform", ["--platform", "nvidia"], {}, ""),
-], ids=["-p-fl_contract", "-p-module-item15", "env", "ini", "--platform"])
+@pytest.mark.parametrize(
+    "how, args, env, ini",
+    [
+        ("-p fl_contract", ["-p", "fl_contract", "--platform", "nvidia"], {}, ""),
+        ("-p pytest_fl_contract.plugin", ["-p", "pytest_fl_contract.plugin", "--platform", "nvidia"], {}, ""),
+        ("FL_PLATFORM", [], {"FL_PLATFORM": "nvidia"}, ""),
+        ("ini fl_platform", [], {}, "[pytest]\nfl_platform = nvidia\n"),
+        ("--platform", ["--platform", "nvidia"], {}, ""),
+    ],
+    ids=["-p-fl_contract", "-p-module-item15", "env", "ini", "--platform"],
+)
 def test_item1_the_plugin_is_active_when_a_run_asks_for_it(pytester, run_subprocess, how, args, env, ini):
     """Naming a platform or loading the plugin by name (either of its names: the module name
     used to crash with "Plugin already registered" under autoload) makes it active."""
@@ -115,14 +120,19 @@ def _suite(tmp_path: Path, name: str, body: str, conftest: str = "", **kw) -> St
 
 
 def test_item2_cases_that_all_error_are_not_a_caught_defect(tmp_path):
-    step = _suite(tmp_path, "errors", """
+    step = _suite(
+        tmp_path,
+        "errors",
+        """
         import pytest
         @pytest.fixture
         def flag_gems():
             raise ImportError("no flag_gems")
         def test_a(flag_gems): pass
         def test_b(flag_gems): pass
-    """, expect="fail")
+    """,
+        expect="fail",
+    )
     run, progress, _ = _lane(tmp_path, step)
     assert not run.ok and run.exit_code == 1
     assert "expected to fail: NOT caught: 2 case(s) errored" in progress
@@ -131,14 +141,25 @@ def test_item2_cases_that_all_error_are_not_a_caught_defect(tmp_path):
 def test_item2_a_changed_exit_status_is_not_a_verdict(tmp_path):
     """A conftest that sets ``session.exitstatus`` turns neither a passing suite into a
     caught defect nor a failing one into a pass."""
-    red = _suite(tmp_path, "red", "def test_a(): pass\n", expect="fail", conftest="""
+    red = _suite(
+        tmp_path,
+        "red",
+        "def test_a(): pass\n",
+        expect="fail",
+        conftest="""
         def pytest_sessionfinish(session):
             session.exitstatus = 1
-    """)
-    green = _suite(tmp_path, "green", "def test_a(): assert 0\n", conftest="""
+    """,
+    )
+    green = _suite(
+        tmp_path,
+        "green",
+        "def test_a(): assert 0\n",
+        conftest="""
         def pytest_sessionfinish(session):
             session.exitstatus = 0
-    """)
+    """,
+    )
     run, progress, cases = _lane(tmp_path, red, green)
     assert not run.ok
     assert run.results[0].verdict == "error" and "exit 1, but none of the 1 case(s)" in run.results[0].detail
@@ -147,16 +168,21 @@ def test_item2_a_changed_exit_status_is_not_a_verdict(tmp_path):
 
 
 def test_item2_a_failed_case_is_a_caught_defect_and_the_summary_names_it(tmp_path):
-    run, progress, _ = _lane(tmp_path, _suite(tmp_path, "caught", "def test_a(): assert 0\ndef test_b(): pass\n",
-                                              expect="fail"))
+    run, progress, _ = _lane(
+        tmp_path, _suite(tmp_path, "caught", "def test_a(): assert 0\ndef test_b(): pass\n", expect="fail")
+    )
     assert run.ok and run.exit_code == 0
     assert "expected to fail: defect caught: 1 failed" in progress
 
 
-@pytest.mark.parametrize("script", [
-    f"{PY} -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'; exit $?",
-    "sh -c 'kill -SEGV $$'; exit $?",
-], ids=["child-segfaults", "exit-139"])
+@pytest.mark.parametrize(
+    "script",
+    [
+        f"{PY} -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'; exit $?",
+        "sh -c 'kill -SEGV $$'; exit $?",
+    ],
+    ids=["child-segfaults", "exit-139"],
+)
 def test_item2_a_signal_reported_by_a_shell_is_a_crash(tmp_path, script):
     run, _, cases = _lane(tmp_path, Step("s", "command", ("bash", "-c", script)), platform="cpu")
     assert not run.ok
@@ -168,8 +194,10 @@ def test_item2_a_command_that_is_not_found_is_an_error_and_cannot_expect_failure
     run, _, cases = _lane(tmp_path, Step("typo", "command", ("bash", "-c", "pytset -q")), platform="cpu")
     assert cases["typo"].results[0].kind == "error" and "not found" in cases["typo"].results[0].message
     manifest = tmp_path / "m.yaml"
-    manifest.write_text("lanes:\n  l:\n    platform: cpu\n    steps:\n      - name: t\n        shell: true\n"
-                        "        command: pytset -q\n        expect: fail\n")
+    manifest.write_text(
+        "lanes:\n  l:\n    platform: cpu\n    steps:\n      - name: t\n        shell: true\n"
+        "        command: pytset -q\n        expect: fail\n"
+    )
     code, _, err = cli(capsys, "check", str(manifest))
     assert code == 2
     one_line(err, "expect: fail needs a pytest step")
@@ -192,9 +220,11 @@ def test_item3_merge_is_red_for_a_failed_lane_with_no_exit_file(tmp_path, capsys
 def test_item3_a_step_cannot_record_its_own_verdict(tmp_path, capsys):
     """A step whose JUnit forges the runner's ``fl_step`` record (ok, expect fail) still
     reads as the failure it is."""
-    forged = ('<testsuites><testsuite name="x" tests="1" failures="1"><properties><property name="fl_step" '
-              'value=\'{"step": "s", "expect": "fail", "allow_failure": true, "verdict": "passed", "ok": true}\'/>'
-              '</properties><testcase name="t"><failure message="boom"/></testcase></testsuite></testsuites>')
+    forged = (
+        '<testsuites><testsuite name="x" tests="1" failures="1"><properties><property name="fl_step" '
+        'value=\'{"step": "s", "expect": "fail", "allow_failure": true, "verdict": "passed", "ok": true}\'/>'
+        '</properties><testcase name="t"><failure message="boom"/></testcase></testsuite></testsuites>'
+    )
 
     def fake_argv(lane, step, report):
         return [PY, "-c", f"open({str(report)!r}, 'w').write({forged!r}); raise SystemExit(1)"]
@@ -230,8 +260,17 @@ def test_fixture_error(broken): pass
 
 def test_item4_a_known_defect_xfail_does_not_swallow_an_import_error(pytester, run_subprocess):
     pytester.makepyfile(test_known=KNOWN)
-    result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-no-workaround", "-rA",
-                            "-p", "no:cacheprovider", timeout=120)
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "--platform",
+        "iluvatar",
+        "--fl-no-workaround",
+        "-rA",
+        "-p",
+        "no:cacheprovider",
+        timeout=120,
+    )
     result.assert_outcomes(xfailed=1, failed=1, errors=1)
     out = result.stdout.str()
     assert "known defect masked_2d_row_load fails with AssertionError, not ModuleNotFoundError" in out
@@ -246,8 +285,26 @@ def test_item4_a_lane_whose_flag_gems_cannot_be_imported_stops_with_one_line(tmp
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(ROOT)])}
     env.pop("PYTEST_XDIST_WORKER", None)
     for xdist in ([], ["-p", "xdist", "-n", "2"]):
-        done = subprocess.run([*CLI, "contracts", "reductions", "--", "--platform", "cpu", "-q", "-p", "no:randomly",
-                               "-k", "accuracy", *xdist], env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                *CLI,
+                "contracts",
+                "reductions",
+                "--",
+                "--platform",
+                "cpu",
+                "-q",
+                "-p",
+                "no:randomly",
+                "-k",
+                "accuracy",
+                *xdist,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-2000:]
         assert "xfailed" not in done.stdout and "INTERNALERROR" not in done.stdout
         stop = [line for line in done.stdout.splitlines() if "Interrupted: cannot import flag_gems" in line]
@@ -264,16 +321,21 @@ def _fifo(path: Path) -> Path:
 
 
 def _cli_subprocess(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})}
+    )
 
 
-@pytest.mark.parametrize("argv", [
-    ["check", "{fifo}"],
-    ["--platforms-file", "{fifo}", "defects", "--platform", "nvidia"],
-    ["report", "{fifo}"],
-    ["import", "{fifo}"],
-], ids=["manifest", "platforms-file", "report", "import"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "{fifo}"],
+        ["--platforms-file", "{fifo}", "defects", "--platform", "nvidia"],
+        ["report", "{fifo}"],
+        ["import", "{fifo}"],
+    ],
+    ids=["manifest", "platforms-file", "report", "import"],
+)
 def test_item6_a_fifo_given_as_an_input_is_one_line(tmp_path, argv):
     fifo = _fifo(tmp_path / "cuda.yml")
     done = _cli_subprocess(*[a.format(fifo=fifo) for a in argv], timeout=30)
@@ -284,8 +346,17 @@ def test_item6_a_fifo_given_as_an_input_is_one_line(tmp_path, argv):
 def test_item6_a_fifo_as_the_plugins_platforms_file_is_one_usage_line(pytester, run_subprocess):
     _fifo(pytester.path / "vendor.yaml")
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-platforms-file", "vendor.yaml",
-                            "-p", "no:cacheprovider", timeout=60)
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "--platform",
+        "nvidia",
+        "--fl-platforms-file",
+        "vendor.yaml",
+        "-p",
+        "no:cacheprovider",
+        timeout=60,
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     one_line(result.stderr.str(), "not a regular file (a FIFO)")
 
@@ -294,8 +365,16 @@ def test_item6_a_fifo_as_the_step_summary_is_one_line(tmp_path):
     manifest = tmp_path / "m.yaml"
     manifest.write_text("lanes:\n  l:\n    platform: cpu\n    steps:\n      - {name: s, command: [true]}\n")
     fifo = _fifo(tmp_path / "summary")
-    done = _cli_subprocess("--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r"),
-                           env={"GITHUB_STEP_SUMMARY": str(fifo)}, timeout=60)
+    done = _cli_subprocess(
+        "--manifest",
+        str(manifest),
+        "run",
+        "l",
+        "--reports",
+        str(tmp_path / "r"),
+        env={"GITHUB_STEP_SUMMARY": str(fifo)},
+        timeout=60,
+    )
     assert done.returncode == 0
     one_line(done.stderr, "cannot append the summary to $GITHUB_STEP_SUMMARY", "not a regular file (a FIFO)")
 
@@ -304,8 +383,7 @@ def test_item6_fifos_a_step_makes_in_the_reports_never_block_the_runner(tmp_path
     """A step that makes FIFOs at its own JUnit path, at LANE.xml and at a later step's log:
     the run ends, every step is in LANE.xml, the FIFOs replaced by files."""
     reports = tmp_path / "reports"
-    mk = (f"import os; d = {str(reports)!r}; "
-          "[os.mkfifo(p) for p in (d + '/l/s.xml', d + '/l.xml', d + '/l/later.log')]")
+    mk = f"import os; d = {str(reports)!r}; [os.mkfifo(p) for p in (d + '/l/s.xml', d + '/l.xml', d + '/l/later.log')]"
 
     def fake_argv(lane, step, report):
         return [PY, "-c", mk] if step.name == "s" else [PY, "-c", "print('later ran')"]
@@ -412,8 +490,13 @@ lanes:
 def _start_run(tmp_path: Path, marker: str) -> subprocess.Popen:
     manifest = tmp_path / "m.yaml"
     manifest.write_text(SLEEPER_MANIFEST.format(py=json.dumps(PY), marker=marker))
-    proc = subprocess.Popen([*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     log = tmp_path / "r" / "l" / "sleeper.log"
     deadline = time.monotonic() + 300  # a hang guard: the wait ends when the step has said it started
     while not (log.exists() and "started" in log.read_text()):
@@ -444,9 +527,15 @@ def test_item8_a_killed_runner_takes_its_step_along_and_the_next_run_says_so(tmp
     proc.wait(60)
     assert sleepers and all(_gone(pid) for pid in sleepers), "the step outlived the runner killed by SIGKILL"
     assert "started" in (tmp_path / "r" / "l" / "sleeper.log").read_text()  # the log was not sitting in a buffer
-    (tmp_path / "m.yaml").write_text("lanes:\n  l:\n    platform: cpu\n    steps:\n      - {name: s, command: [true]}\n")
-    done = subprocess.run([*CLI, "--manifest", str(tmp_path / "m.yaml"), "run", "l", "--reports", str(tmp_path / "r")],
-                          capture_output=True, text=True, timeout=60)
+    (tmp_path / "m.yaml").write_text(
+        "lanes:\n  l:\n    platform: cpu\n    steps:\n      - {name: s, command: [true]}\n"
+    )
+    done = subprocess.run(
+        [*CLI, "--manifest", str(tmp_path / "m.yaml"), "run", "l", "--reports", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0
     assert "the last run of lane l" in done.stdout and "did not finish" in done.stdout and "'sleeper'" in done.stdout
 
@@ -457,16 +546,20 @@ def test_item8_a_killed_runner_takes_its_step_along_and_the_next_run_says_so(tmp
 def test_item9_a_deeply_nested_summary_property_is_a_problem_not_an_internal_error(tmp_path, capsys):
     deep = "[" * 100_000 + "]" * 100_000
     path = tmp_path / "deep.xml"
-    path.write_text(f'<testsuites><testsuite name="s" tests="1"><properties><property name="fl_summary" '
-                    f'value="{deep}"/></properties><testcase name="t"/></testsuite></testsuites>')
+    path.write_text(
+        f'<testsuites><testsuite name="s" tests="1"><properties><property name="fl_summary" '
+        f'value="{deep}"/></properties><testcase name="t"/></testsuite></testsuites>'
+    )
     code, _, err = cli(capsys, "report", str(path))
     assert code == 1
     one_line(err, "malformed fl_summary property: nested too deeply")
 
 
 def test_item9_a_utf16_document_with_entities_is_refused_by_the_parser(tmp_path, capsys):
-    text = ('<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
-            '<testsuites><testsuite name="s" tests="1"><testcase name="&b;"/></testsuite></testsuites>')
+    text = (
+        '<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+        '<testsuites><testsuite name="s" tests="1"><testcase name="&b;"/></testsuite></testsuites>'
+    )
     path = tmp_path / "u16.xml"
     path.write_bytes(text.encode("utf-16"))
     code, _, err = cli(capsys, "report", str(path))
@@ -500,8 +593,12 @@ def test_item9_two_runs_of_one_lane_into_one_directory(tmp_path):
     marker = f"sleeper-{os.getpid()}-twice"
     first = _start_run(tmp_path, marker)
     try:
-        second = subprocess.run([*CLI, "--manifest", str(tmp_path / "m.yaml"), "run", "l", "--reports",
-                                 str(tmp_path / "r")], capture_output=True, text=True, timeout=60)
+        second = subprocess.run(
+            [*CLI, "--manifest", str(tmp_path / "m.yaml"), "run", "l", "--reports", str(tmp_path / "r")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert second.returncode == 2
         one_line(second.stderr, "lane l is already running into", "give this run another --reports")
     finally:
@@ -550,13 +647,21 @@ def test_items11_12_16_values_names_and_merge_keys_as_written(tmp_path, capsys):
     assert cli(capsys, "check", str(path))[0] == 0
 
 
-@pytest.mark.parametrize("text, message", [
-    ("lanes:\n  -x:\n    platform: cpu\n    steps: [{name: s, command: [true]}]\n", "lane name '-x' must match"),
-    ("lanes:\n  l:\n    platform: cpu\n    steps: [{name: s, command: [true], env: {A: null}}]\n",
-     "env 'A' has no value (YAML null)"),
-    ("lanes:\n  l:\n    platform: cpu\n    steps: [{name: s, command: [true]}, {name: s, command: [true]}]\n",
-     "duplicate step name"),
-], ids=["lane-named-like-an-option", "env-null", "duplicate-step"])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("lanes:\n  -x:\n    platform: cpu\n    steps: [{name: s, command: [true]}]\n", "lane name '-x' must match"),
+        (
+            "lanes:\n  l:\n    platform: cpu\n    steps: [{name: s, command: [true], env: {A: null}}]\n",
+            "env 'A' has no value (YAML null)",
+        ),
+        (
+            "lanes:\n  l:\n    platform: cpu\n    steps: [{name: s, command: [true]}, {name: s, command: [true]}]\n",
+            "duplicate step name",
+        ),
+    ],
+    ids=["lane-named-like-an-option", "env-null", "duplicate-step"],
+)
 def test_item13_16_manifest_refusals_name_the_problem(tmp_path, capsys, text, message):
     path = tmp_path / "m.yaml"
     path.write_text(text)
@@ -616,14 +721,25 @@ def test_item14_text_from_tests_cannot_add_markdown_structure():
 
 def test_item15_a_closed_stdout_or_stderr_changes_neither_exit_nor_json(tmp_path):
     manifest = tmp_path / "m.yaml"
-    manifest.write_text("lanes:\n  l:\n    platform: cpu\n    runner_labels: [ubuntu-latest]\n"
-                        "    steps: [{name: s, command: [true]}]\n")
-    done = subprocess.run(" ".join([*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r"),
-                                    ">&-"]), shell=True, capture_output=True, text=True, timeout=60)
+    manifest.write_text(
+        "lanes:\n  l:\n    platform: cpu\n    runner_labels: [ubuntu-latest]\n    steps: [{name: s, command: [true]}]\n"
+    )
+    done = subprocess.run(
+        " ".join([*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r"), ">&-"]),
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "r" / "l.xml").is_file()
-    done = subprocess.run(" ".join([*CLI, "--manifest", str(manifest), "matrix", "2>&-"]), shell=True,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        " ".join([*CLI, "--manifest", str(manifest), "matrix", "2>&-"]),
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0
     assert json.loads(done.stdout)["include"][0]["lane"] == "l"
 

@@ -23,8 +23,14 @@ from pytest_fl_contract.results import cases, html, parity
 from pytest_fl_contract.util import FlContractError
 
 LANES = ("lane-a", "lane-b", "lane-c")
-PROVENANCE = {"version_torch": "2.13.0+cpu", "version_triton": "3.7.1", "version_flag_gems": "5.0.2",
-              "version_pytest_fl_contract": "0.1.0", "fl_platform": "cpu", "fl_device": "cpu"}
+PROVENANCE = {
+    "version_torch": "2.13.0+cpu",
+    "version_triton": "3.7.1",
+    "version_flag_gems": "5.0.2",
+    "version_pytest_fl_contract": "0.1.0",
+    "fl_platform": "cpu",
+    "fl_device": "cpu",
+}
 XPASS = "[XPASS(strict)] known defect nan_dropped_by_max"
 HOSTILE = "<script>alert(1)</script> \"quoted\" & 'single' </td></table><img src=x onerror=alert(2)>"
 
@@ -41,17 +47,35 @@ PROBE_OUTCOMES = ("passed", "failed", "passed")
 # what each cell must read: the parity rules applied by hand to the table above
 EXPECTED = {
     ("sum", "dims"): (("passed", "passed 2/2"), ("failed", "failed 1/2"), ("passed", "passed 2/2")),
-    ("max", "nan"): (("defect", "known defect nan_dropped_by_max (1/1)"),
-                     ("defect", "known defect nan_dropped_by_max (1/1)"), ("failed", "failed 1/1")),
-    ("argmax", "out"): (("skipped", "skipped: argmax has no out= binding"),
-                        ("skipped", "skipped: argmax has no out= binding"), ("absent", "-")),
-    ("mean", "empty"): (("failed", "failed 1/1"), ("passed", "passed 1/1"), ("skipped", "skipped: mean: no empty input")),
+    ("max", "nan"): (
+        ("defect", "known defect nan_dropped_by_max (1/1)"),
+        ("defect", "known defect nan_dropped_by_max (1/1)"),
+        ("failed", "failed 1/1"),
+    ),
+    ("argmax", "out"): (
+        ("skipped", "skipped: argmax has no out= binding"),
+        ("skipped", "skipped: argmax has no out= binding"),
+        ("absent", "-"),
+    ),
+    ("mean", "empty"): (
+        ("failed", "failed 1/1"),
+        ("passed", "passed 1/1"),
+        ("skipped", "skipped: mean: no empty input"),
+    ),
     ("-", "compiler"): (("passed", "passed 1/1"), ("failed", "failed 1/1"), ("passed", "passed 1/1")),
 }
-ALSO = {("sum", "dims"): "lane-b", ("max", "nan"): "lane-c", ("argmax", "out"): "-", ("mean", "empty"): "lane-a",
-        ("-", "compiler"): "lane-b"}
-MESSAGES = {"failed": "AssertionError: Tensor-likes are not close!", "error": "RuntimeError: setup broke",
-            "xfailed": "known defect nan_dropped_by_max on cpu: max drops NaN"}
+ALSO = {
+    ("sum", "dims"): "lane-b",
+    ("max", "nan"): "lane-c",
+    ("argmax", "out"): "-",
+    ("mean", "empty"): "lane-a",
+    ("-", "compiler"): "lane-b",
+}
+MESSAGES = {
+    "failed": "AssertionError: Tensor-likes are not close!",
+    "error": "RuntimeError: setup broke",
+    "xfailed": "known defect nan_dropped_by_max on cpu: max drops NaN",
+}
 SKIPS = {"argmax": "argmax has no out= binding", "mean": "mean: no empty input"}
 
 
@@ -73,7 +97,7 @@ def _result(outcome: str, op: str, message: str | None = None) -> str:
 
 
 def _case(lane: str, module: str, name: str, body: str) -> str:
-    return f"<testcase classname={quoteattr(f'{lane}.{module}')} name={quoteattr(name)} time=\"0.010\">{body}</testcase>"
+    return f'<testcase classname={quoteattr(f"{lane}.{module}")} name={quoteattr(name)} time="0.010">{body}</testcase>'
 
 
 def lane_xml(index: int, lane: str | None = None) -> str:
@@ -90,11 +114,13 @@ def lane_xml(index: int, lane: str | None = None) -> str:
     props = dict(PROVENANCE, fl_cases=json.dumps(tags))
     properties = "".join(f"<property name={quoteattr(k)} value={quoteattr(v)} />" for k, v in props.items())
     probe = _case(lane, *PROBE, _result(PROBE_OUTCOMES[index], "-", "AssertionError: result 28, expected 6"))
-    return ("<?xml version='1.0' encoding='utf-8'?>\n"
-            f"<testsuites name={quoteattr(lane)}>"
-            f"<testsuite name={quoteattr(f'{lane}/reduction_contract')} tests=\"{len(reductions)}\">"
-            f"<properties>{properties}</properties>{''.join(reductions)}</testsuite>"
-            f"<testsuite name={quoteattr(f'{lane}/compiler_probes')} tests=\"1\">{probe}</testsuite></testsuites>\n")
+    return (
+        "<?xml version='1.0' encoding='utf-8'?>\n"
+        f"<testsuites name={quoteattr(lane)}>"
+        f'<testsuite name={quoteattr(f"{lane}/reduction_contract")} tests="{len(reductions)}">'
+        f"<properties>{properties}</properties>{''.join(reductions)}</testsuite>"
+        f'<testsuite name={quoteattr(f"{lane}/compiler_probes")} tests="1">{probe}</testsuite></testsuites>\n'
+    )
 
 
 @pytest.fixture
@@ -170,9 +196,13 @@ class Node:
 
     def find(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list[Node]:
         want = {k.replace("_", "-"): v for k, v in attrs.items()}
-        return [n for n in self.walk() if (tag is None or n.tag == tag)
-                and (cls is None or cls in n.attrs.get("class", "").split())
-                and all(n.attrs.get(k) == v for k, v in want.items())]
+        return [
+            n
+            for n in self.walk()
+            if (tag is None or n.tag == tag)
+            and (cls is None or cls in n.attrs.get("class", "").split())
+            and all(n.attrs.get(k) == v for k, v in want.items())
+        ]
 
     def one(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> Node:
         found = self.find(tag, cls, **attrs)
@@ -217,9 +247,14 @@ def dom(text: str) -> Node:
 
 
 def _browser() -> str | None:
-    return next((found for name in ("chromium", "chromium-browser")
-                 if (found := shutil.which(name) or (f"/usr/bin/{name}" if os.path.exists(f"/usr/bin/{name}") else None))),
-                None)
+    return next(
+        (
+            found
+            for name in ("chromium", "chromium-browser")
+            if (found := shutil.which(name) or (f"/usr/bin/{name}" if os.path.exists(f"/usr/bin/{name}") else None))
+        ),
+        None,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -241,9 +276,22 @@ def chromium() -> str:
 
 def browse(browser: str, page: Path, tmp_path: Path, *args: str) -> str:
     profile = tmp_path / f"chromium-profile-{len(list(tmp_path.glob('chromium-profile-*')))}"
-    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                           "--hide-scrollbars", f"--user-data-dir={profile}", *args, page.resolve().as_uri()],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            *args,
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -265,18 +313,27 @@ def test_the_matrix_in_a_browser_is_what_the_junit_says(reports: Path, tmp_path:
     m = parity.matrix(cases.read(reports))
     page = dump_dom(chromium, out / "matrix.html", tmp_path)
 
-    cells = {(n.attrs["data-op"], n.attrs["data-contract"], n.attrs["data-lane"]): (n.attrs["data-state"], n.text())
-             for n in page.one("table", id="matrix").find("td", cls="cell")}
-    from_parity = {(op, contract, lane): (m.cell(op, contract, lane).state, m.cell(op, contract, lane).label)
-                   for op, contract in m.rows for lane in m.lanes}
-    by_hand = {(op, contract, lane): EXPECTED[(op, contract)][i] for op, contract in EXPECTED for i, lane in enumerate(LANES)}
+    cells = {
+        (n.attrs["data-op"], n.attrs["data-contract"], n.attrs["data-lane"]): (n.attrs["data-state"], n.text())
+        for n in page.one("table", id="matrix").find("td", cls="cell")
+    }
+    from_parity = {
+        (op, contract, lane): (m.cell(op, contract, lane).state, m.cell(op, contract, lane).label)
+        for op, contract in m.rows
+        for lane in m.lanes
+    }
+    by_hand = {
+        (op, contract, lane): EXPECTED[(op, contract)][i] for op, contract in EXPECTED for i, lane in enumerate(LANES)
+    }
     assert cells == from_parity == by_hand
     assert {state for state, _ in cells.values()} == {"failed", "defect", "passed", "skipped", "absent"}
     for (op, contract, lane), (state, _label) in cells.items():
         assert f"state-{state}" in page.one("td", data_op=op, data_contract=contract, data_lane=lane).attrs["class"]
     also = {(n.attrs["data-op"], n.attrs["data-contract"]): n.text() for n in page.find("td", cls="also")}
     assert also == ALSO
-    assert [n.attrs["data-lane"] for n in page.one("table", id="matrix").find("th") if "data-lane" in n.attrs] == list(LANES)
+    assert [n.attrs["data-lane"] for n in page.one("table", id="matrix").find("th") if "data-lane" in n.attrs] == list(
+        LANES
+    )
 
     assert page.one(id="rate-formula").text() == parity.RATE + "."
     for lane, rate in zip(LANES, m.rates):
@@ -284,9 +341,18 @@ def test_the_matrix_in_a_browser_is_what_the_junit_says(reports: Path, tmp_path:
         failing = seen["failed"] + seen["error"] + seen["xpassed"]
         row = page.one("tr", cls="rate-row", data_lane=lane)
         fields = {n.attrs["data-field"]: int(n.text()) for n in row.find("td") if "data-field" in n.attrs}
-        assert fields == {"passed": seen["passed"], "failing": failing, "xfailed": seen["xfailed"],
-                          "skipped": seen["skipped"]}
-        assert fields == {"passed": rate.passed, "failing": rate.failing, "xfailed": rate.xfailed, "skipped": rate.skipped}
+        assert fields == {
+            "passed": seen["passed"],
+            "failing": failing,
+            "xfailed": seen["xfailed"],
+            "skipped": seen["skipped"],
+        }
+        assert fields == {
+            "passed": rate.passed,
+            "failing": rate.failing,
+            "xfailed": rate.xfailed,
+            "skipped": rate.skipped,
+        }
         assert row.one("td", cls="rate").text() == shown(seen["passed"], failing) == rate.shown
         bar = page.one("rect", cls="rate-bar", data_lane=lane)
         assert float(bar.attrs["data-rate"]) == pytest.approx(seen["passed"] / (seen["passed"] + failing))
@@ -307,8 +373,10 @@ def test_the_matrix_in_a_browser_is_what_the_junit_says(reports: Path, tmp_path:
 def test_a_lane_page_in_a_browser_counts_what_the_junit_holds(reports: Path, tmp_path: Path, chromium: str) -> None:
     bench = tmp_path / "bench.json"
     values = [0.5, 0.8, 0.9, 0.95, 1.0, 1.2, 2.5]
-    bench.write_text(json.dumps({"rows": [{"fast": v, "native": 1.0} for v in values[:3]]
-                                 + [{"ratio": v} for v in values[3:]]}), encoding="utf-8")
+    bench.write_text(
+        json.dumps({"rows": [{"fast": v, "native": 1.0} for v in values[:3]] + [{"ratio": v} for v in values[3:]]}),
+        encoding="utf-8",
+    )
     out = tmp_path / "html"
     html.render([str(reports / "lane-c.xml")], str(out), str(bench))
     assert sorted(p.name for p in out.iterdir()) == ["lane-c.html"]  # one lane: no matrix
@@ -318,8 +386,11 @@ def test_a_lane_page_in_a_browser_counts_what_the_junit_holds(reports: Path, tmp
 
     assert page.one("h1", id="lane").attrs["data-lane"] == "lane-c"
     assert {n.attrs["data-property"]: n.text() for n in page.one("dl", id="provenance").find("dd")} == PROVENANCE
-    counts = {n.attrs["data-outcome"]: int(n.text()) for n in page.one("table", id="outcomes").find("td")
-              if "data-outcome" in n.attrs}
+    counts = {
+        n.attrs["data-outcome"]: int(n.text())
+        for n in page.one("table", id="outcomes").find("td")
+        if "data-outcome" in n.attrs
+    }
     assert counts == {**{o: seen[o] for o in html.OUTCOMES}, "total": sum(seen.values())}
     assert page.one("td", cls="rate").text() == shown(seen["passed"], seen["failed"] + seen["error"] + seen["xpassed"])
 
@@ -328,8 +399,11 @@ def test_a_lane_page_in_a_browser_counts_what_the_junit_holds(reports: Path, tmp
         bars.setdefault(rect.attrs["data-label"], Counter())[rect.attrs["data-part"]] = int(rect.attrs["data-count"])
     assert bars == ops_from_xml(xml)
 
-    failing = {(n.attrs["data-op"], n.attrs["data-contract"]): int(n.attrs["data-failing"])
-               for n in page.one("table", id="failing").find("tr") if "data-op" in n.attrs}
+    failing = {
+        (n.attrs["data-op"], n.attrs["data-contract"]): int(n.attrs["data-failing"])
+        for n in page.one("table", id="failing").find("tr")
+        if "data-op" in n.attrs
+    }
     assert failing == {("max", "nan"): 1}
     assert XPASS in page.one("table", id="failing").text()
     defects = page.one("table", id="defects").one("tr", data_defect="nan_dropped_by_max")
@@ -355,8 +429,9 @@ def test_the_overload_scoreboard_in_a_browser_is_what_the_cases_say(tmp_path: Pa
     folder = tmp_path / "reports"
     folder.mkdir()
     (folder / "ov-a.xml").write_text(overload_xml("ov-a", SPEC, registered=REGISTERED), encoding="utf-8")
-    (folder / "ov-b.xml").write_text(overload_xml("ov-b", [("mm", "PASS", "passed"), ("abs", "PASS", "passed")],
-                                                  inline=False), encoding="utf-8")
+    (folder / "ov-b.xml").write_text(
+        overload_xml("ov-b", [("mm", "PASS", "passed"), ("abs", "PASS", "passed")], inline=False), encoding="utf-8"
+    )
     out = tmp_path / "html"
     html.render([str(folder)], str(out))
     board = scoreboard.board_of(cases.read_one(folder / "ov-a.xml"))
@@ -365,15 +440,21 @@ def test_the_overload_scoreboard_in_a_browser_is_what_the_cases_say(tmp_path: Pa
     assert summary.text() == board.summary() and summary.attrs["data-registered"] == str(len(REGISTERED))
     assert {s: int(summary.attrs[f"data-{s.lower()}"]) for s in scoreboard.STATUSES} == board.counts()
     rows = page.one("table", id="scoreboard").find("tr")
-    got = {r.attrs["data-overload"]: (r.attrs["data-status"], int(r.attrs["data-passed"]), int(r.attrs["data-ran"]))
-           for r in rows if "data-overload" in r.attrs}
+    got = {
+        r.attrs["data-overload"]: (r.attrs["data-status"], int(r.attrs["data-passed"]), int(r.attrs["data-ran"]))
+        for r in rows
+        if "data-overload" in r.attrs
+    }
     assert got == EXPECTED
     assert page.one("tr", data_overload="softmax.int").attrs["data-known-only"] == "yes"
     assert "flag_gems 5.0.2" in page.one("p", id="scoreboard-provenance").text()
 
     matrix = dump_dom(chromium, out / "matrix.html", tmp_path)
-    lanes = {n.attrs["data-lane"]: n.text() for n in matrix.one("table", id="overload-summaries").find("tr")
-             if "data-lane" in n.attrs}
+    lanes = {
+        n.attrs["data-lane"]: n.text()
+        for n in matrix.one("table", id="overload-summaries").find("tr")
+        if "data-lane" in n.attrs
+    }
     assert lanes["ov-a"].endswith(board.summary())
     differ = matrix.one("table", id="overload-parity")
     assert {r.attrs["data-overload"] for r in differ.find("tr") if "data-overload" in r.attrs} == {"mm"}
@@ -386,12 +467,14 @@ def test_the_overload_scoreboard_in_a_browser_is_what_the_cases_say(tmp_path: Pa
 def test_hostile_report_text_renders_as_text(tmp_path: Path, chromium: str) -> None:
     lane = 'evil"<b>&lane'
     name = 'test_x[<script>alert(3)</script>-"q"-&amp]'
-    xml = ("<?xml version='1.0' encoding='utf-8'?>\n"
-           f"<testsuites><testsuite name={quoteattr(lane + '/reduction_contract')}><properties>"
-           f"<property name=\"version_torch\" value={quoteattr(HOSTILE)} />"
-           f"<property name=\"fl_cases\" value={quoteattr(json.dumps({'reductions.test_x::' + name: {'op': HOSTILE, 'contract': 'c&<i>'}}))} />"
-           f"</properties>{_case(lane, 'reductions.test_x', name, _result('failed', '-', HOSTILE))}"
-           f"{_case(lane, 'reductions.test_y', 'test_y', _result('passed', '-'))}</testsuite></testsuites>\n")
+    xml = (
+        "<?xml version='1.0' encoding='utf-8'?>\n"
+        f"<testsuites><testsuite name={quoteattr(lane + '/reduction_contract')}><properties>"
+        f'<property name="version_torch" value={quoteattr(HOSTILE)} />'
+        f'<property name="fl_cases" value={quoteattr(json.dumps({"reductions.test_x::" + name: {"op": HOSTILE, "contract": "c&<i>"}}))} />'
+        f"</properties>{_case(lane, 'reductions.test_x', name, _result('failed', '-', HOSTILE))}"
+        f"{_case(lane, 'reductions.test_y', 'test_y', _result('passed', '-'))}</testsuite></testsuites>\n"
+    )
     (tmp_path / "evil.xml").write_text(xml, encoding="utf-8")
     (tmp_path / "good.xml").write_text(lane_xml(0), encoding="utf-8")
     out = tmp_path / "html"
@@ -422,7 +505,9 @@ def test_pages_are_one_self_contained_document(reports: Path, tmp_path: Path) ->
     bench.write_text(json.dumps([{"ratio": 0.7}, {"ratio": 1.3}]), encoding="utf-8")
     for path in html.render([str(reports)], str(tmp_path / "html"), str(bench)):
         raw = Path(path).read_bytes().decode("utf-8")
-        assert raw.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in raw and raw.rstrip().endswith("</html>")
+        assert (
+            raw.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in raw and raw.rstrip().endswith("</html>")
+        )
         assert "http://" not in raw and "https://" not in raw
         assert 'src="' not in raw and "url(" not in raw and '="//' not in raw and "<script" not in raw
         assert "Content-Security-Policy" in raw and "<svg" in raw
@@ -433,8 +518,14 @@ def test_bad_input_is_one_line_and_writes_nothing(reports: Path, tmp_path: Path)
     not_json = tmp_path / "bench.txt"
     not_json.write_text("not json {", encoding="utf-8")
     shapeless = tmp_path / "bench.json"
-    for bench, data in ((not_json, None), (shapeless, {"rows": []}), (shapeless, [{"ratio": "fast"}]),
-                        (shapeless, [{"ratio": float("nan")}]), (shapeless, [1.0, 2.0]), (shapeless, "1.0")):
+    for bench, data in (
+        (not_json, None),
+        (shapeless, {"rows": []}),
+        (shapeless, [{"ratio": "fast"}]),
+        (shapeless, [{"ratio": float("nan")}]),
+        (shapeless, [1.0, 2.0]),
+        (shapeless, "1.0"),
+    ):
         if data is not None:
             bench.write_text(json.dumps(data), encoding="utf-8")
         with pytest.raises(FlContractError) as caught:
@@ -449,8 +540,14 @@ def test_bad_input_is_one_line_and_writes_nothing(reports: Path, tmp_path: Path)
 
 def test_page_names_stay_in_the_folder() -> None:
     taken: set[str] = set()
-    assert [html.page_name(lane, taken) for lane in ("../x", "a/b", "a_b", "matrix", ".", "cpu")] == \
-        ["_x.html", "a_b.html", "a_b-2.html", "matrix-2.html", "lane.html", "cpu.html"]
+    assert [html.page_name(lane, taken) for lane in ("../x", "a/b", "a_b", "matrix", ".", "cpu")] == [
+        "_x.html",
+        "a_b.html",
+        "a_b-2.html",
+        "matrix-2.html",
+        "lane.html",
+        "cpu.html",
+    ]
 
 
 def test_write_replaces_the_page_whole(tmp_path: Path) -> None:

@@ -18,8 +18,11 @@ from .conftest import ROOT
 
 
 def _check(seen, missing):
-    wrong = [f"{s.op}: {s.path}: expected {s.kernel} (tiles={s.tiles}), launched {list(s.launched)} {s.error}"
-             for s in seen if not s.reached]
+    wrong = [
+        f"{s.op}: {s.path}: expected {s.kernel} (tiles={s.tiles}), launched {list(s.launched)} {s.error}"
+        for s in seen
+        if not s.reached
+    ]
     assert wrong == [] and missing == {}, "\n".join(wrong + [f"{op}: no path reaches {k}" for op, k in missing.items()])
 
 
@@ -39,8 +42,14 @@ def test_every_layer_path_is_reached_and_every_layer_kernel_has_a_path_on_the_in
 @pytest.mark.slow
 def test_every_path_is_reached_on_the_54_line(fg54_site):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fg54_site), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.testing.paths"], capture_output=True, text=True,
-                          env=env, timeout=900, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_fl_contract.testing.paths"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["version"].startswith("5.4")
@@ -52,6 +61,10 @@ def test_the_generated_docs_are_the_rows_and_the_catalogue_now():
     """docs/generated/ (rows, kernel paths, defects) is what the rows and the catalogue say:
     a row added, a path moved or a defect registered fails here until the docs are written
     again (python -m pytest_fl_contract.docs docs/generated)."""
-    done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.docs", "--check", str(ROOT / "docs" / "generated")],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_fl_contract.docs", "--check", str(ROOT / "docs" / "generated")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr

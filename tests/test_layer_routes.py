@@ -46,13 +46,21 @@ def _t(shape, seed, dtype="float32"):
 @pytest.mark.parametrize("affine", [True, False])
 def test_layer_norm_backward(defect, shape, norm, affine, dtype):
     x, dy = _t(shape, 1, dtype), _t(shape, 2, dtype)
-    ns = list(shape[len(shape) - norm:])
+    ns = list(shape[len(shape) - norm :])
     w, b = (_t(ns, 3, dtype), _t(ns, 4, dtype)) if affine else (None, None)
     _, mean, rstd = aten.native_layer_norm(x.double(), ns, None, None, 1e-5)
     mask = [True, affine, affine]
     got = _route("layer_norm", "layer_norm_backward")(dy, x, ns, mean.float(), rstd.float(), w, b, mask)
-    want = aten.native_layer_norm_backward(dy.double(), x.double(), ns, mean, rstd,
-                                           None if w is None else w.double(), None if b is None else b.double(), mask)
+    want = aten.native_layer_norm_backward(
+        dy.double(),
+        x.double(),
+        ns,
+        mean,
+        rstd,
+        None if w is None else w.double(),
+        None if b is None else b.double(),
+        mask,
+    )
     _close(got, want, dtype)
 
 
@@ -60,7 +68,7 @@ def test_layer_norm_backward(defect, shape, norm, affine, dtype):
 @pytest.mark.parametrize("shape, norm", [((13, 24), 1), ((37, 8), 1), ((2, 3, 4, 6), 2)])
 def test_rms_norm_backward(defect, shape, norm, dtype):
     x, dy = _t(shape, 1, dtype), _t(shape, 2, dtype)
-    ns = list(shape[len(shape) - norm:])
+    ns = list(shape[len(shape) - norm :])
     w = _t(ns, 3, dtype)
     x64, w64 = x.double().requires_grad_(), w.double().requires_grad_()
     torch.nn.functional.rms_norm(x64, ns, w64, 1e-5).backward(dy.double())
@@ -81,8 +89,9 @@ def test_group_norm(defect, shape, groups, affine, dtype):
     want = aten.native_group_norm(x.double(), d(w), d(b), n, c, hw, groups, 1e-5)
     _close(got, want, dtype)
     mask = [True, affine, affine]
-    got = _route("group_norm", "group_norm_backward")(dy, x, want[1].to(x.dtype), want[2].to(x.dtype), w, n, c, hw,
-                                                      groups, mask)
+    got = _route("group_norm", "group_norm_backward")(
+        dy, x, want[1].to(x.dtype), want[2].to(x.dtype), w, n, c, hw, groups, mask
+    )
     back = aten.native_group_norm_backward(dy.double(), x.double(), want[1], want[2], d(w), n, c, hw, groups, mask)
     _close(got, back, dtype)
 
@@ -103,10 +112,12 @@ def test_batch_norm(defect, shape, running, dtype):
     assert torch.equal(x, before), "the route changed its input"
     if running:
         _close(stats, ref_stats, dtype)
-    got = _route("batch_norm", "batch_norm_backward")(dy, x, w, *stats, want[1].to(x.dtype), want[2].to(x.dtype), True,
-                                                      1e-5, [True, True, True])
-    back = aten.native_batch_norm_backward(dy.double(), x.double(), w.double(), *ref_stats, want[1], want[2], True, 1e-5,
-                                           [True, True, True])
+    got = _route("batch_norm", "batch_norm_backward")(
+        dy, x, w, *stats, want[1].to(x.dtype), want[2].to(x.dtype), True, 1e-5, [True, True, True]
+    )
+    back = aten.native_batch_norm_backward(
+        dy.double(), x.double(), w.double(), *ref_stats, want[1], want[2], True, 1e-5, [True, True, True]
+    )
     _close(got, back, dtype)
 
 

@@ -40,14 +40,25 @@ def wheel_site(tmp_path_factory):
     xdist workers build at once) and installed into a directory of its own."""
     dist = tmp_path_factory.mktemp("dist")
     tree = tmp_path_factory.mktemp("tree") / "src"
-    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".venv", ".git", "reports", "build", "dist", "*.egg-info",
-                                                              "__pycache__", ".hypothesis", ".*_cache", ".whl"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
-                    str(tree)], check=True, capture_output=True)
+    shutil.copytree(
+        ROOT,
+        tree,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "reports", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", ".*_cache", ".whl"
+        ),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(tree)],
+        check=True,
+        capture_output=True,
+    )
     site = tmp_path_factory.mktemp("site")
     wheel = next(dist.glob("pytest_fl_contract-*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     return site
 
 
@@ -76,16 +87,33 @@ def checkout_verdicts(tmp_path_factory):
     out = {}
     for label, extra in (("with", []), ("without", ["--fl-no-workaround"])):
         xml = tmp_path_factory.mktemp("checkout") / "out.xml"
-        done = run([sys.executable, "-m", "pytest", str(ROOT / "contracts" / "reductions"), "-p", "fl_contract",
-                    "--platform", "iluvatar", *EMULATE, *extra, f"--junitxml={xml}"], ROOT)
+        done = run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                str(ROOT / "contracts" / "reductions"),
+                "-p",
+                "fl_contract",
+                "--platform",
+                "iluvatar",
+                *EMULATE,
+                *extra,
+                f"--junitxml={xml}",
+            ],
+            ROOT,
+        )
         assert done.returncode == (0 if label == "with" else 1), done.stdout[-3000:]
         out[label] = verdicts(xml)
     return out
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("which, workaround", [(0, "with"), (1, "without")],
-                         ids=["pytest-pyargs-with-workaround", "fl-contract-contracts-without"])
+@pytest.mark.parametrize(
+    "which, workaround",
+    [(0, "with"), (1, "without")],
+    ids=["pytest-pyargs-with-workaround", "fl-contract-contracts-without"],
+)
 def test_readme_commands_from_an_empty_directory(tmp_path, wheel_site, checkout_verdicts, which, workaround):
     command = readme_commands()[which]
     extra = EMULATE + (["--fl-no-workaround"] if workaround == "without" else [])
@@ -93,9 +121,12 @@ def test_readme_commands_from_an_empty_directory(tmp_path, wheel_site, checkout_
     assert done.returncode == (0 if workaround == "with" else 1), done.stdout[-3000:] + done.stderr[-2000:]
     assert "fl-contract layout: wheel (no " in done.stdout
     if workaround == "with":
-        assert f"workaround: pytest_fl_contract.workarounds.masked_reductions from the wheel ({wheel_site}" in done.stdout
-    where = run([sys.executable, "-c", "import pytest_fl_contract.contracts as c; print(c.__file__)"], tmp_path,
-                wheel_site)
+        assert (
+            f"workaround: pytest_fl_contract.workarounds.masked_reductions from the wheel ({wheel_site}" in done.stdout
+        )
+    where = run(
+        [sys.executable, "-c", "import pytest_fl_contract.contracts as c; print(c.__file__)"], tmp_path, wheel_site
+    )
     assert where.stdout.strip() == str(wheel_site / "pytest_fl_contract" / "contracts" / "__init__.py")
     assert verdicts(tmp_path / "out.xml") == checkout_verdicts[workaround]
     written = sorted(p.name for p in tmp_path.iterdir())
@@ -108,8 +139,7 @@ def test_packaged_lanes_and_a_lane_end_to_end(tmp_path, wheel_site):
     done = run(["fl-contract", "lanes"], tmp_path, wheel_site)
     assert done.returncode == 0, done.stderr
     assert f"manifest: {wheel_site / 'pytest_fl_contract' / 'ci' / 'manifest.yaml'} (packaged with" in done.stderr
-    assert re.search(r"^iluvatar-emulated-noworkaround\s+iluvatar\s+op_contracts \(expect fail\)", done.stdout,
-                     re.M)
+    assert re.search(r"^iluvatar-emulated-noworkaround\s+iluvatar\s+op_contracts \(expect fail\)", done.stdout, re.M)
     done = run(["fl-contract", "run", "cpu", "--step", "compiler_probes"], tmp_path, wheel_site)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     assert (tmp_path / "reports" / "cpu.xml").is_file()
@@ -154,10 +184,31 @@ def test_vendor_checkout_keeps_its_conftest_and_ini(tmp_path, wheel_site):
 def test_source_checkout():
     env = {k: v for k, v in os.environ.items() if k != "FL_PLATFORM"}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", str(ROOT / "contracts" / "reductions"), "-p", "fl_contract", "--platform",
-         "iluvatar", "--fl-emulate", "--fl-source-root", str(ROOT), "--fl-layout", "checkout", *EMULATE,
-         "-k", "sum and (accuracy or routing or install)", "-p", "no:cacheprovider"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(ROOT / "contracts" / "reductions"),
+            "-p",
+            "fl_contract",
+            "--platform",
+            "iluvatar",
+            "--fl-emulate",
+            "--fl-source-root",
+            str(ROOT),
+            "--fl-layout",
+            "checkout",
+            *EMULATE,
+            "-k",
+            "sum and (accuracy or routing or install)",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stdout[-3000:]
     assert "fl-contract layout: checkout (--fl-layout)" in done.stdout
@@ -175,9 +226,25 @@ def test_contract_modules_import_their_helpers_as_a_package():
 @pytest.mark.slow
 def test_contracts_pass_under_importlib_import_mode():
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", str(ROOT / "contracts" / "reductions"), "-p", "fl_contract", "--platform",
-         "cpu", "--import-mode=importlib", "-k", "sum and accuracy and float32 and 5x64", "-p", "no:cacheprovider"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(ROOT / "contracts" / "reductions"),
+            "-p",
+            "fl_contract",
+            "--platform",
+            "cpu",
+            "--import-mode=importlib",
+            "-k",
+            "sum and accuracy and float32 and 5x64",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
         env={k: v for k, v in os.environ.items() if k != "FL_PLATFORM"},
     )
     assert done.returncode == 0, done.stdout[-3000:]
@@ -188,14 +255,33 @@ def test_the_lanes_flag_gems_wins_over_one_installed_beside_the_suite(tmp_path, 
     directory that holds another FlagGems must not put that directory first (pytest's prepend
     import mode did: an H200 '5.4 lane' ran 5.0.2)."""
     suite_dir, lane_dir = tmp_path / "suite", tmp_path / "lane"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(suite_dir), str(ROOT)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(suite_dir), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
     site = Path(next(p for p in sys.path if p.endswith("site-packages") and (Path(p) / "flag_gems").is_dir()))
     for name in ("flag_gems", next(p.name for p in site.glob("flag_gems-*.dist-info"))):
         shutil.copytree(site / name, suite_dir / name)
     lane_dir.symlink_to(fg54_site)
-    done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.cli", "contracts", "reductions", "--", "--platform",
-                           "cpu", "-k", "test_install"], capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(lane_dir), str(suite_dir)])})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_fl_contract.cli",
+            "contracts",
+            "reductions",
+            "--",
+            "--platform",
+            "cpu",
+            "-k",
+            "test_install",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(lane_dir), str(suite_dir)])},
+    )
     assert done.returncode == 0, done.stdout[-2000:]
     assert "flag_gems 5.4" in done.stdout and "flag_gems 5.0" not in done.stdout

@@ -51,7 +51,9 @@ def test_two_workers_over_the_budget_take_turns_and_two_under_it_overlap(tmp_pat
     ctx = multiprocessing.get_context("fork")
     for gib, overlap in ((6.0, False), (4.0, True)):
         log = tmp_path / f"log-{gib}"
-        procs = [ctx.Process(target=_worker, args=(str(tmp_path / f"ledger-{gib}.json"), gib, str(log))) for _ in range(2)]
+        procs = [
+            ctx.Process(target=_worker, args=(str(tmp_path / f"ledger-{gib}.json"), gib, str(log))) for _ in range(2)
+        ]
         for p in procs:
             p.start()
         for p in procs:
@@ -97,19 +99,35 @@ def test_heavy(i):
 def test_xdist_workers_never_run_two_heavy_cases_at_once(pytester, run_subprocess):
     runid = uuid.uuid4().hex
     pytester.makeconftest(FAKE_DEVICE)
-    pytester.makepyfile(test_heavy=HEAVY, test_ledger_there=f"""
+    pytester.makepyfile(
+        test_heavy=HEAVY,
+        test_ledger_there=f"""
 import os, pytest
 @pytest.mark.requires_device_memory(1)
 def test_the_workers_share_the_ledger():
     assert os.path.exists({str(ledger_path(runid))!r})
-""")
-    result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-no-workaround", "-p", "xdist", "-n", "3",
-                            f"--testrunuid={runid}", "--junitxml=lane.xml")
+""",
+    )
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "--platform",
+        "nvidia",
+        "--fl-no-workaround",
+        "-p",
+        "xdist",
+        "-n",
+        "3",
+        f"--testrunuid={runid}",
+        "--junitxml=lane.xml",
+    )
     result.assert_outcomes(passed=4)
     assert not ledger_path(runid).exists()  # the controller removed it: runs used to leave one each
     spans = sorted(json.loads(line) for line in (pytester.path / "spans.txt").read_text().splitlines())
     assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:])), spans
-    assert (pytester.path / "lane.xml").read_text().count('name="fl_memory_wait_s"') == 0  # xunit2: no per-case properties
+    assert (pytester.path / "lane.xml").read_text().count(
+        'name="fl_memory_wait_s"'
+    ) == 0  # xunit2: no per-case properties
 
 
 FREE_WHILE_HELD = """
@@ -145,5 +163,7 @@ def test_heavy(i):
 def test_a_case_waits_for_memory_a_running_case_holds_instead_of_skipping(pytester, run_subprocess):
     pytester.makeconftest(FREE_WHILE_HELD)
     pytester.makepyfile(test_heavy=HOLDING)
-    result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-no-workaround", "-p", "xdist", "-n", "2", "-rs")
+    result = run_subprocess(
+        "-p", "fl_contract", "--platform", "nvidia", "--fl-no-workaround", "-p", "xdist", "-n", "2", "-rs"
+    )
     result.assert_outcomes(passed=2)

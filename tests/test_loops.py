@@ -12,7 +12,7 @@ import textwrap
 
 from .conftest import ROOT
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, sys.argv[1])
     from pytest_fl_contract.emulation.interpreter import bring_up
@@ -25,9 +25,9 @@ SCRIPT = textwrap.dedent('''
     x = torch.zeros(4)
     toy[(2,)](x, 3, 2)
     print(json.dumps([[lp.kernel, lp.source, lp.most] for lp in loops.loops()]))
-''')
+""")
 
-KERNELS = textwrap.dedent('''
+KERNELS = textwrap.dedent("""
     import triton
     import triton.language as tl
 
@@ -45,15 +45,21 @@ KERNELS = textwrap.dedent('''
                 break
             acc += 1.0
         tl.store(x_ptr + tl.program_id(0), acc)
-''')
+""")
 
 
 def test_each_loop_counts_its_most_iterations(tmp_path):
     (tmp_path / "toy_kernels.py").write_text(KERNELS)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=600,
-                          env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen == [["toy", "range(0, n)", 3], ["toy", "range(0, 1)", 1], ["toy", "range(0, 10)", 3]]

@@ -104,16 +104,29 @@ MALFORMED = [  # (manifest text, what the one line must say)
         "expect must be 'pass' or 'fail'",
     ),
     (lanes("  a:\n    platform: cpu\n    steps:\n      - use: nosuch\n"), "unknown shared step 'nosuch'"),
-    (lanes("  a:\n    platform: cpu\n    steps:\n      - name: s\n        flaggems_tests: [weather]\n"),
-     "or all; unknown: 'weather'"),
-    (lanes("  a:\n    platform: cpu\n    steps:\n      - name: s\n        flaggems_tests: matmul\n"),
-     "flaggems_tests names families: a list"),
-    (lanes("  a:\n    platform: cpu\n    steps:\n      - name: s\n        flaggems_tests: [matmul]\n"
-           "        contracts: layers\n"), "flaggems_tests runs pytest: it cannot go with"),
-    (lanes("  a:\n    platform: cpu\n    flaggems_tests_from: ''\n    steps:\n" + GOOD_STEP),
-     "flaggems_tests_from: a FlagGems wheel or directory"),
-    (lanes("  a:\n    platform: cpu\n    flaggems_tests_from: $HOME/x\n    steps:\n" + GOOD_STEP),
-     "flaggems_tests_from: a FlagGems wheel or directory"),
+    (
+        lanes("  a:\n    platform: cpu\n    steps:\n      - name: s\n        flaggems_tests: [weather]\n"),
+        "or all; unknown: 'weather'",
+    ),
+    (
+        lanes("  a:\n    platform: cpu\n    steps:\n      - name: s\n        flaggems_tests: matmul\n"),
+        "flaggems_tests names families: a list",
+    ),
+    (
+        lanes(
+            "  a:\n    platform: cpu\n    steps:\n      - name: s\n        flaggems_tests: [matmul]\n"
+            "        contracts: layers\n"
+        ),
+        "flaggems_tests runs pytest: it cannot go with",
+    ),
+    (
+        lanes("  a:\n    platform: cpu\n    flaggems_tests_from: ''\n    steps:\n" + GOOD_STEP),
+        "flaggems_tests_from: a FlagGems wheel or directory",
+    ),
+    (
+        lanes("  a:\n    platform: cpu\n    flaggems_tests_from: $HOME/x\n    steps:\n" + GOOD_STEP),
+        "flaggems_tests_from: a FlagGems wheel or directory",
+    ),
     (lanes("  a:\n    platform: cpu\n    steps:\n      - just a string\n"), "a step must be a mapping"),
     (lanes("  a: 3\n"), "lane 'a': a lane must be a mapping"),
     (
@@ -157,8 +170,15 @@ def test_the_shipped_manifest_is_valid_and_covers_the_cpu_lanes():
     for name in suites:
         steps = manifest.lanes[name].steps
         assert [s.kind for s in steps][-1] == "compare"
-        assert {f for s in steps for f in s.flaggems_tests} == {"reductions", "min/max", "variance/norms",
-                                                                 "normalization", "matmul", "index", "scans"}
+        assert {f for s in steps for f in s.flaggems_tests} == {
+            "reductions",
+            "min/max",
+            "variance/norms",
+            "normalization",
+            "matmul",
+            "index",
+            "scans",
+        }
     assert manifest.lanes["flaggems-suite-502-fg54"].flaggems_tests_from == "${FL_FLAGGEMS_54}"
     assert manifest.lanes["iluvatar-emulated-noworkaround"].steps[0].expect == "fail"
     with_lanes = {lane.platform for lane in manifest.lanes.values()}
@@ -167,9 +187,33 @@ def test_the_shipped_manifest_is_valid_and_covers_the_cpu_lanes():
 
 yaml_values = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 10**6) | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(
-        st.sampled_from(["lanes", "steps", "platform", "name", "command", "pytest", "use", "timeout", "env",
-                         "shell", "expect", "cpu", "a", "shared_steps", "defaults", "x"]), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "lanes",
+                    "steps",
+                    "platform",
+                    "name",
+                    "command",
+                    "pytest",
+                    "use",
+                    "timeout",
+                    "env",
+                    "shell",
+                    "expect",
+                    "cpu",
+                    "a",
+                    "shared_steps",
+                    "defaults",
+                    "x",
+                ]
+            ),
+            children,
+            max_size=4,
+        )
+    ),
     max_leaves=12,
 )
 
@@ -191,8 +235,11 @@ def test_no_hardware_lane_runs_a_suite_its_platform_can_only_skip():
     import ast
 
     source = (ROOT / "contracts" / "copy" / "test_cast.py").read_text()
-    tests = [node for node in ast.walk(ast.parse(source))
-             if isinstance(node, ast.FunctionDef) and node.name.startswith("test")]
+    tests = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
+    ]
     assert tests
     marked = {t.name for t in tests if any("requires_device_cast" in ast.unparse(d) for d in t.decorator_list)}
     assert marked == {t.name for t in tests}

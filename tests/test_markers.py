@@ -61,7 +61,9 @@ def test_known_defect_is_strict_xfail_only_where_listed_and_uncovered():
     decision = evaluate_xfail(validate([mark], REGISTRY), ctx("iluvatar"))
     assert isinstance(decision, Xfail) and decision.strict and decision.defect == "masked_2d_row_load"
     assert "known defect masked_2d_row_load on iluvatar" in decision.reason
-    assert evaluate_xfail(validate([mark], REGISTRY), ctx("iluvatar", covered=frozenset({"masked_2d_row_load"}))) is None
+    assert (
+        evaluate_xfail(validate([mark], REGISTRY), ctx("iluvatar", covered=frozenset({"masked_2d_row_load"}))) is None
+    )
     assert evaluate_xfail(validate([mark], REGISTRY), ctx("nvidia")) is None
 
 
@@ -126,9 +128,17 @@ def test_aliases_of_one_platform_collapse():
     assert specs(M.platforms("cuda", "nvidia", "Nvidia")) == (Spec("platforms", ("nvidia",)),)
 
 
-@pytest.mark.parametrize("mark", [M.known_defect(["masked_2d_row_load"]), M.known_defect(5),
-                                  M.skip_platforms("nvidia", reason=None), M.skip_platforms("nvidia", reason=3),
-                                  M.platforms(["nvidia"]), M.requires_capability(["fp64"])])
+@pytest.mark.parametrize(
+    "mark",
+    [
+        M.known_defect(["masked_2d_row_load"]),
+        M.known_defect(5),
+        M.skip_platforms("nvidia", reason=None),
+        M.skip_platforms("nvidia", reason=3),
+        M.platforms(["nvidia"]),
+        M.requires_capability(["fp64"]),
+    ],
+)
 def test_unhashable_or_mistyped_arguments_are_marker_errors(mark):
     with pytest.raises(MarkerError):
         validate([mark.mark], REGISTRY)
@@ -137,8 +147,7 @@ def test_unhashable_or_mistyped_arguments_are_marker_errors(mark):
 def test_a_defect_with_a_launch_trigger_is_a_conditional_xfail_that_takes_only_its_error():
     from pytest_fl_contract.markers import xfail_mismatch
 
-    decision = evaluate_xfail(validate([M.known_defect("mm_fp32_small_k_shared_memory").mark], REGISTRY),
-                              ctx("nvidia"))
+    decision = evaluate_xfail(validate([M.known_defect("mm_fp32_small_k_shared_memory").mark], REGISTRY), ctx("nvidia"))
     assert decision is not None and decision.conditional and not decision.strict
 
     class OutOfResources(Exception):

@@ -50,7 +50,7 @@ def test_the_transpose_pair_is_kept_for_the_symmetric_kernel():
     seen = {}
 
     def mm(x, y):
-        seen["pair"] = (x.data_ptr() == y.data_ptr() and x.stride() == y.stride()[::-1])
+        seen["pair"] = x.data_ptr() == y.data_ptr() and x.stride() == y.stride()[::-1]
         seen["past"] = torch.count_nonzero(_past_k(y, 64))
         return x @ y
 
@@ -76,8 +76,9 @@ def test_the_operand_is_found_by_position_or_by_name():
 
 def test_the_tile_is_the_largest_k_tile_of_the_modules_configs(monkeypatch):
     config = types.SimpleNamespace
-    tuner = types.SimpleNamespace(configs=[config(kwargs={"BLOCK_K": 32, "BLOCK_M": 512}),
-                                           config(kwargs={"BLOCK_K": 128})])
+    tuner = types.SimpleNamespace(
+        configs=[config(kwargs={"BLOCK_K": 32, "BLOCK_M": 512}), config(kwargs={"BLOCK_K": 128})]
+    )
     module = types.ModuleType("fake_gemm")
     module.kernel = types.SimpleNamespace(fn=tuner)  # libentry around an autotuner
     module.other = types.SimpleNamespace(fn=types.SimpleNamespace(configs=[config(kwargs={"TILE_K": 64})]))

@@ -26,9 +26,16 @@ from .test_migrate import ILUVATAR
 
 MANIFEST = ROOT / "ci" / "manifest.yaml"
 BIN = Path(sys.executable).parent
-CPU_LANES = ["cpu", "iluvatar-emulated", "iluvatar-emulated-noworkaround",
-             "cpu-fg54", "iluvatar-emulated-fg54", "iluvatar-emulated-noworkaround-fg54", "flaggems-suite-502-fg54",
-             "flaggems-suite-fg54"]
+CPU_LANES = [
+    "cpu",
+    "iluvatar-emulated",
+    "iluvatar-emulated-noworkaround",
+    "cpu-fg54",
+    "iluvatar-emulated-fg54",
+    "iluvatar-emulated-noworkaround-fg54",
+    "flaggems-suite-502-fg54",
+    "flaggems-suite-fg54",
+]
 
 
 def tool(name: str) -> str:
@@ -41,8 +48,12 @@ def tool(name: str) -> str:
 
 def schema_check(builtin: str, *files: Path) -> None:
     """check-jsonschema with one of its vendored schemas (no network: they ship in its wheel)."""
-    done = subprocess.run([tool("check-jsonschema"), "--builtin-schema", builtin, *map(str, files)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [tool("check-jsonschema"), "--builtin-schema", builtin, *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -89,7 +100,9 @@ def test_gitlab_child_pipeline_of_the_shipped_manifest(capsys, tmp_path):
     lane = load(MANIFEST, load_registry(entry_points=False)).lanes["cpu"]
     minutes = math.ceil(budget_minutes(lane)) + 15  # the lane's own budget, as the GitHub matrix has it
     assert "tags" not in cpu and cpu["image"] == "python:3.11"
-    assert cpu["timeout"] == " ".join(p for p in (f"{minutes // 60}h" if minutes >= 60 else "", f"{minutes % 60}m") if p)
+    assert cpu["timeout"] == " ".join(
+        p for p in (f"{minutes // 60}h" if minutes >= 60 else "", f"{minutes % 60}m") if p
+    )
     assert (
         cpu["before_script"][0]
         == f"python3 -m pip install {cpu_extra_torch()} --index-url https://download.pytorch.org/whl/cpu"
@@ -107,8 +120,9 @@ def test_gitlab_child_pipeline_of_the_shipped_manifest(capsys, tmp_path):
 
 
 def test_gitlab_options(capsys):
-    doc, _ = matrix(capsys, "--format", "gitlab", "--runners", "hosted", "--hosted-tag", "saas-linux-small-amd64",
-                    "--package", ".")
+    doc, _ = matrix(
+        capsys, "--format", "gitlab", "--runners", "hosted", "--hosted-tag", "saas-linux-small-amd64", "--package", "."
+    )
     assert list(doc) == [f"lane:{name}" for name in CPU_LANES]
     assert doc["lane:cpu"]["tags"] == ["saas-linux-small-amd64"]
     assert doc["lane:cpu"]["before_script"][1] == "python3 -m pip install '.[cpu]'"
@@ -288,8 +302,9 @@ def passed(lane: str, step: str = "s") -> junit.Report:
 def test_merge_puts_every_case_under_its_lane(tmp_path, capsys):
     reports = tmp_path / "lane-reports"
     write_lane(reports, "a", passed("a"), 0)
-    foreign = junit.parse_text('<testsuite name="pytest" tests="1"><testcase classname="tests.test_x" name="t"/>'
-                               "</testsuite>")
+    foreign = junit.parse_text(
+        '<testsuite name="pytest" tests="1"><testcase classname="tests.test_x" name="t"/></testsuite>'
+    )
     write_lane(reports, "b", foreign, 0)  # a report not written by `run`: its case gets the lane too
     caught = junit.single_case("c", "s", 1.0, junit.Result("failure", "caught"))
     record = verdict.record("s", "fail", False, "failed", True)  # what `run` records of an expect: fail step

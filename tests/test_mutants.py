@@ -76,8 +76,10 @@ def test_every_mutant_has_a_recorded_killer_that_exists():
 def test_a_recorded_killer_that_no_longer_kills_falls_back_to_the_search(tmp_path):
     """A killer is a hint: one that does not exist, or passes against the mutant, costs a
     second run, never the verdict; a survivor still survives."""
-    killers = {"keepdim_ignored": ("reductions/test_accuracy.py::test_accuracy[nosuch-case]",),
-               "negative_dim_off_by_one": ("reductions/test_install.py::test_install_is_idempotent_and_uninstall_exact",)}
+    killers = {
+        "keepdim_ignored": ("reductions/test_accuracy.py::test_accuracy[nosuch-case]",),
+        "negative_dim_off_by_one": ("reductions/test_install.py::test_install_is_idempotent_and_uninstall_exact",),
+    }
     verdicts = {v.mutant: v for v in run.run_zoo(list(killers), ROOT / "contracts" / "reductions", 2, killers=killers)}
     for name in killers:
         assert verdicts[name].status == "killed" and verdicts[name].tries == 2, run.table(list(verdicts.values()))
@@ -86,12 +88,20 @@ def test_a_recorded_killer_that_no_longer_kills_falls_back_to_the_search(tmp_pat
         assert last.split("::", 1)[1] == verdicts[name].killers[0].split(":", 1)[1]
     assert "2 searched past a recorded killer" in run.table(list(verdicts.values()))
     # neither needs a case before its killer: what --record-killers keeps is the killer alone
-    cut = run.minimal([replace(v, nodes=("reductions/test_empty.py::test_empty_and_unit_dims[sum-0x5-d0]", *v.nodes))
-                       for v in verdicts.values()], ROOT / "contracts" / "reductions", 2)
+    cut = run.minimal(
+        [
+            replace(v, nodes=("reductions/test_empty.py::test_empty_and_unit_dims[sum-0x5-d0]", *v.nodes))
+            for v in verdicts.values()
+        ],
+        ROOT / "contracts" / "reductions",
+        2,
+    )
     assert [v.nodes for v in cut] == [v.nodes[-1:] for v in verdicts.values()]
     path = tmp_path / "killers.json"
-    path.write_text('{"gone": ["reductions/test_x.py::test_y"], "keepdim_ignored": "stale::x", '
-                    '"mean_wrong_count": "reductions/test_x.py::test_y"}')
+    path.write_text(
+        '{"gone": ["reductions/test_x.py::test_y"], "keepdim_ignored": "stale::x", '
+        '"mean_wrong_count": "reductions/test_x.py::test_y"}'
+    )
     assert run.record(list(verdicts.values()), path) == 3  # "gone" left the zoo
     assert run.recorded_killers(path)["keepdim_ignored"] == verdicts["keepdim_ignored"].nodes
     assert run.recorded_killers(path)["mean_wrong_count"] == ("reductions/test_x.py::test_y",)  # a string: read
@@ -113,8 +123,11 @@ def test_minimal_keeps_the_earlier_case_a_kill_needs(monkeypatch):
     verdicts = [run.Verdict(n, "killed", ("x",), 1.0, nodes=("first", "before", "killer")) for n in needs]
     verdicts.append(run.Verdict("alone", "killed", ("x",), 1.0, nodes=("killer",)))
     cut = {v.mutant: v.nodes for v in run.minimal(verdicts, ROOT, 2)}
-    assert cut == {"setup_by_first": ("first", "killer"), "needs_all": ("first", "before", "killer"),
-                   "alone": ("killer",)}
+    assert cut == {
+        "setup_by_first": ("first", "killer"),
+        "needs_all": ("first", "before", "killer"),
+        "alone": ("killer",),
+    }
     assert [t["setup_by_first"] for t in tried] == [("killer",), ("before", "killer"), ("first", "killer")]
     assert all("alone" not in t for t in tried)
 

@@ -77,8 +77,9 @@ def test_int32_offsets_on_every_line_and_only_past_2g():
 
 def test_defect_reach_lists_ops_and_versions():
     assert defect_reach("int32_offset_overflow") == {op: () for op in ("sum", "mean", "softmax", "argmax")}
-    assert defect_reach("nan_dropped_by_max") == {op: () for op in ("log_softmax", "argmax", "std", "amax", "amin",
-                                                                    "max_dim", "min_dim", "aminmax")}
+    assert defect_reach("nan_dropped_by_max") == {
+        op: () for op in ("log_softmax", "argmax", "std", "amax", "amin", "max_dim", "min_dim", "aminmax")
+    }
     assert defect_reach("masked_2d_row_load") == {}  # a compiler defect: not in the op table
 
 
@@ -166,8 +167,11 @@ _VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), _S
 
 
 @settings(max_examples=300, deadline=None)
-@given(pairs=st.lists(st.tuples(_VALUES, _VALUES), min_size=1, max_size=12),
-       rtol=st.sampled_from([0.0, 1e-7, 4 * 2.0**-23, 0.5]), atol=st.sampled_from([0.0, 1e-30, 1e-5, 1.0]))
+@given(
+    pairs=st.lists(st.tuples(_VALUES, _VALUES), min_size=1, max_size=12),
+    rtol=st.sampled_from([0.0, 1e-7, 4 * 2.0**-23, 0.5]),
+    atol=st.sampled_from([0.0, 1e-30, 1e-5, 1.0]),
+)
 @example(pairs=[(math.inf, math.inf), (-math.inf, -math.inf), (math.nan, math.nan), (-0.0, 0.0)], rtol=0.0, atol=0.0)
 @example(pairs=[(1e308, -1e308)], rtol=4.0, atol=0.0)
 @example(pairs=[(1.0, 1.0)] * 7 + [(1.0, 2.0)], rtol=0.0, atol=0.0)  # the last block differs
@@ -222,11 +226,18 @@ def test_the_faster_references_are_torchs(name, shape, data, keepdim):
     import torch
 
     n = math.prod(shape)
-    fits = st.one_of(st.floats(-1e150, 1e150).filter(lambda v: v == 0 or abs(v) > 1e-140),
-                     st.sampled_from([math.inf, -math.inf, math.nan, 0.0, -0.0]))
+    fits = st.one_of(
+        st.floats(-1e150, 1e150).filter(lambda v: v == 0 or abs(v) > 1e-140),
+        st.sampled_from([math.inf, -math.inf, math.nan, 0.0, -0.0]),
+    )
     x = torch.tensor(data.draw(st.lists(fits, min_size=n, max_size=n)), dtype=torch.float64).reshape(shape)
-    dim = data.draw(st.one_of(st.none(), st.integers(0, len(shape) - 1),
-                              st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True)))
+    dim = data.draw(
+        st.one_of(
+            st.none(),
+            st.integers(0, len(shape) - 1),
+            st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True),
+        )
+    )
     op = get(name)
     assert op.reference_fn is not None
     # var_mean's variance as torch.var gives it: torch.var_mean over every dim lost digits to
@@ -295,8 +306,11 @@ def _slabs_hold(sweeps, shape, data, keepdim) -> None:
     op = get(data.draw(st.sampled_from(["sum", "std", "softmax", "logsumexp", "prod"])))
     rank = len(shape)
     dims = st.integers(-rank, rank - 1)
-    dim = data.draw(dims if op.kind == "along" or op.name == "prod" else st.one_of(
-        dims, st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True)))
+    dim = data.draw(
+        dims
+        if op.kind == "along" or op.name == "prod"
+        else st.one_of(dims, st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True))
+    )
     keep = keepdim and op.kind == "reduce"
     whole = op.reference(x, dim, keep)
     seen = torch.zeros(whole.shape, dtype=torch.int64)

@@ -21,8 +21,17 @@ SELECT = ["-k", "(test_accuracy and float32) or test_determinism", "-p", "xdist"
 
 def failures(pytester, run_subprocess, *lane_args, select=SELECT):
     """Run the contracts; the failing ops per contract, as the lane's JUnit summary says."""
-    result = run_subprocess(str(ROOT / "contracts" / "reductions"), "-p", "fl_contract", *lane_args, *select,
-                            "--junitxml=lane.xml", "-q", "-p", "no:cacheprovider")
+    result = run_subprocess(
+        str(ROOT / "contracts" / "reductions"),
+        "-p",
+        "fl_contract",
+        *lane_args,
+        *select,
+        "--junitxml=lane.xml",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    )
     summary = count(JUnitXml.fromfile(str(pytester.path / "lane.xml")), "lane").summary
     failed = defaultdict(set)  # contract -> ops
     for op, contracts in summary.failures.items():
@@ -56,9 +65,18 @@ def test_contracts_show_what_the_seed_workaround_misses(pytester, run_subprocess
     """Put the seed's workaround under the contracts (--fl-workaround): on flag_gems 5.0.2
     mean and argmax stay wrong, and aten's logsumexp (through sum_dim_out) too."""
     pytester.makepyfile(seed_workaround=SEED_WORKAROUND)
-    result, failed = failures(pytester, run_subprocess, "--platform", "iluvatar", "--fl-emulate",
-                              "--fl-workaround", "seed_workaround", "--fl-source-root", str(pytester.path),
-                              select=["-k", "(test_accuracy and float32) or test_determinism or logsumexp", *SELECT[2:]])
+    result, failed = failures(
+        pytester,
+        run_subprocess,
+        "--platform",
+        "iluvatar",
+        "--fl-emulate",
+        "--fl-workaround",
+        "seed_workaround",
+        "--fl-source-root",
+        str(pytester.path),
+        select=["-k", "(test_accuracy and float32) or test_determinism or logsumexp", *SELECT[2:]],
+    )
     assert result.ret == 1
     assert failed["accuracy"] == {"mean", "argmax"}
     assert failed["determinism"] == {"mean", "argmax"}

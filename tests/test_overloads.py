@@ -45,11 +45,17 @@ ENGINE = textwrap.dedent("""
 def _engine(pythonpath: list[str], *args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath), "OMP_NUM_THREADS": "1"}
     env.pop("PYTEST_ADDOPTS", None)
-    done = subprocess.run([sys.executable, "-c", ENGINE, *args], capture_output=True, text=True, timeout=600,
-                          env=env, cwd=str(ROOT.parent))
+    done = subprocess.run(
+        [sys.executable, "-c", ENGINE, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=str(ROOT.parent),
+    )
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     assert line is not None, done.stderr[-3000:]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 @pytest.mark.slow
@@ -115,10 +121,29 @@ def test_planted_table(pytester, run_subprocess):
     item has the interface's properties."""
     pytester.makepyfile(planted=PLANTED)
     xml = pytester.path / "junit.xml"
-    result = run_subprocess("-p", "fl_contract", "-p", "planted", "-c", str(CONTRACTS / "pytest.ini"),
-                            "--rootdir", str(CONTRACTS), "-p", "no:cacheprovider", "-p", "no:randomly",
-                            "--platform", "cpu", "-q", "-rs", f"--junitxml={xml}", str(CONTRACTS / "overloads"),
-                            "-W", "ignore::UserWarning", timeout=600)
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "-p",
+        "planted",
+        "-c",
+        str(CONTRACTS / "pytest.ini"),
+        "--rootdir",
+        str(CONTRACTS),
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--platform",
+        "cpu",
+        "-q",
+        "-rs",
+        f"--junitxml={xml}",
+        str(CONTRACTS / "overloads"),
+        "-W",
+        "ignore::UserWarning",
+        timeout=600,
+    )
     found = _cases(xml)
     assert found, result.stdout.str()[-3000:]
     by = {}
@@ -138,4 +163,3 @@ def test_planted_table(pytester, run_subprocess):
     assert by[nosample][0][1]["fl_status"] == "UNTESTED" and "no OpInfo entry" in by[nosample][0][1]["fl_detail"]
     assert {p["fl_transform"] for _, p in by["exp"]} >= {"none", "boundary"}
     result.stdout.fnmatch_lines(["*UNSUPPORTED: NotImplementedError: neg: float32 is not supported*", "*UNTESTED: *"])
-

@@ -57,11 +57,12 @@ PROBE = textwrap.dedent("""
 def _probe(pythonpath: list[str]) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath), "OMP_NUM_THREADS": "1"}
     env.pop("PYTEST_ADDOPTS", None)
-    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600, env=env,
-                          cwd=str(ROOT.parent))
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600, env=env, cwd=str(ROOT.parent)
+    )
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     assert line is not None, done.stderr[-3000:]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def test_backend_sources_502():
@@ -95,8 +96,10 @@ def test_differential_502():
     assert found["failure"] is None and found["registered"] == ["div_mode", "div_mode_"]
     assert found["real"] == ["PASS", ""]
     assert found["wrong"][0] == "WRONG" and "differs from the generic kernel" in found["wrong"][1]
-    assert found["unguarded"] == ["WRONG", "the override raises where the generic kernel returns: "
-                                           "IndexError: index 0 is out of bounds for an empty grid"]
+    assert found["unguarded"] == [
+        "WRONG",
+        "the override raises where the generic kernel returns: IndexError: index 0 is out of bounds for an empty grid",
+    ]
     assert found["unguarded-nonempty"] == ["PASS", ""]
 
 
@@ -112,10 +115,25 @@ def test_backend_that_did_not_load_is_said_54(fg54_site):
 @pytest.mark.slow
 def test_contract_on_the_emulated_lane(run_subprocess):
     """The contract's items on the emulated Iluvatar lane are the overridden overloads' cases, and pass."""
-    result = run_subprocess("-p", "fl_contract", "-c", str(CONTRACTS / "pytest.ini"), "--rootdir", str(CONTRACTS),
-                            "-p", "no:cacheprovider", "-p", "no:randomly", "--platform", "iluvatar", "--fl-emulate",
-                            str(CONTRACTS / "overloads" / "test_overrides.py"), "-W", "ignore::UserWarning",
-                            timeout=600)
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "-c",
+        str(CONTRACTS / "pytest.ini"),
+        "--rootdir",
+        str(CONTRACTS),
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--platform",
+        "iluvatar",
+        "--fl-emulate",
+        str(CONTRACTS / "overloads" / "test_overrides.py"),
+        "-W",
+        "ignore::UserWarning",
+        timeout=600,
+    )
     out = result.stdout.str()
     assert result.ret == 0, out[-3000:]
     assert "fl-contract vendor overrides: div.Scalar_mode, div.Tensor_mode" in out

@@ -25,15 +25,18 @@ def _tests(root, *names):
 def test_every_row_of_every_family_is_under_its_family():
     found = owntests.families()
     rows = {name for members in found.values() for name, _ in members}
-    assert rows == {op.name for op in ROWS.rows("reductions")} | {layer.name for layer in ROWS.rows("layers")} | \
-        {op.name for op in ROWS.rows("tensorops")}
+    assert rows == {op.name for op in ROWS.rows("reductions")} | {layer.name for layer in ROWS.rows("layers")} | {
+        op.name for op in ROWS.rows("tensorops")
+    }
     assert dict(found["min/max"])["max_dim"][:2] == ("max_dim", "max")  # FlagGems files max.dim as test_max.py
 
 
 def test_the_files_are_the_rows_own_in_registry_order(tmp_path):
     package = _tests(tmp_path, "layer_norm", "mm", "max", "unrelated")
-    assert [p.name for p in owntests.files(["normalization", "min/max"], package)] == ["test_layer_norm.py",
-                                                                                      "test_max.py"]
+    assert [p.name for p in owntests.files(["normalization", "min/max"], package)] == [
+        "test_layer_norm.py",
+        "test_max.py",
+    ]
     assert {p.name for p in owntests.files(["all"], package)} == {"test_layer_norm.py", "test_mm.py", "test_max.py"}
 
 

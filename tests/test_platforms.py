@@ -10,8 +10,21 @@ from pytest_fl_contract.config.platforms import Detection, detect, load_registry
 from pytest_fl_contract.registry import ROWS
 from pytest_fl_contract.util import FlContractError
 
-FLAGGEMS_VENDORS = ["nvidia", "iluvatar", "ascend", "cambricon", "metax", "mthreads", "kunlunxin",
-                    "hygon", "amd", "aipu", "tsingmicro", "sunrise", "enflame"]
+FLAGGEMS_VENDORS = [
+    "nvidia",
+    "iluvatar",
+    "ascend",
+    "cambricon",
+    "metax",
+    "mthreads",
+    "kunlunxin",
+    "hygon",
+    "amd",
+    "aipu",
+    "tsingmicro",
+    "sunrise",
+    "enflame",
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +40,16 @@ def test_names_follow_flag_gems_vendors_plus_cpu_mps_bpu(registry):
 
 @pytest.mark.parametrize(
     "alias, name",
-    [("cuda", "nvidia"), ("gcu", "enflame"), ("musa", "mthreads"), ("dcu", "hygon"), ("npu", "ascend"),
-     ("mlu", "cambricon"), ("CUDA", "nvidia"), ("corex", "iluvatar")],
+    [
+        ("cuda", "nvidia"),
+        ("gcu", "enflame"),
+        ("musa", "mthreads"),
+        ("dcu", "hygon"),
+        ("npu", "ascend"),
+        ("mlu", "cambricon"),
+        ("CUDA", "nvidia"),
+        ("corex", "iluvatar"),
+    ],
 )
 def test_torch_fl_names_are_aliases(registry, alias, name):
     assert registry.get(alias).name == name
@@ -51,8 +72,14 @@ def test_capabilities_match_flag_gems_lists(registry):
 def test_only_defects_that_touch_foreign_memory_may_fault(registry):
     """A device fault is the expected failure of these alone (devicehealth.expected_fault)."""
     faulting = {d.id for d in registry.get("nvidia").defects if d.faults}
-    assert faulting == {"argmin_inner_out_of_bounds", "int32_offset_overflow", "out_not_resized", "layer_norm_backward_rank",
-                        "scatter_int32_offsets", "rms_norm_int32_row_offsets"}
+    assert faulting == {
+        "argmin_inner_out_of_bounds",
+        "int32_offset_overflow",
+        "out_not_resized",
+        "layer_norm_backward_rank",
+        "scatter_int32_offsets",
+        "rms_norm_int32_row_offsets",
+    }
 
 
 def test_iluvatar_lists_the_masked_load_defect(registry):
@@ -70,20 +97,38 @@ MALFORMED = [
     ("platforms: [1, 2]", "platforms: expected a mapping"),
     ("nope: {}", "nope: unknown top-level key"),
     ("platforms: {x: {device_type: cpu, colour: red}}", "platforms.x.colour: unknown key"),
-    ("platforms: {x: {device_type: cpu, capabilities: {fp65: true}}}", "platforms.x.capabilities.fp65: unknown capability"),
-    ("platforms: {x: {device_type: cpu, capabilities: {fp64: maybe}}}", "platforms.x.capabilities.fp64: expected true or false"),
-    ("platforms: {x: {device_type: cpu, defects: [{description: d}]}}", r"platforms.x.defects\[0\].id: required string"),
+    (
+        "platforms: {x: {device_type: cpu, capabilities: {fp65: true}}}",
+        "platforms.x.capabilities.fp65: unknown capability",
+    ),
+    (
+        "platforms: {x: {device_type: cpu, capabilities: {fp64: maybe}}}",
+        "platforms.x.capabilities.fp64: expected true or false",
+    ),
+    (
+        "platforms: {x: {device_type: cpu, defects: [{description: d}]}}",
+        r"platforms.x.defects\[0\].id: required string",
+    ),
     ("platforms: {x: {device_type: cpu, defects: {}}}", "platforms.x.defects: expected a list"),
-    ("platforms: {x: {device_type: cpu, defects: [{id: a, description: d, faults: sometimes}]}}",
-     r"platforms.x.defects\[0\].faults: expected true or false"),
-    ("platforms: {x: {device_type: cpu, defects: [{id: a, description: d, trigger: weather}]}}",
-     r"platforms.x.defects\[0\].trigger: one of launch_resources"),
-    ("platforms: {x: {device_type: cpu, defects: [{id: a, description: d, trigger: launch_resources}]}}",
-     r"platforms.x.defects\[0\].fails_with: a defect with a trigger names the error"),
+    (
+        "platforms: {x: {device_type: cpu, defects: [{id: a, description: d, faults: sometimes}]}}",
+        r"platforms.x.defects\[0\].faults: expected true or false",
+    ),
+    (
+        "platforms: {x: {device_type: cpu, defects: [{id: a, description: d, trigger: weather}]}}",
+        r"platforms.x.defects\[0\].trigger: one of launch_resources",
+    ),
+    (
+        "platforms: {x: {device_type: cpu, defects: [{id: a, description: d, trigger: launch_resources}]}}",
+        r"platforms.x.defects\[0\].fails_with: a defect with a trigger names the error",
+    ),
     ("platforms: {x: {device_type: cpu, aliases: cuda}}", "platforms.x.aliases: expected a list of strings"),
     ("platforms: {x: {device_type: cpu, emulation: {profile: 3}}}", "platforms.x.emulation: expected"),
     ("platforms: {x: {vendor: x}}", "platforms.x.device_type: required for a new platform"),
-    ("platforms: {x: {device_type: cpu, aliases: [cuda]}}", "platforms.x.aliases: alias 'cuda' is already an alias of platform 'nvidia'"),
+    (
+        "platforms: {x: {device_type: cpu, aliases: [cuda]}}",
+        "platforms.x.aliases: alias 'cuda' is already an alias of platform 'nvidia'",
+    ),
     ("platforms: {x: [", r"line [12]: not valid YAML"),
 ]
 
@@ -104,10 +149,16 @@ def test_missing_file_is_one_line(tmp_path):
 
 def test_vendor_file_overrides_key_by_key_and_adds(tmp_path):
     path = tmp_path / "vendor.yaml"
-    path.write_text(yaml.safe_dump({"platforms": {
-        "iluvatar": {"capabilities": {"device_cast": True}},
-        "newchip": {"vendor": None, "device_type": "newchip", "aliases": ["nc"]},
-    }}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "platforms": {
+                    "iluvatar": {"capabilities": {"device_cast": True}},
+                    "newchip": {"vendor": None, "device_type": "newchip", "aliases": ["nc"]},
+                }
+            }
+        )
+    )
     registry = load_registry([str(path)], entry_points=False)
     ilu = registry.get("iluvatar")
     assert ilu.has("device_cast") and not ilu.has("fp64")  # merged, not replaced
@@ -163,10 +214,16 @@ def _fake_torch(attrs=(), cuda_name=None, hip=None):
         ({}, _fake_torch(), Detection("cpu", "no accelerator found by torch")),
         ({"GEMS_VENDOR": "bogus"}, _fake_torch(), Detection("cpu", "no accelerator found by torch")),
         # an xdist worker of an emulated run inherits the emulator's GEMS_VENDOR: still the CPU
-        ({"GEMS_VENDOR": "nvidia", "FL_CONTRACT_EMULATED_VENDOR": "nvidia"}, _fake_torch(),
-         Detection("cpu", "GEMS_VENDOR=nvidia was set by fl-contract's CPU emulator")),
-        ({"GEMS_VENDOR": "iluvatar", "FL_CONTRACT_EMULATED_VENDOR": "nvidia"}, _fake_torch(),
-         Detection("iluvatar", "GEMS_VENDOR=iluvatar")),
+        (
+            {"GEMS_VENDOR": "nvidia", "FL_CONTRACT_EMULATED_VENDOR": "nvidia"},
+            _fake_torch(),
+            Detection("cpu", "GEMS_VENDOR=nvidia was set by fl-contract's CPU emulator"),
+        ),
+        (
+            {"GEMS_VENDOR": "iluvatar", "FL_CONTRACT_EMULATED_VENDOR": "nvidia"},
+            _fake_torch(),
+            Detection("iluvatar", "GEMS_VENDOR=iluvatar"),
+        ),
     ],
 )
 def test_detect_as_flag_gems_does(registry, environ, torch, expected):
@@ -184,8 +241,7 @@ def test_defects_command_says_whose_each_defect_is(registry, capsys):
     assert "workaround covers it: yes" in by_id["masked_2d_row_load"]
     assert "ops sum (every version); mean (every version)" in by_id["int32_offset_overflow"]
     assert "FlagGems" in by_id["nan_dropped_by_max"] and "workaround covers it: no" in by_id["nan_dropped_by_max"]
-    assert "masked_2d_row_load" not in {line.split(":", 1)[0] for line in
-                                        defect_lines(registry.get("nvidia"), set())}
+    assert "masked_2d_row_load" not in {line.split(":", 1)[0] for line in defect_lines(registry.get("nvidia"), set())}
     assert main(["defects", "--platform", "iluvatar", "--markdown"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[2].startswith("| defect | whose |") and len(table) == 4 + len(registry.get("iluvatar").defects)

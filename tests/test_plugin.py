@@ -49,21 +49,25 @@ def test_iluvatar_lane_strict_markers(pytester, run_subprocess):
     result = run_subprocess(
         "-p", "fl_contract", "--platform", "iluvatar", "--fl-no-workaround", "--strict-markers", "-rs"
     )
-    result.stdout.fnmatch_lines([
-        "fl-contract *: platform iluvatar (--platform)",
-        "fl-contract device: not queried (torch not imported) | torch * | triton * | flag_gems *",
-        "fl-contract layout: wheel (no */csrc) | workaround: off (--fl-no-workaround) | sweep: full | interpreter: no",
-    ])
-    result.stdout.fnmatch_lines([
-        "*fl-contract summary*",
-        "skipped (5), by reason:",
-        "*1  iluvatar has no on-device dtype cast (registry: device_cast = false)",
-        "*1  wheel-only layout: */csrc does not exist",
-        "*1  runs only on nvidia; this is iluvatar",
-        "*1  skipped on iluvatar: no fp64 accumulate",
-        "*1  iluvatar lacks fp64 (registry)",
-        "known defect masked_2d_row_load: 1 xfailed (still present), 1 xpassed - the defect no longer shows: fixed compiler?",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "fl-contract *: platform iluvatar (--platform)",
+            "fl-contract device: not queried (torch not imported) | torch * | triton * | flag_gems *",
+            "fl-contract layout: wheel (no */csrc) | workaround: off (--fl-no-workaround) | sweep: full | interpreter: no",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*fl-contract summary*",
+            "skipped (5), by reason:",
+            "*1  iluvatar has no on-device dtype cast (registry: device_cast = false)",
+            "*1  wheel-only layout: */csrc does not exist",
+            "*1  runs only on nvidia; this is iluvatar",
+            "*1  skipped on iluvatar: no fp64 accumulate",
+            "*1  iluvatar lacks fp64 (registry)",
+            "known defect masked_2d_row_load: 1 xfailed (still present), 1 xpassed - the defect no longer shows: fixed compiler?",
+        ]
+    )
     result.assert_outcomes(passed=1, skipped=5, xfailed=1, failed=1)
 
 
@@ -81,8 +85,14 @@ def test_nvidia_lane_runs_what_iluvatar_skips(pytester, run_subprocess):
     result.assert_outcomes(passed=7, failed=1)  # nothing skipped on nvidia; the defect is not listed there
 
 
-@pytest.mark.parametrize("args", [["--platform", "nosuch"], ["--platform", "cpu", "--fl-inject", "nosuch"],
-                                  ["--platform", "cpu", "--fl-profile", "nosuch"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--platform", "nosuch"],
+        ["--platform", "cpu", "--fl-inject", "nosuch"],
+        ["--platform", "cpu", "--fl-profile", "nosuch"],
+    ],
+)
 def test_bad_option_is_one_line_usage_error(pytester, run_subprocess, args):
     pytester.makepyfile("def test_x(): pass")
     result = run_subprocess("-p", "fl_contract", *args)
@@ -180,11 +190,13 @@ def test_emulated_header(pytester, run_subprocess):
             assert os.environ["TRITON_INTERPRET"] == "1" and fl_device == "cpu"
     """)
     result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate")
-    result.stdout.fnmatch_lines([
-        "fl-contract *: platform iluvatar (--platform), emulated on CPU (profile iluvatar-small, injected: masked_2d_row_load)",
-        "fl-contract device: Iluvatar BI-V150 (emulated, 4 SMs) | *",
-        "*workaround: pytest_fl_contract.workarounds.masked_reductions (covers masked_2d_row_load)*interpreter: TRITON_INTERPRET=1",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "fl-contract *: platform iluvatar (--platform), emulated on CPU (profile iluvatar-small, injected: masked_2d_row_load)",
+            "fl-contract device: Iluvatar BI-V150 (emulated, 4 SMs) | *",
+            "*workaround: pytest_fl_contract.workarounds.masked_reductions (covers masked_2d_row_load)*interpreter: TRITON_INTERPRET=1",
+        ]
+    )
     result.assert_outcomes(passed=1)
 
 
@@ -195,7 +207,9 @@ def test_header_says_what_the_tile_model_read_or_assumed(pytester, run_subproces
     pytester.makeconftest("import torch  # a vendor conftest: torch is up before the header\n")
     pytester.makepyfile("def test_ok():\n    pass\n")
     result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--fl-force-workaround")
-    result.stdout.fnmatch_lines(["fl-contract fast-path tiles for assumed: 32 SMs, 1 TB/s (the device module reports neither)"])
+    result.stdout.fnmatch_lines(
+        ["fl-contract fast-path tiles for assumed: 32 SMs, 1 TB/s (the device module reports neither)"]
+    )
     result.assert_outcomes(passed=1)
 
 
@@ -203,12 +217,26 @@ def test_unreached_sweeps_only_skips_the_checklist_of_ops_the_defect_does_not_re
     """--fl-unreached-sweeps-only on the no-workaround lane: amax's layout contract is skipped
     saying why and its determinism sweep runs (and holds); sum, which the defect reaches,
     runs both and fails."""
-    result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate", "--fl-no-workaround",
-                            "--fl-unreached-sweeps-only", "--pyargs", "pytest_fl_contract.contracts.reductions",
-                            "-k", "((test_layout and transposed) or test_determinism) and (sum or amax) and not cumsum",
-                            "-p", "no:cacheprovider", "-rs", "-v")
-    result.stdout.fnmatch_lines(["*test_determinism?amax-3x5x8-d1? PASSED*",
-                                 "*amax: no injected defect reaches its kernels*"])
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "--platform",
+        "iluvatar",
+        "--fl-emulate",
+        "--fl-no-workaround",
+        "--fl-unreached-sweeps-only",
+        "--pyargs",
+        "pytest_fl_contract.contracts.reductions",
+        "-k",
+        "((test_layout and transposed) or test_determinism) and (sum or amax) and not cumsum",
+        "-p",
+        "no:cacheprovider",
+        "-rs",
+        "-v",
+    )
+    result.stdout.fnmatch_lines(
+        ["*test_determinism?amax-3x5x8-d1? PASSED*", "*amax: no injected defect reaches its kernels*"]
+    )
     assert not re.search(r"(?<![a-z_])sum: no injected defect", result.stdout.str())
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1 and outcomes.get("skipped", 0) >= 1, outcomes  # sum's defect shows
@@ -217,9 +245,20 @@ def test_unreached_sweeps_only_skips_the_checklist_of_ops_the_defect_does_not_re
 def test_wrapped_only_skips_the_ops_the_workaround_leaves(pytester, run_subprocess):
     """--fl-wrapped-only on the emulated Iluvatar lane: sum (wrapped) runs, amax (left alone:
     its kernel reads the dropped rows into tile rows it never stores) is skipped saying why."""
-    result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate", "--fl-wrapped-only",
-                            "--pyargs", "pytest_fl_contract.contracts.reductions", "-k", "test_dim_form and (sum or amax)",
-                            "-p", "no:cacheprovider")
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "--platform",
+        "iluvatar",
+        "--fl-emulate",
+        "--fl-wrapped-only",
+        "--pyargs",
+        "pytest_fl_contract.contracts.reductions",
+        "-k",
+        "test_dim_form and (sum or amax)",
+        "-p",
+        "no:cacheprovider",
+    )
     result.stdout.fnmatch_lines(["*amax: the workaround leaves it, so it runs here as on the twin lane without one*"])
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= 2 and outcomes.get("skipped", 0) >= 2 and "failed" not in outcomes, outcomes

@@ -89,9 +89,11 @@ def test_plain_interpreter_fails_exactly_the_and_or_probes():
     done = subprocess.run([sys.executable, "-c", PLAIN], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert {p for p, v in got.items() if v == "FAIL"} == AND_OR_PROBES == {
-        "python_and", "python_and_cols_first", "python_or"
-    }
+    assert (
+        {p for p, v in got.items() if v == "FAIL"}
+        == AND_OR_PROBES
+        == {"python_and", "python_and_cols_first", "python_or"}
+    )
     assert {p for p, v in got.items() if v not in ("ok", "FAIL")} == {"int64_offsets"}
 
 
@@ -181,8 +183,10 @@ def test_markdown_table_escapes_pipes_and_quotes_variants():
     assert probes.notes(TABLE_ROWS) == ["int64_offsets skipped: hardware only"]
 
 
-@pytest.mark.parametrize("values, text", [(6.0, "6"), (-float("inf"), "-inf"), (0.5, "0.5"),
-                                          (list(range(10)), "[0, 1, 2, 3, 4, 5, 6, 7, ...]")])
+@pytest.mark.parametrize(
+    "values, text",
+    [(6.0, "6"), (-float("inf"), "-inf"), (0.5, "0.5"), (list(range(10)), "[0, 1, 2, 3, 4, 5, 6, 7, ...]")],
+)
 def test_values_as_shown(values, text):
     import numpy as np
 
@@ -196,8 +200,16 @@ def test_command_on_the_cpu_lane(capsys):
     assert cli.main(["probe", "--platform", "cpu"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("compiler probe battery: platform cpu, device NVIDIA emulated (4 SMs) (Triton's")
-    assert out[2].split() == ["seed_masked_load", "(N=4,", "TILE_N=8)", "tl.load(mask=(n<N)&(k<K),", "other=0.0)",
-                              "6", "6", "ok"]
+    assert out[2].split() == [
+        "seed_masked_load",
+        "(N=4,",
+        "TILE_N=8)",
+        "tl.load(mask=(n<N)&(k<K),",
+        "other=0.0)",
+        "6",
+        "6",
+        "ok",
+    ]
     n = len(battery.PROBES)
     assert f"{n} probes: {n - 1} passed, 0 failed, 0 errors, 1 skipped" in out
 
@@ -210,8 +222,11 @@ def test_command_mutants_are_all_caught(capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["probe", "--platform", "nvidia"], "fl-contract: error: platform nvidia runs on cuda, and torch sees no "
-                                            "cuda device here; run on the lane's machine, or pass --emulate"),
+        (
+            ["probe", "--platform", "nvidia"],
+            "fl-contract: error: platform nvidia runs on cuda, and torch sees no "
+            "cuda device here; run on the lane's machine, or pass --emulate",
+        ),
         (["probe", "--platform", "cpu", "--only", "nosuch"], "fl-contract: error: unknown probe 'nosuch'; known: "),
         (["probe", "--platform", "quantum"], "fl-contract: error: unknown platform 'quantum'"),
         (["probe", "--platform", "nvidia", "--inject", ROW_LOAD], "fl-contract: error: --fl-inject and --fl-profile"),
@@ -226,19 +241,35 @@ def test_command_bad_input_is_one_line_and_exit_2(capsys, argv, message):
 def test_command_on_the_emulated_iluvatar_lane(tmp_path):
     """In its own process: the Iluvatar profile and the injected defect are per process."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "FL_PLATFORM", "GEMS_VENDOR")}
-    argv = [sys.executable, "-m", "pytest_fl_contract.cli", "probe", "--platform", "iluvatar", "--emulate", "--markdown"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest_fl_contract.cli",
+        "probe",
+        "--platform",
+        "iluvatar",
+        "--emulate",
+        "--markdown",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert done.returncode == 1, done.stderr[-2000:]
     out = done.stdout.splitlines()
     assert "injected defects: masked_2d_row_load" in out[0]
-    assert "| seed_masked_load | `(N=4, TILE_N=8) tl.load(mask=(n<N)&(k<K), other=0.0)` | 28 | 6 | FAIL | " \
-           "masked_2d_row_load |" in out
-    assert "| seed_where_row | `(N=4, TILE_N=8) load + tl.where(n < N, v, 0)` | 28 | 6 | FAIL | masked_2d_row_load |" in out
+    assert (
+        "| seed_masked_load | `(N=4, TILE_N=8) tl.load(mask=(n<N)&(k<K), other=0.0)` | 28 | 6 | FAIL | "
+        "masked_2d_row_load |" in out
+    )
+    assert (
+        "| seed_where_row | `(N=4, TILE_N=8) load + tl.where(n < N, v, 0)` | 28 | 6 | FAIL | masked_2d_row_load |"
+        in out
+    )
     assert "| seed_tile_eq_n | `(N=4, TILE_N=4) TILE_N == N (no masked row)` | 6 | 6 | ok |  |" in out
     assert "| seed_row_loop | `(N=4, TILE_N=8) per-row loop` | 6 | 6 | ok |  |" in out
     assert "| seed_1d_mask | `(N=4, TILE_N=8) 1-D mask / inner-axis mask only` | 6 | 6 | ok |  |" in out
     n = len(battery.PROBES)
-    assert f"{n} probes: {n - 1 - len(ROW_LOAD_PROBES)} passed, {len(ROW_LOAD_PROBES)} failed, 0 errors, 1 skipped" in out
+    assert (
+        f"{n} probes: {n - 1 - len(ROW_LOAD_PROBES)} passed, {len(ROW_LOAD_PROBES)} failed, 0 errors, 1 skipped" in out
+    )
     assert any(line.startswith(f"- {LABEL} (known on iluvatar; probes: seed_masked_load,") for line in out)
 
 
@@ -247,17 +278,28 @@ def test_command_on_the_emulated_iluvatar_lane(tmp_path):
 
 def test_suite_on_the_emulated_lane_names_the_defect_in_the_summary(pytester, run_subprocess):
     xml = pytester.path / "probes.xml"
-    result = run_subprocess(str(ROOT / "contracts" / "probes" / "test_compiler.py"), "-p", "fl_contract", "--platform", "iluvatar",
-                            "--fl-emulate", f"--junitxml={xml}")
-    result.assert_outcomes(failed=len(ROW_LOAD_PROBES), passed=len(battery.PROBES) - len(ROW_LOAD_PROBES) - 1,
-                           skipped=1)
+    result = run_subprocess(
+        str(ROOT / "contracts" / "probes" / "test_compiler.py"),
+        "-p",
+        "fl_contract",
+        "--platform",
+        "iluvatar",
+        "--fl-emulate",
+        f"--junitxml={xml}",
+    )
+    result.assert_outcomes(
+        failed=len(ROW_LOAD_PROBES), passed=len(battery.PROBES) - len(ROW_LOAD_PROBES) - 1, skipped=1
+    )
     failing = len(ROW_LOAD_PROBES)
     result.stdout.fnmatch_lines([f"failing contracts of {LABEL}: {failing} (*)"])  # the plugin's summary
     result.stdout.fnmatch_lines(["*fl-contract compiler probes*", "seed_masked_load *28 *6 *FAIL *masked_2d_row_load"])
     counts = junit.count(junit.read(xml), "compiler_probes")
     assert counts.summary.failures == {LABEL: {p: 1 for p in ROW_LOAD_PROBES}}
-    assert f"- {md_code(LABEL)}: {failing} (argmax_partial_rows 1, dot_k_tail 1, load_mask_other 1, load_row_mask 1, " \
-           "max_partial_rows 1, scan_rows_carry 1, seed_masked_load 1, seed_where_row 1)" in counts.summary.markdown("compiler_probes")
+    assert (
+        f"- {md_code(LABEL)}: {failing} (argmax_partial_rows 1, dot_k_tail 1, load_mask_other 1, load_row_mask 1, "
+        "max_partial_rows 1, scan_rows_carry 1, seed_masked_load 1, seed_where_row 1)"
+        in counts.summary.markdown("compiler_probes")
+    )
 
 
 def test_every_lane_runs_the_probes_and_iluvatar_lanes_expect_them_to_fail():
@@ -276,8 +318,10 @@ def test_the_wheel_lists_every_package():
     an installed fl-contract stopped at its import on the H100, the editable checkout hid it)."""
     tomllib = pytest.importorskip("tomllib")
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    on_disk = {"pytest_fl_contract." + ".".join(p.parent.relative_to(ROOT).parts)
-               for p in (ROOT / "contracts").rglob("__init__.py")}
+    on_disk = {
+        "pytest_fl_contract." + ".".join(p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / "contracts").rglob("__init__.py")
+    }
     on_disk |= {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "pytest_fl_contract").rglob("__init__.py")}
     assert {"pytest_fl_contract.contracts.probes", "pytest_fl_contract.triage"} <= on_disk
     assert sorted(on_disk - listed) == []

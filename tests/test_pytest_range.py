@@ -30,8 +30,18 @@ def test_not_on_iluvatar():
 
 def test_markers_decide_on_an_iluvatar_lane(pytester, run_subprocess):
     pytester.makepyfile(test_suite=SUITE)
-    result = run_subprocess("-p", "fl_contract", "--platform", "iluvatar", "--fl-no-workaround", "--strict-markers",
-                            "-p", "no:cacheprovider", "-rA", timeout=120)
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "--platform",
+        "iluvatar",
+        "--fl-no-workaround",
+        "--strict-markers",
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+        timeout=120,
+    )
     result.assert_outcomes(xfailed=1, failed=1, skipped=2)
     out = result.stdout.str()
     assert "fl-contract 0" in out and "platform iluvatar (--platform)" in out
@@ -40,8 +50,9 @@ def test_markers_decide_on_an_iluvatar_lane(pytester, run_subprocess):
 
 def test_the_junit_report_carries_the_lanes_properties(pytester, run_subprocess):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
-    result = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "--junitxml=out.xml",
-                            "-p", "no:cacheprovider", timeout=120)
+    result = run_subprocess(
+        "-p", "fl_contract", "--platform", "nvidia", "--junitxml=out.xml", "-p", "no:cacheprovider", timeout=120
+    )
     assert result.ret == 0
     xml = (pytester.path / "out.xml").read_text()
     assert 'name="fl_platform" value="nvidia"' in xml and 'name="fl_summary"' in xml

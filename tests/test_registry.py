@@ -24,7 +24,9 @@ ROWS.register(dataclasses.replace(ROWS.get("sum"), name="sum_copy", real_case=Fa
 """
 
 # rows named as Python builtins (all, any) are also every "all dims" and "any runner": not op lists
-PACKAGE_NAMES_AN_OP = re.compile(r"[\"']({})[\"']".format("|".join(op.name for op in ROWS.rows("reductions") if op.name not in dir(builtins))))
+PACKAGE_NAMES_AN_OP = re.compile(
+    r"[\"']({})[\"']".format("|".join(op.name for op in ROWS.rows("reductions") if op.name not in dir(builtins)))
+)
 FASTPATH_KIND = re.compile(r"\bkind\b|fastpath|tiles\(")  # the fast path's kernel kinds: the rows' fastpath values
 
 
@@ -68,17 +70,36 @@ def test_the_contracts_pick_up_a_registered_row(tmp_path):
     without the workaround they fail for it, with the workaround they hold."""
     (tmp_path / "row_plugin.py").write_text(COPY)
     env = {"PYTHONPATH": f"{tmp_path}:{ROOT}"}
-    base = [sys.executable, "-m", "pytest_fl_contract.cli", "contracts", "reductions", "--", "-p", "row_plugin",
-            "--platform", "iluvatar", "--fl-emulate", "-q", "-p", "no:randomly", "-k",
-            "test_accuracy and sum_copy and 3x5x64 and float32"]
+    base = [
+        sys.executable,
+        "-m",
+        "pytest_fl_contract.cli",
+        "contracts",
+        "reductions",
+        "--",
+        "-p",
+        "row_plugin",
+        "--platform",
+        "iluvatar",
+        "--fl-emulate",
+        "-q",
+        "-p",
+        "no:randomly",
+        "-k",
+        "test_accuracy and sum_copy and 3x5x64 and float32",
+    ]
     import os
 
-    run = {name: subprocess.run([*base, *extra], capture_output=True, text=True, timeout=600,
-                                env={**os.environ, **env})
-           for name, extra in (("without", ["--fl-no-workaround"]), ("with", []))}
-    assert run["without"].returncode == 1 and re.search(r"\b[1-9]\d* failed", run["without"].stdout), \
-        run["without"].stdout[-2000:]
-    assert run["with"].returncode == 0 and re.search(r"\b[1-9]\d* passed", run["with"].stdout), run["with"].stdout[-2000:]
+    run = {
+        name: subprocess.run([*base, *extra], capture_output=True, text=True, timeout=600, env={**os.environ, **env})
+        for name, extra in (("without", ["--fl-no-workaround"]), ("with", []))
+    }
+    assert run["without"].returncode == 1 and re.search(r"\b[1-9]\d* failed", run["without"].stdout), run[
+        "without"
+    ].stdout[-2000:]
+    assert run["with"].returncode == 0 and re.search(r"\b[1-9]\d* passed", run["with"].stdout), run["with"].stdout[
+        -2000:
+    ]
 
 
 def test_no_module_outside_the_registry_and_testing_names_an_op():
@@ -88,11 +109,14 @@ def test_no_module_outside_the_registry_and_testing_names_an_op():
     for path in sorted((ROOT / "pytest_fl_contract").rglob("*.py")) + sorted((ROOT / "contracts").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         # the overload suite's names are OpInfo's and FlagGems' registration table's, not our rows'
-        if rel.startswith(("pytest_fl_contract/registry/", "pytest_fl_contract/testing/", "pytest_fl_contract/overloads/")):
+        if rel.startswith(
+            ("pytest_fl_contract/registry/", "pytest_fl_contract/testing/", "pytest_fl_contract/overloads/")
+        ):
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
-            if PACKAGE_NAMES_AN_OP.search(line) and not (rel.startswith("pytest_fl_contract/workarounds/")
-                                                          and FASTPATH_KIND.search(line)):
+            if PACKAGE_NAMES_AN_OP.search(line) and not (
+                rel.startswith("pytest_fl_contract/workarounds/") and FASTPATH_KIND.search(line)
+            ):
                 offenders.append(f"{rel}:{n}: {line.strip()}")
     assert offenders == []
 

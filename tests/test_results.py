@@ -24,10 +24,30 @@ def lane_report(pytester, run_subprocess, lane: str, *args: str) -> Path:
     """A real lane report: the contracts on the emulated Iluvatar lane, written as the runner writes LANE.xml
     (suites named LANE/STEP, classnames prefixed with the lane)."""
     path = pytester.path / f"{lane}.step.xml"
-    run_subprocess(str(ROOT / "contracts" / "reductions"), "-c", str(ROOT / "contracts" / "pytest.ini"),
-                   "--rootdir", str(ROOT / "contracts"), "-p", "fl_contract", "--platform", "iluvatar", "--fl-emulate",
-                   "--fl-junit-prefix", lane, *args, *SELECT, f"--junitxml={path}", "-q", "-p", "no:cacheprovider",
-                   "-p", "xdist", "-n", "0")
+    run_subprocess(
+        str(ROOT / "contracts" / "reductions"),
+        "-c",
+        str(ROOT / "contracts" / "pytest.ini"),
+        "--rootdir",
+        str(ROOT / "contracts"),
+        "-p",
+        "fl_contract",
+        "--platform",
+        "iluvatar",
+        "--fl-emulate",
+        "--fl-junit-prefix",
+        lane,
+        *args,
+        *SELECT,
+        f"--junitxml={path}",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "xdist",
+        "-n",
+        "0",
+    )
     report = junit.rename_suites(junit.read(path), f"{lane}/reduction_contract")
     out = pytester.path / f"{lane}.xml"
     junit.write(report, out)
@@ -61,8 +81,17 @@ def test_compare_of_the_lanes_names_exactly_the_contracts_the_defect_breaks(pyte
     assert {c.key for c in back.of("fixed")} == {c.key for c in result.of("new_failures") + result.of("new_xfails")}
     # provenance: every report says what produced it
     props = cases.read_one(broken).properties
-    for name in ("version_torch", "version_triton", "version_flag_gems", "version_pytest_fl_contract",
-                 "fl_registry_sha256", "fl_checkout_commit", "fl_plugin_commit", "fl_device", "fl_device_count"):
+    for name in (
+        "version_torch",
+        "version_triton",
+        "version_flag_gems",
+        "version_pytest_fl_contract",
+        "fl_registry_sha256",
+        "fl_checkout_commit",
+        "fl_plugin_commit",
+        "fl_device",
+        "fl_device_count",
+    ):
         assert props.get(name), name
     assert props["fl_registry_sha256"] == cases.read_one(held).properties["fl_registry_sha256"]
     # parity of the two: the matrix's cells are the JUnit's cases, and its rates say their formula
@@ -70,7 +99,11 @@ def test_compare_of_the_lanes_names_exactly_the_contracts_the_defect_breaks(pyte
     for rate, path in zip(matrix.rates, (held, broken)):
         seen = Counter(case.outcome for case in junit.read(path).cases)
         assert (rate.passed, rate.failing, rate.skipped, rate.xfailed) == (
-            seen["passed"], seen["failed"] + seen["error"], seen["skipped"], seen["xfailed"])
+            seen["passed"],
+            seen["failed"] + seen["error"],
+            seen["skipped"],
+            seen["xfailed"],
+        )
     for op, contract in matrix.rows:
         if matrix.cell(op, contract, "broken").state == "failed":
             assert matrix.also_failing(op, contract) == ["broken"]
@@ -84,14 +117,19 @@ def report_xml(lane: str, cases_: list[tuple[str, str, str]], tags: dict | None 
     """cases_: (classname without lane, name, outcome)."""
     body = []
     for classname, name, outcome in cases_:
-        inner = {"passed": "", "failed": '<failure message="boom">x</failure>',
-                 "skipped": '<skipped message="no bf16 here" type="pytest.skip"/>',
-                 "xfailed": '<skipped message="known defect d1" type="pytest.xfail"/>',
-                 "xpassed": '<failure message="[XPASS(strict)] known defect d1">x</failure>'}[outcome]
+        inner = {
+            "passed": "",
+            "failed": '<failure message="boom">x</failure>',
+            "skipped": '<skipped message="no bf16 here" type="pytest.skip"/>',
+            "xfailed": '<skipped message="known defect d1" type="pytest.xfail"/>',
+            "xpassed": '<failure message="[XPASS(strict)] known defect d1">x</failure>',
+        }[outcome]
         body.append(f'<testcase classname="{lane}.{classname}" name="{name}" time="0.1">{inner}</testcase>')
     props = f'<properties><property name="fl_cases" value="{_attr(json.dumps(tags or {}))}"/></properties>'
-    return (f'<?xml version="1.0"?><testsuites><testsuite name="{lane}/reduction_contract" tests="{len(body)}">'
-            f'{props}{"".join(body)}</testsuite></testsuites>')
+    return (
+        f'<?xml version="1.0"?><testsuites><testsuite name="{lane}/reduction_contract" tests="{len(body)}">'
+        f"{props}{''.join(body)}</testsuite></testsuites>"
+    )
 
 
 def _attr(text: str) -> str:
@@ -108,28 +146,42 @@ TAGS = {f"reductions.test_dims::t[{i}]": {"op": "sum", "contract": "dims"} for i
 
 
 def test_compare_labels_every_kind_of_change(tmp_path):
-    base = [("reductions.test_dims", f"t[{i}]", o) for i, o in
-            enumerate(["passed", "failed", "failed", "passed", "xfailed", "passed"])]
-    cur = [("reductions.test_dims", f"t[{i}]", o) for i, o in
-           enumerate(["failed", "passed", "failed", "skipped", "xpassed"])] + [("reductions.test_dims", "t[9]", "failed")]
+    base = [
+        ("reductions.test_dims", f"t[{i}]", o)
+        for i, o in enumerate(["passed", "failed", "failed", "passed", "xfailed", "passed"])
+    ]
+    cur = [
+        ("reductions.test_dims", f"t[{i}]", o)
+        for i, o in enumerate(["failed", "passed", "failed", "skipped", "xpassed"])
+    ] + [("reductions.test_dims", "t[9]", "failed")]
     a = cases.read_one(write(tmp_path, "a.xml", report_xml("a", base, TAGS)))
     b = cases.read_one(write(tmp_path, "b.xml", report_xml("b", cur, TAGS)))
     result = compare.compare(a, b)
     kinds = {c.key.rsplit("::", 1)[1]: c.kind for c in result.changes}
-    assert kinds == {"t[0]": "new_failures", "t[1]": "fixed", "t[2]": "still_failing", "t[3]": "new_skips",
-                     "t[4]": "xpassed", "t[5]": "disappeared", "t[9]": "new_failures"}
+    assert kinds == {
+        "t[0]": "new_failures",
+        "t[1]": "fixed",
+        "t[2]": "still_failing",
+        "t[3]": "new_skips",
+        "t[4]": "xpassed",
+        "t[5]": "disappeared",
+        "t[9]": "new_failures",
+    }
     assert {c.op for c in result.changes if c.key.endswith("t[0]")} == {"sum"}
     skip = next(c for c in result.changes if c.kind == "new_skips")
     assert skip.message == "no bf16 here"
     assert len(result.regressions) == 3  # t[0], t[9] new failures; t[5] gone
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda p: p / "missing.xml", "no such report"),
-    (lambda p: write(p, "notes.txt", "not xml at all"), "not a JUnit report"),
-    (lambda p: write(p, "empty.xml", "<testsuites/>"), "no test suites"),
-    (lambda p: (p / "emptydir").mkdir() or p / "emptydir", "no JUnit reports"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda p: p / "missing.xml", "no such report"),
+        (lambda p: write(p, "notes.txt", "not xml at all"), "not a JUnit report"),
+        (lambda p: write(p, "empty.xml", "<testsuites/>"), "no test suites"),
+        (lambda p: (p / "emptydir").mkdir() or p / "emptydir", "no JUnit reports"),
+    ],
+)
 def test_bad_baselines_are_one_line_and_exit_2(tmp_path, capsys, setup, message):
     good = write(tmp_path, "good.xml", report_xml("a", [("reductions.test_dims", "t[0]", "passed")], TAGS))
     bad = setup(tmp_path)
@@ -150,13 +202,24 @@ def test_reports_of_different_suites_are_refused(tmp_path, capsys):
 
 
 def test_parity_cells_and_also_failing_in(tmp_path, capsys):
-    rows = {"x": ["passed", "failed", "xfailed"], "y": ["failed", "failed", "skipped"], "z": ["passed", "passed", "passed"]}
+    rows = {
+        "x": ["passed", "failed", "xfailed"],
+        "y": ["failed", "failed", "skipped"],
+        "z": ["passed", "passed", "passed"],
+    }
     paths = []
     for lane, outcomes in rows.items():
-        tags = {f"reductions.test_dims::t[{i}]": {"op": op, "contract": "dims", "defect": "d1"}
-                for i, op in enumerate(["sum", "mean", "prod"])}
-        paths.append(write(tmp_path, f"{lane}.xml", report_xml(
-            lane, [("reductions.test_dims", f"t[{i}]", o) for i, o in enumerate(outcomes)], tags)))
+        tags = {
+            f"reductions.test_dims::t[{i}]": {"op": op, "contract": "dims", "defect": "d1"}
+            for i, op in enumerate(["sum", "mean", "prod"])
+        }
+        paths.append(
+            write(
+                tmp_path,
+                f"{lane}.xml",
+                report_xml(lane, [("reductions.test_dims", f"t[{i}]", o) for i, o in enumerate(outcomes)], tags),
+            )
+        )
     matrix = parity.matrix([r for p in paths for r in cases.read(p)])
     assert matrix.cell("mean", "dims", "x").label == "failed 1/1"
     assert matrix.cell("prod", "dims", "x").state == "defect" and "d1" in matrix.cell("prod", "dims", "x").label
@@ -169,8 +232,13 @@ def test_parity_cells_and_also_failing_in(tmp_path, capsys):
 
 
 def test_a_report_without_fl_cases_still_groups_by_module_and_op(tmp_path):
-    path = write(tmp_path, "old.xml", report_xml("a", [("reductions.test_dims", "test_every_dim[prod-2x3-d0]", "failed")]).replace(
-        '<property name="fl_cases" value="{}"/>', ""))
+    path = write(
+        tmp_path,
+        "old.xml",
+        report_xml("a", [("reductions.test_dims", "test_every_dim[prod-2x3-d0]", "failed")]).replace(
+            '<property name="fl_cases" value="{}"/>', ""
+        ),
+    )
     (row,) = cases.read_one(path).rows
     assert (row.op, row.contract) == ("prod", "dims")
 
@@ -178,7 +246,7 @@ def test_a_report_without_fl_cases_still_groups_by_module_and_op(tmp_path):
 # -- re-runs of failures: deterministic or a nondeterministic result, never green -------
 
 
-FLAKY = '''
+FLAKY = """
 import os
 from pathlib import Path
 
@@ -197,7 +265,7 @@ def test_flips():
 
 def test_passes():
     pass
-'''
+"""
 
 
 def test_rerun_failures_labels_each_failure_and_keeps_it_failing(tmp_path, monkeypatch):
@@ -235,8 +303,13 @@ def test_history_first_failing_and_flips(tmp_path, capsys):
     db = tmp_path / "h.sqlite"
     outcomes = ["passed", "failed", "passed", "failed", "failed"]
     for n, outcome in enumerate(outcomes):
-        path = write(tmp_path, f"run{n}.xml", report_xml("lane-h", [("reductions.test_dims", "t[0]", outcome),
-                                                                     ("reductions.test_dims", "t[1]", "passed")], TAGS))
+        path = write(
+            tmp_path,
+            f"run{n}.xml",
+            report_xml(
+                "lane-h", [("reductions.test_dims", "t[0]", outcome), ("reductions.test_dims", "t[1]", "passed")], TAGS
+            ),
+        )
         assert main(["history", "add", str(path), "--db", str(db)]) == 0
     capsys.readouterr()
     assert main(["history", "case", "t[0]", "--db", str(db)]) == 0
@@ -261,8 +334,7 @@ def test_a_lane_with_last_green_baseline_fails_on_a_regression(tmp_path):
     from pytest_fl_contract.lanes.runner import run_lane
 
     test = tmp_path / "test_b.py"
-    step = Step("s", "pytest", (str(test), "-q", "-p", "no:cacheprovider", f"--rootdir={tmp_path}"),
-                allow_failure=True)
+    step = Step("s", "pytest", (str(test), "-q", "-p", "no:cacheprovider", f"--rootdir={tmp_path}"), allow_failure=True)
     the_lane = Lane("lane-b", "cpu", (step,), baseline="last-green")
 
     def go(body: str):
@@ -289,8 +361,9 @@ def test_a_baseline_that_is_no_report_fails_the_lane(tmp_path):
     from pytest_fl_contract.lanes.runner import run_lane
 
     step = Step("c", "command", (sys_executable(), "-c", "pass"))
-    run = run_lane(Lane("lane-c", "cpu", (step,), baseline=str(tmp_path / "nope.xml")), tmp_path / "r",
-                   progress=io.StringIO())
+    run = run_lane(
+        Lane("lane-c", "cpu", (step,), baseline=str(tmp_path / "nope.xml")), tmp_path / "r", progress=io.StringIO()
+    )
     assert not run.ok and "no such report" in run.markdown
 
 
@@ -305,8 +378,10 @@ def test_the_manifest_takes_a_baseline_and_refuses_a_bad_one(tmp_path):
     from pytest_fl_contract.lanes.manifest import load
 
     good = tmp_path / "m.yaml"
-    good.write_text("version: 1\nlanes:\n  l:\n    platform: cpu\n    baseline: last-green\n"
-                    "    steps:\n      - name: s\n        command: [\"true\"]\n")
+    good.write_text(
+        "version: 1\nlanes:\n  l:\n    platform: cpu\n    baseline: last-green\n"
+        '    steps:\n      - name: s\n        command: ["true"]\n'
+    )
     assert load(good, load_registry([])).lanes["l"].baseline == "last-green"
     bad = tmp_path / "bad.yaml"
     bad.write_text(good.read_text().replace("baseline: last-green", "baseline: [1]"))
@@ -318,8 +393,10 @@ def test_the_manifest_takes_a_baseline_and_refuses_a_bad_one(tmp_path):
 
 
 def test_a_compare_step_holds_two_steps_of_a_lane_alike(tmp_path, capsys):
-    body = "import os\n\ndef test_a(): pass\n\ndef test_b():\n    assert os.environ.get('BREAK_B') != '1'\n" \
-           "\ndef test_c():\n    assert os.environ.get('BREAK_C') != '1'\n"
+    body = (
+        "import os\n\ndef test_a(): pass\n\ndef test_b():\n    assert os.environ.get('BREAK_B') != '1'\n"
+        "\ndef test_c():\n    assert os.environ.get('BREAK_C') != '1'\n"
+    )
     (tmp_path / "test_pair.py").write_text(body)
     manifest = tmp_path / "m.yaml"
     template = f"""version: 1
@@ -348,8 +425,10 @@ lanes:
         return main(["--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / f"r{which}")])
 
     assert go("0") == 0  # both fail test_b only
-    assert "other fails the same cases than reference: 0 more, 0 fewer, 1 in both, 2 passed in both" in \
-        capsys.readouterr().out
+    assert (
+        "other fails the same cases than reference: 0 more, 0 fewer, 1 in both, 2 passed in both"
+        in capsys.readouterr().out
+    )
     assert go("1") == 1  # other fails test_c too
     out = capsys.readouterr().out
     assert "other fails other cases than reference: 1 more, 0 fewer, 1 in both" in out
@@ -364,7 +443,8 @@ def test_a_compare_step_of_two_runs_that_proved_nothing_fails(tmp_path, capsys):
         "import os\nimport pytest\n\n@pytest.fixture\ndef gems():\n"
         "    if os.environ.get('SKIP') == '1':\n        pytest.skip('no flag_gems here')\n"
         "    raise ImportError('no flag_gems')\n\n"
-        "def test_a(gems): pass\n\ndef test_b(gems): pass\n")
+        "def test_a(gems): pass\n\ndef test_b(gems): pass\n"
+    )
     manifest = tmp_path / "m.yaml"
     for skip in ("0", "1"):
         manifest.write_text(f"""version: 1
@@ -386,20 +466,27 @@ lanes:
         assert "no case passed in both: the comparison shows nothing held" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("step, message", [
-    ("      - name: x\n        compare: [ref]\n", "compare names two earlier pytest steps"),
-    ("      - name: x\n        compare: [ref, later]\n      - name: later\n        pytest: [-q]\n",
-     "is not an earlier pytest step"),
-    ("      - name: x\n        compare: [ref, ref2]\n        expect: fail\n", "neither expect nor shell"),
-    ("      - name: x\n        command: [\"true\"]\n        args: [-q]\n", "args: a list of pytest arguments"),
-])
+@pytest.mark.parametrize(
+    "step, message",
+    [
+        ("      - name: x\n        compare: [ref]\n", "compare names two earlier pytest steps"),
+        (
+            "      - name: x\n        compare: [ref, later]\n      - name: later\n        pytest: [-q]\n",
+            "is not an earlier pytest step",
+        ),
+        ("      - name: x\n        compare: [ref, ref2]\n        expect: fail\n", "neither expect nor shell"),
+        ('      - name: x\n        command: ["true"]\n        args: [-q]\n', "args: a list of pytest arguments"),
+    ],
+)
 def test_bad_compare_and_args_steps_are_refused(tmp_path, step, message):
     from pytest_fl_contract.config.platforms import load_registry
     from pytest_fl_contract.lanes.manifest import load
 
     path = tmp_path / "m.yaml"
-    path.write_text("version: 1\nlanes:\n  l:\n    platform: cpu\n    steps:\n      - name: ref\n        pytest: [-q]\n"
-                    "      - name: ref2\n        pytest: [-q]\n" + step)
+    path.write_text(
+        "version: 1\nlanes:\n  l:\n    platform: cpu\n    steps:\n      - name: ref\n        pytest: [-q]\n"
+        "      - name: ref2\n        pytest: [-q]\n" + step
+    )
     with pytest.raises(FlContractError, match=message):
         load(path, load_registry([]))
 
@@ -423,19 +510,27 @@ def test_the_h200_lanes_compared_across_flaggems_lines(tmp_path):
     # 5.0.2's known defects that 5.4 no longer has are fixed (xfailed -> passed); 5.4's own known
     # defect shows as cases that now xfail, a regression a plain diff of failures does not see
     assert {(c.before, c.defect) for c in result.of("fixed")} == {
-        ("xfailed", "empty_input_diverges"), ("xfailed", "grid_y_over_limit"), ("xfailed", "nan_dropped_by_max")}
+        ("xfailed", "empty_input_diverges"),
+        ("xfailed", "grid_y_over_limit"),
+        ("xfailed", "nan_dropped_by_max"),
+    }
     assert {(c.before, c.defect) for c in result.of("new_xfails")} == {("passed", "softmax_permuted_output")}
     assert {c.op for c in result.of("new_cases")} >= {"logsumexp", "special_logsumexp", "special_log_softmax"}
     matrix = parity.matrix([old, new])
     for rate, report in zip(matrix.rates, (old, new)):
         seen = Counter(case.outcome for case in junit.read(Path(report.path)).cases)
         assert (rate.passed, rate.failing, rate.xfailed, rate.skipped) == (
-            seen["passed"], seen["failed"] + seen["error"], seen["xfailed"], seen["skipped"])
+            seen["passed"],
+            seen["failed"] + seen["error"],
+            seen["xfailed"],
+            seen["skipped"],
+        )
     assert matrix.also_failing("special_log_softmax", "generated") == [new.lane]
     from pytest_fl_contract.results import html
 
-    written = html.render([str(H200 / "h200-lane-fg502-cold.xml.gz"), str(H200 / "h200-lane-fg54-cold.xml.gz")],
-                          str(tmp_path / "html"))
+    written = html.render(
+        [str(H200 / "h200-lane-fg502-cold.xml.gz"), str(H200 / "h200-lane-fg54-cold.xml.gz")], str(tmp_path / "html")
+    )
     assert len(written) == 3 and "special_log_softmax" in (tmp_path / "html" / "matrix.html").read_text()
 
 

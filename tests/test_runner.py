@@ -37,10 +37,13 @@ def run(tmp_path: Path, the_lane: Lane, **kw):
 
 
 def test_pass_fail_and_all_steps_run_after_a_failure(tmp_path):
-    ok, md, progress, merged, cases = run(tmp_path, lane(
-        command("fails", "import sys; print('boom'); sys.exit(3)"),
-        command("passes", "print('fine')"),
-    ))
+    ok, md, progress, merged, cases = run(
+        tmp_path,
+        lane(
+            command("fails", "import sys; print('boom'); sys.exit(3)"),
+            command("passes", "print('fine')"),
+        ),
+    )
     assert not ok
     assert cases["passes"].result == []
     failure = cases["fails"].result[0]
@@ -50,11 +53,19 @@ def test_pass_fail_and_all_steps_run_after_a_failure(tmp_path):
 
 
 def test_segfault_is_an_error_case_named_by_signal(tmp_path):
-    ok, _, progress, _, cases = run(tmp_path, lane(command("crash", """
+    ok, _, progress, _, cases = run(
+        tmp_path,
+        lane(
+            command(
+                "crash",
+                """
         import os, signal
         print("about to crash", flush=True)
         os.kill(os.getpid(), signal.SIGSEGV)
-    """)))
+    """,
+            )
+        ),
+    )
     assert not ok
     error = cases["crash"].result[0]
     assert isinstance(error, Error) and error.message == "crashed: -11 SIGSEGV" and "about to crash" in error.text
@@ -62,9 +73,12 @@ def test_segfault_is_an_error_case_named_by_signal(tmp_path):
 
 
 def test_timeout_kills_the_step_and_keeps_its_output(tmp_path):
-    ok, _, progress, _, cases = run(tmp_path, lane(
-        command("hangs", "import time; print('waiting', flush=True); time.sleep(60)", timeout=1.5),
-    ))
+    ok, _, progress, _, cases = run(
+        tmp_path,
+        lane(
+            command("hangs", "import time; print('waiting', flush=True); time.sleep(60)", timeout=1.5),
+        ),
+    )
     assert not ok
     result = cases["hangs"].result[0]
     assert result.message == "timed out after 1.5s" and "waiting" in result.text
@@ -77,10 +91,13 @@ def _pytest_step(tmp_path: Path, name: str, body: str, **kw) -> Step:
 
 
 def test_pytest_steps_merge_into_one_lane_file_without_duplicate_suites(tmp_path):
-    ok, md, _, merged, cases = run(tmp_path, lane(
-        _pytest_step(tmp_path, "good", "def test_a(): pass\ndef test_b(): pass\n"),
-        _pytest_step(tmp_path, "bad", "def test_c(): assert False\n"),
-    ))
+    ok, md, _, merged, cases = run(
+        tmp_path,
+        lane(
+            _pytest_step(tmp_path, "good", "def test_a(): pass\ndef test_b(): pass\n"),
+            _pytest_step(tmp_path, "bad", "def test_c(): assert False\n"),
+        ),
+    )
     assert not ok
     names = [suite.name for suite in merged]
     assert names == ["lane-a/good", "lane-a/bad"]
@@ -114,10 +131,13 @@ def test_step_that_writes_no_xml_and_one_that_writes_garbage(tmp_path, monkeypat
 
 
 def test_expected_failure_and_allowed_failure(tmp_path):
-    ok, md, progress, _, _ = run(tmp_path, lane(
-        command("caught", "raise SystemExit(1)", expect="fail"),
-        command("flaky", "raise SystemExit(1)", allow_failure=True),
-    ))
+    ok, md, progress, _, _ = run(
+        tmp_path,
+        lane(
+            command("caught", "raise SystemExit(1)", expect="fail"),
+            command("flaky", "raise SystemExit(1)", allow_failure=True),
+        ),
+    )
     assert ok
     assert "expected to fail: defect caught" in progress and "(failure allowed)" in progress
     ok, _, progress, _, _ = run(tmp_path, lane(command("missed", "pass", expect="fail")))
@@ -157,10 +177,14 @@ def test_report_command_summarises_existing_files(tmp_path, capsys):
 
 
 def test_pytest_step_runs_the_plugin_with_lane_platform(tmp_path):
-    step = _pytest_step(tmp_path, "plat", """
+    step = _pytest_step(
+        tmp_path,
+        "plat",
+        """
         def test_platform(fl_settings):
             assert fl_settings.platform.name == "nvidia"
-    """)
+    """,
+    )
     env_path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     the_lane = Lane("gpu-lane", "nvidia", (step,), env={"PYTHONPATH": env_path})
     ok, md, _, merged, cases = run(tmp_path, the_lane)
@@ -173,8 +197,12 @@ def test_pytest_step_runs_the_plugin_with_lane_platform(tmp_path):
 
 def test_lane_setup_runs_first_and_its_failure_stops_the_lane(tmp_path):
     marker = tmp_path / "set-up"
-    good = Lane("lane-a", "cpu", (command("check", f"import os; assert os.path.exists({str(marker)!r})"),),
-                setup=(f"touch {marker}",))
+    good = Lane(
+        "lane-a",
+        "cpu",
+        (command("check", f"import os; assert os.path.exists({str(marker)!r})"),),
+        setup=(f"touch {marker}",),
+    )
     ok, _, progress, _, cases = run(tmp_path, good)
     assert ok and list(cases) == ["setup", "check"]
     bad = Lane("lane-a", "cpu", (command("check", "pass"),), setup=("echo broken; exit 7",))
@@ -184,8 +212,12 @@ def test_lane_setup_runs_first_and_its_failure_stops_the_lane(tmp_path):
 
 
 def test_lane_timeout_bounds_the_steps(tmp_path):
-    slow = Lane("lane-a", "cpu", (command("slow", "import time; time.sleep(30)"), command("later", "pass")),
-                timeout_minutes=0.03)
+    slow = Lane(
+        "lane-a",
+        "cpu",
+        (command("slow", "import time; time.sleep(30)"), command("later", "pass")),
+        timeout_minutes=0.03,
+    )
     ok, _, progress, _, cases = run(tmp_path, slow)
     assert not ok
     # what is left of the lane's 1.8 s when the step starts (less on a loaded machine), never more

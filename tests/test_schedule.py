@@ -47,7 +47,19 @@ def test_long():
 
 def test_the_second_run_starts_with_the_longest_case(pytester, run_subprocess):
     pytester.makepyfile(test_cases=CASES)
-    args = ("-p", "fl_contract", "--platform", "nvidia", "--fl-no-workaround", "-p", "xdist", "-n", "2", "-p", "no:randomly")
+    args = (
+        "-p",
+        "fl_contract",
+        "--platform",
+        "nvidia",
+        "--fl-no-workaround",
+        "-p",
+        "xdist",
+        "-n",
+        "2",
+        "-p",
+        "no:randomly",
+    )
     assert run_subprocess(*args).ret == 0
     cache = next(pytester.path.joinpath(".pytest_cache", "v", "fl_contract", "durations").rglob("*"))
     kept = next(p for p in cache.parent.rglob("*") if p.is_file())
@@ -59,8 +71,10 @@ def test_the_second_run_starts_with_the_longest_case(pytester, run_subprocess):
     result = run_subprocess(*args, "--fl-order", "collection", "--collect-only", "-q")
     assert result.stdout.lines[0] == "test_cases.py::test_short[0]"
     assert run_subprocess(*args, "--collect-only", "-q").stdout.lines[0] == "test_cases.py::test_long"  # the default
-    pytester.makeconftest("def pytest_configure(config):\n    config._fl_seen = config.option.maxschedchunk\n"
-                          "def pytest_sessionstart(session):\n    print('CHUNK', session.config.option.maxschedchunk)\n")
+    pytester.makeconftest(
+        "def pytest_configure(config):\n    config._fl_seen = config.option.maxschedchunk\n"
+        "def pytest_sessionstart(session):\n    print('CHUNK', session.config.option.maxschedchunk)\n"
+    )
     result = run_subprocess(*args, "-s")
     result.stdout.fnmatch_lines(["CHUNK 1"])  # xdist hands the ordered cases out one at a time
 
@@ -129,8 +143,9 @@ def _start(script: str, base):
     import sys
 
     env = {**os.environ, "PYTHONPATH": str(__import__("pathlib").Path(__file__).resolve().parent.parent)}
-    return subprocess.Popen([sys.executable, "-c", script, str(base)], start_new_session=True, env=env,
-                            stdin=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, str(base)], start_new_session=True, env=env, stdin=subprocess.DEVNULL
+    )
 
 
 def _wait_for(test, proc, what: str):
@@ -157,18 +172,24 @@ def test_an_interrupted_lane_waits_for_pytests_report(tmp_path):
 
     report = tmp_path / "lane.xml"
     proc = _start(WRAPPED, report)
-    _wait_for(lambda: (tmp_path / "lane.xml.ready").exists() and "wait None" in _trace(report), proc,
-              "the wrapped pytest started")
+    _wait_for(
+        lambda: (tmp_path / "lane.xml.ready").exists() and "wait None" in _trace(report),
+        proc,
+        "the wrapped pytest started",
+    )
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=HANG_GUARD) == 3
     assert report.read_text() == "report"
     assert "terminate" not in _trace(report)
 
 
-STUCK = WRAPPED.replace("""    time.sleep(0.5)  # writing its report""", """    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a pytest that hangs in its teardown
+STUCK = WRAPPED.replace(
+    """    time.sleep(0.5)  # writing its report""",
+    """    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a pytest that hangs in its teardown
     pathlib.Path(sys.argv[1] + ".interrupted").write_text("")
     while True:
-        time.sleep(3600)""")
+        time.sleep(3600)""",
+)
 
 
 def test_a_second_interrupt_ends_a_pytest_that_hangs(tmp_path):
@@ -177,12 +198,16 @@ def test_a_second_interrupt_ends_a_pytest_that_hangs(tmp_path):
 
     base = tmp_path / "x"
     proc = _start(STUCK, base)
-    _wait_for(lambda: (tmp_path / "x.ready").exists() and "wait None" in _trace(base), proc,
-              "the wrapped pytest started")
+    _wait_for(
+        lambda: (tmp_path / "x.ready").exists() and "wait None" in _trace(base), proc, "the wrapped pytest started"
+    )
     os.killpg(proc.pid, signal.SIGINT)
     # the first interrupt only waits: the wrapper is back in wait() (its second), having ended nothing
-    _wait_for(lambda: (tmp_path / "x.interrupted").exists() and _trace(base).count("wait None") >= 2, proc,
-              "the wrapper waited again after the first interrupt")
+    _wait_for(
+        lambda: (tmp_path / "x.interrupted").exists() and _trace(base).count("wait None") >= 2,
+        proc,
+        "the wrapper waited again after the first interrupt",
+    )
     assert "terminate" not in _trace(base)
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=HANG_GUARD) == 128 + signal.SIGTERM
@@ -257,20 +282,33 @@ def test_an_emulated_lanes_xdist_workers_take_their_share_of_the_cores(pytester,
     that each take every core spin against each other), and OMP_NUM_THREADS, when set, wins."""
     from pytest_fl_contract.hardware.schedule import usable_cpus
 
-    pytester.makepyfile(test_threads="""
+    pytester.makepyfile(
+        test_threads="""
 import os, pathlib
 def test_threads():
     import torch
     out = pathlib.Path(os.environ["THREADS_OUT"]) / os.environ.get("PYTEST_XDIST_WORKER", "main")
     out.write_text(str(torch.get_num_threads()))
-""")
+"""
+    )
     pytester._monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     share = cpu_share(usable_cpus(), 2)
     other = 2 if share == 1 else 1  # torch holds OMP_NUM_THREADS to the cores it has
     for env, want in (({}, share), ({"OMP_NUM_THREADS": str(other)}, other)):
         out = pytester.mkdir(f"threads{len(env)}")
-        result = run_subprocess("-p", "fl_contract", "-p", "xdist", "-n", "2", "--platform", "cpu", "-p", "no:randomly",
-                                env={"THREADS_OUT": str(out), **env})
+        result = run_subprocess(
+            "-p",
+            "fl_contract",
+            "-p",
+            "xdist",
+            "-n",
+            "2",
+            "--platform",
+            "cpu",
+            "-p",
+            "no:randomly",
+            env={"THREADS_OUT": str(out), **env},
+        )
         assert result.ret == 0, result.outlines[-20:]
         seen = {int(p.read_text()) for p in out.iterdir()}
         assert seen == {want}, (env, seen)

@@ -18,18 +18,38 @@ from pytest_fl_contract.lanes import junit
 from pytest_fl_contract.results import cases, scoreboard
 from pytest_fl_contract.util import FlContractError
 
-PROVENANCE = {"version_torch": "2.13.0+cpu", "version_triton": "3.7.1", "version_flag_gems": "5.0.2",
-              "fl_device": "cpu", "fl_platform": "iluvatar", "fl_emulated": "yes"}
+PROVENANCE = {
+    "version_torch": "2.13.0+cpu",
+    "version_triton": "3.7.1",
+    "version_flag_gems": "5.0.2",
+    "fl_device": "cpu",
+    "fl_platform": "iluvatar",
+    "fl_emulated": "yes",
+}
 FAILURE = {"failed": "failure", "error": "error"}
 
 
-def case_xml(lane: str, overload: str, n: int, status: str, outcome: str, *, transform: str = "none",
-             inline: bool = True, message: str | None = None) -> tuple[str, str, dict]:
+def case_xml(
+    lane: str,
+    overload: str,
+    n: int,
+    status: str,
+    outcome: str,
+    *,
+    transform: str = "none",
+    inline: bool = True,
+    message: str | None = None,
+) -> tuple[str, str, dict]:
     """One case: (its XML, its fl_cases key, its fl_cases tag).  ``inline``: the fields inside
     the ``<testcase>`` (pytest's file); else only in the tag (the runner's rewrite)."""
     name = f"test_overload[{overload}-{n}-{transform}]"
-    fields = {"overload": overload, "status": status, "detail": f"{status.lower()} detail {n}",
-              "transform": transform, "sample": f"sample {n}"}
+    fields = {
+        "overload": overload,
+        "status": status,
+        "detail": f"{status.lower()} detail {n}",
+        "transform": transform,
+        "sample": f"sample {n}",
+    }
     msg = message or f"{status}: {fields['detail']}"
     if outcome == "passed":
         body = ""
@@ -47,19 +67,28 @@ def case_xml(lane: str, overload: str, n: int, status: str, outcome: str, *, tra
     tag = dict(fields) if not inline else {}
     if outcome in ("xfailed", "xpassed"):
         tag["defect"] = "d1"
-    xml = f'<testcase classname={quoteattr(f"{lane}.overloads.test_overloads")} name={quoteattr(name)} time="0.01">' \
-          f"{body}</testcase>"
+    xml = (
+        f'<testcase classname={quoteattr(f"{lane}.overloads.test_overloads")} name={quoteattr(name)} time="0.01">'
+        f"{body}</testcase>"
+    )
     return xml, f"overloads.test_overloads::{name}", tag
 
 
-def lane_xml(lane: str, spec: list[tuple[str, str, str]] | list[tuple[str, str, str, str]], *, inline: bool = True,
-             registered: object = None, extra: dict | None = None) -> str:
+def lane_xml(
+    lane: str,
+    spec: list[tuple[str, str, str]] | list[tuple[str, str, str, str]],
+    *,
+    inline: bool = True,
+    registered: object = None,
+    extra: dict | None = None,
+) -> str:
     """LANE.xml with one overload step; ``spec``: (overload, fl_status, outcome[, transform])."""
     cases_, tags = [], {}
     for n, item in enumerate(spec):
         overload, status, outcome, *rest = item
-        xml, key, tag = case_xml(lane, overload, n, status, outcome, transform=rest[0] if rest else "none",
-                                 inline=inline)
+        xml, key, tag = case_xml(
+            lane, overload, n, status, outcome, transform=rest[0] if rest else "none", inline=inline
+        )
         cases_.append(xml)
         if tag:
             tags[key] = tag
@@ -67,24 +96,40 @@ def lane_xml(lane: str, spec: list[tuple[str, str, str]] | list[tuple[str, str, 
     if registered is not None:
         props[scoreboard.REGISTERED] = json.dumps(registered)
     properties = "".join(f"<property name={quoteattr(k)} value={quoteattr(v)} />" for k, v in props.items())
-    return ("<?xml version='1.0' encoding='utf-8'?>\n"
-            f"<testsuites name={quoteattr(lane)}><testsuite name={quoteattr(f'{lane}/overloads')} "
-            f'tests="{len(cases_)}"><properties>{properties}</properties>{"".join(cases_)}</testsuite></testsuites>\n')
+    return (
+        "<?xml version='1.0' encoding='utf-8'?>\n"
+        f"<testsuites name={quoteattr(lane)}><testsuite name={quoteattr(f'{lane}/overloads')} "
+        f'tests="{len(cases_)}"><properties>{properties}</properties>{"".join(cases_)}</testsuite></testsuites>\n'
+    )
 
 
 # Every status, and the known-defect case: (overload, fl_status, pytest outcome)
 SPEC = [
-    ("add.Tensor", "PASS", "passed"), ("add.Tensor", "PASS", "passed"),          # STRICT 2/2
-    ("sum.dim_IntList", "PASS", "passed"), ("sum.dim_IntList", "WRONG", "failed"),  # PARTIAL 1 of 2
-    ("mm", "FAULT", "failed"), ("mm", "ERROR", "error"), ("mm", "TIMEOUT", "failed"),  # FAILED 0 of 3
-    ("cumsum", "UNSUPPORTED", "skipped"), ("cumsum", "UNSUPPORTED", "skipped"),  # UNSUPPORTED
-    ("rand", "UNTESTED", "skipped"),                                              # UNTESTED (reason)
-    ("softmax.int", "PASS", "passed"), ("softmax.int", "WRONG", "xfailed"),      # known defect only
-    ("abs", "PASS", "passed"), ("abs", "UNSUPPORTED", "skipped"),                # STRICT, one layout refused
+    ("add.Tensor", "PASS", "passed"),
+    ("add.Tensor", "PASS", "passed"),  # STRICT 2/2
+    ("sum.dim_IntList", "PASS", "passed"),
+    ("sum.dim_IntList", "WRONG", "failed"),  # PARTIAL 1 of 2
+    ("mm", "FAULT", "failed"),
+    ("mm", "ERROR", "error"),
+    ("mm", "TIMEOUT", "failed"),  # FAILED 0 of 3
+    ("cumsum", "UNSUPPORTED", "skipped"),
+    ("cumsum", "UNSUPPORTED", "skipped"),  # UNSUPPORTED
+    ("rand", "UNTESTED", "skipped"),  # UNTESTED (reason)
+    ("softmax.int", "PASS", "passed"),
+    ("softmax.int", "WRONG", "xfailed"),  # known defect only
+    ("abs", "PASS", "passed"),
+    ("abs", "UNSUPPORTED", "skipped"),  # STRICT, one layout refused
 ]
-EXPECTED = {"add.Tensor": ("STRICT", 2, 2), "sum.dim_IntList": ("PARTIAL", 1, 2), "mm": ("FAILED", 0, 3),
-            "cumsum": ("UNSUPPORTED", 0, 0), "rand": ("UNTESTED", 0, 0), "softmax.int": ("PARTIAL", 1, 2),
-            "abs": ("STRICT", 1, 1), "zeros": ("UNTESTED", 0, 0)}
+EXPECTED = {
+    "add.Tensor": ("STRICT", 2, 2),
+    "sum.dim_IntList": ("PARTIAL", 1, 2),
+    "mm": ("FAILED", 0, 3),
+    "cumsum": ("UNSUPPORTED", 0, 0),
+    "rand": ("UNTESTED", 0, 0),
+    "softmax.int": ("PARTIAL", 1, 2),
+    "abs": ("STRICT", 1, 1),
+    "zeros": ("UNTESTED", 0, 0),
+}
 REGISTERED = sorted(EXPECTED)  # "zeros" is registered and has no case at all
 
 
@@ -109,8 +154,9 @@ def test_every_status_from_the_cases(tmp_path: Path, inline: bool) -> None:
     assert board.get("rand").reason == "untested detail 9"  # type: ignore[union-attr]
     assert board.get("zeros").reason == scoreboard.ABSENT  # type: ignore[union-attr]
     assert board.get("abs").unsupported == 1  # type: ignore[union-attr]
-    assert board.summary() == ("registered 8: STRICT 2 / PARTIAL 2 / FAILED 1 / UNSUPPORTED 1 / UNTESTED 2; "
-                               "known defects only: 1")
+    assert board.summary() == (
+        "registered 8: STRICT 2 / PARTIAL 2 / FAILED 1 / UNSUPPORTED 1 / UNTESTED 2; known defects only: 1"
+    )
 
 
 def test_the_suites_word_is_held_against_the_outcome(tmp_path: Path) -> None:
@@ -162,27 +208,39 @@ def test_markdown_json_and_provenance(tmp_path: Path) -> None:
     text = scoreboard.markdown(board)
     assert f"**{board.summary()}**" in text and "flag_gems 5.0.2" in text and "seed 1234" in text
     rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert [r.split("|")[2].split()[0] for r in rows] == ["FAILED", "PARTIAL", "PARTIAL", "UNSUPPORTED", "UNTESTED",
-                                                          "UNTESTED", "STRICT", "STRICT"]
+    assert [r.split("|")[2].split()[0] for r in rows] == [
+        "FAILED",
+        "PARTIAL",
+        "PARTIAL",
+        "UNSUPPORTED",
+        "UNTESTED",
+        "UNTESTED",
+        "STRICT",
+        "STRICT",
+    ]
     assert "(known only)" in next(r for r in rows if "softmax.int" in r)
-    assert not any("STRICT" in r for r in scoreboard.markdown(board, only_problems=True).splitlines()
-                   if r.startswith("| `"))
+    assert not any(
+        "STRICT" in r for r in scoreboard.markdown(board, only_problems=True).splitlines() if r.startswith("| `")
+    )
 
 
 def test_the_parity_line(tmp_path: Path) -> None:
     """A line per overload not the same on every lane: another status, or PARTIAL by another count."""
     sums = [("sum", "PASS", "passed"), ("sum", "PASS", "passed"), ("sum", "WRONG", "failed")]
-    a = board_from(tmp_path, lane_xml("lane-a", [("mm", "PASS", "passed"), ("abs", "PASS", "passed"), *sums]),
-                   "lane-a")
+    a = board_from(tmp_path, lane_xml("lane-a", [("mm", "PASS", "passed"), ("abs", "PASS", "passed"), *sums]), "lane-a")
     sums[1] = ("sum", "WRONG", "failed")
-    b = board_from(tmp_path, lane_xml("lane-b", [("mm", "WRONG", "failed"), ("abs", "PASS", "passed"), *sums]),
-                   "lane-b")
+    b = board_from(
+        tmp_path, lane_xml("lane-b", [("mm", "WRONG", "failed"), ("abs", "PASS", "passed"), *sums]), "lane-b"
+    )
     lines = scoreboard.across([a, b])
-    assert [d.line() for d in lines] == ["mm: FAILED on lane-b; STRICT on lane-a (WRONG: wrong detail 0)",
-                                         "sum: PARTIAL 1 of 3 on lane-b; PARTIAL 2 of 3 on lane-a (WRONG: wrong detail 3)"]
+    assert [d.line() for d in lines] == [
+        "mm: FAILED on lane-b; STRICT on lane-a (WRONG: wrong detail 0)",
+        "sum: PARTIAL 1 of 3 on lane-b; PARTIAL 2 of 3 on lane-a (WRONG: wrong detail 3)",
+    ]
     assert scoreboard.across_dict([a, b]) == [
         {"overload": "mm", "line": lines[0].line(), "lanes": {"lane-a": "STRICT", "lane-b": "FAILED"}},
-        {"overload": "sum", "line": lines[1].line(), "lanes": {"lane-a": "PARTIAL 2 of 3", "lane-b": "PARTIAL 1 of 3"}}]
+        {"overload": "sum", "line": lines[1].line(), "lanes": {"lane-a": "PARTIAL 2 of 3", "lane-b": "PARTIAL 1 of 3"}},
+    ]
     assert "- mm: FAILED on lane-b; STRICT on lane-a" in scoreboard.lane_lines([a, b])
 
 
@@ -197,17 +255,25 @@ def test_the_cli_writes_each_lane_and_prints_the_lines(tmp_path: Path, capsys: p
     assert "`lane-a`: registered 8: STRICT 2 / PARTIAL 2 / FAILED 1 / UNSUPPORTED 1 / UNTESTED 2" in text
     assert "`lane-b`: registered 1: STRICT 1 / PARTIAL 0 / FAILED 0 / UNSUPPORTED 0 / UNTESTED 0" in text
     assert "mm: FAILED on lane-a; STRICT on lane-b" in text
-    assert sorted(p.name for p in out.iterdir()) == ["lane-a.scoreboard.json", "lane-a.scoreboard.md",
-                                                     "lane-b.scoreboard.json", "lane-b.scoreboard.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "lane-a.scoreboard.json",
+        "lane-a.scoreboard.md",
+        "lane-b.scoreboard.json",
+        "lane-b.scoreboard.md",
+    ]
     assert json.loads((out / "lane-b.scoreboard.json").read_text())["counts"]["STRICT"] == 1
 
 
-@pytest.mark.parametrize("content, says", [
-    ("<testsuites><testsuite name='x'><testcase", "not a JUnit report"),
-    (None, "no such report"),
-])
-def test_the_cli_refuses_bad_input_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                               content: str | None, says: str) -> None:
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        ("<testsuites><testsuite name='x'><testcase", "not a JUnit report"),
+        (None, "no such report"),
+    ],
+)
+def test_the_cli_refuses_bad_input_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, says: str
+) -> None:
     path = tmp_path / "lane.xml"
     if content is not None:
         path.write_text(content, encoding="utf-8")
@@ -233,7 +299,7 @@ def test_case_properties_are_read_from_pytests_file(tmp_path: Path) -> None:
     assert dict(case.properties)["fl_overload"] == "add.Tensor" and dict(case.properties)["fl_status"] == "PASS"
 
 
-SUITE = '''
+SUITE = """
 import pytest
 
 def record(record_property, overload, status, transform="none"):
@@ -254,7 +320,7 @@ def test_pass_too(record_property):
 def test_unsupported(record_property):
     record(record_property, "cumsum", "UNSUPPORTED")
     pytest.skip("UNSUPPORTED: bfloat16 refused")
-'''
+"""
 
 
 def test_a_real_run_through_the_plugin_and_the_runners_rewrite(pytester: pytest.Pytester, run_subprocess) -> None:
@@ -262,8 +328,17 @@ def test_a_real_run_through_the_plugin_and_the_runners_rewrite(pytester: pytest.
     session's ``fl_cases`` tag carries them across, so both files give the same board."""
     pytester.makepyfile(test_overloads=SUITE)
     raw = pytester.path / "raw.xml"
-    result = run_subprocess("-p", "fl_contract", "--platform", "cpu", f"--junitxml={raw}", "-p", "no:cacheprovider",
-                            "-W", "ignore::pytest.PytestWarning")
+    result = run_subprocess(
+        "-p",
+        "fl_contract",
+        "--platform",
+        "cpu",
+        f"--junitxml={raw}",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore::pytest.PytestWarning",
+    )
     result.assert_outcomes(passed=2, failed=1, skipped=1)
     rewritten = pytester.path / "lane.xml"
     junit.write(junit.rename_suites(junit.read(raw), "lane/overloads"), rewritten)
@@ -272,7 +347,10 @@ def test_a_real_run_through_the_plugin_and_the_runners_rewrite(pytester: pytest.
     boards = [scoreboard.board_of(cases.read_one(p)) for p in (raw, rewritten)]
     for board in boards:
         assert {v.overload: v.status for v in board.verdicts} == {
-            "add.Tensor": "STRICT", "sum.dim_IntList": "PARTIAL", "cumsum": "UNSUPPORTED"}
+            "add.Tensor": "STRICT",
+            "sum.dim_IntList": "PARTIAL",
+            "cumsum": "UNSUPPORTED",
+        }
         assert board.get("cumsum").reason == "unsupported here"  # type: ignore[union-attr]
         assert board.get("sum.dim_IntList").transforms == (("boundary", 0, 1, 0), ("pow2", 1, 0, 0))  # type: ignore[union-attr]
         assert board.provenance.get("fl_platform") == "cpu"
@@ -291,8 +369,19 @@ def test_the_runner_writes_the_board_beside_the_lane_report_and_forgets_the_last
 
     def step(name: str, body: str) -> Step:
         (tmp_path / f"test_{name}.py").write_text(textwrap.dedent(body), encoding="utf-8")
-        return Step(name, "pytest", (str(tmp_path / f"test_{name}.py"), "-q", "-p", "no:cacheprovider",
-                                     f"--rootdir={tmp_path}", "-W", "ignore::pytest.PytestWarning"))
+        return Step(
+            name,
+            "pytest",
+            (
+                str(tmp_path / f"test_{name}.py"),
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--rootdir={tmp_path}",
+                "-W",
+                "ignore::pytest.PytestWarning",
+            ),
+        )
 
     env = {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     reports = tmp_path / "reports"
@@ -314,17 +403,20 @@ def test_the_runner_writes_the_board_beside_the_lane_report_and_forgets_the_last
 def test_parity_and_merge_carry_the_overload_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "reports"
     folder.mkdir()
-    (folder / "lane-a.xml").write_text(lane_xml("lane-a", [("mm", "PASS", "passed"), ("abs", "PASS", "passed")]),
-                                       encoding="utf-8")
-    (folder / "lane-b.xml").write_text(lane_xml("lane-b", [("mm", "WRONG", "failed"), ("abs", "PASS", "passed")],
-                                                inline=False), encoding="utf-8")
+    (folder / "lane-a.xml").write_text(
+        lane_xml("lane-a", [("mm", "PASS", "passed"), ("abs", "PASS", "passed")]), encoding="utf-8"
+    )
+    (folder / "lane-b.xml").write_text(
+        lane_xml("lane-b", [("mm", "WRONG", "failed"), ("abs", "PASS", "passed")], inline=False), encoding="utf-8"
+    )
     line = "mm: FAILED on lane-b; STRICT on lane-a (WRONG: wrong detail 0)"
     out = tmp_path / "parity.json"
     assert main(["parity", str(folder / "lane-a.xml"), str(folder / "lane-b.xml"), "--json", str(out)]) == 0
     assert line in capsys.readouterr().out
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert data["overloads"]["differ"] == [{"overload": "mm", "line": line,
-                                            "lanes": {"lane-a": "STRICT", "lane-b": "FAILED"}}]
+    assert data["overloads"]["differ"] == [
+        {"overload": "mm", "line": line, "lanes": {"lane-a": "STRICT", "lane-b": "FAILED"}}
+    ]
     assert data["overloads"]["summaries"]["lane-a"].startswith("registered 2: STRICT 2")
     assert main(["merge", "--reports", str(folder), "-o", str(tmp_path / "all.xml")]) == 1  # lane-b failed a case
     text = capsys.readouterr().out
@@ -333,16 +425,29 @@ def test_parity_and_merge_carry_the_overload_lines(tmp_path: Path, capsys: pytes
 
 # -- measuring the method (benchmarks/overload_method.py) -------------------------------
 
-CLEAN = [("sum.dim_IntList", "PASS", "passed", "none"), ("sum.dim_IntList", "PASS", "passed", "pow2"),
-         ("sum.dim_IntList", "PASS", "passed", "boundary"), ("mm", "PASS", "passed", "none"),
-         ("mm", "PASS", "passed", "pow2"), ("mm", "PASS", "passed", "strided"), ("abs", "WRONG", "failed", "none")]
-BROKEN = [("sum.dim_IntList", "PASS", "passed", "none"), ("sum.dim_IntList", "PASS", "passed", "pow2"),
-          ("sum.dim_IntList", "WRONG", "failed", "boundary"), ("mm", "WRONG", "failed", "none"),
-          ("mm", "WRONG", "xfailed", "pow2"), ("mm", "PASS", "passed", "strided"), ("abs", "WRONG", "failed", "none")]
+CLEAN = [
+    ("sum.dim_IntList", "PASS", "passed", "none"),
+    ("sum.dim_IntList", "PASS", "passed", "pow2"),
+    ("sum.dim_IntList", "PASS", "passed", "boundary"),
+    ("mm", "PASS", "passed", "none"),
+    ("mm", "PASS", "passed", "pow2"),
+    ("mm", "PASS", "passed", "strided"),
+    ("abs", "WRONG", "failed", "none"),
+]
+BROKEN = [
+    ("sum.dim_IntList", "PASS", "passed", "none"),
+    ("sum.dim_IntList", "PASS", "passed", "pow2"),
+    ("sum.dim_IntList", "WRONG", "failed", "boundary"),
+    ("mm", "WRONG", "failed", "none"),
+    ("mm", "WRONG", "xfailed", "pow2"),
+    ("mm", "PASS", "passed", "strided"),
+    ("abs", "WRONG", "failed", "none"),
+]
 
 
-def test_the_method_counts_catches_per_input_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_method_counts_catches_per_input_class(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from .conftest import ROOT
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
@@ -353,8 +458,23 @@ def test_the_method_counts_catches_per_input_class(tmp_path: Path, monkeypatch: 
     broken.write_text(lane_xml("broken", BROKEN, inline=False), encoding="utf-8")
     quiet.write_text(lane_xml("quiet", CLEAN), encoding="utf-8")
     out = tmp_path / "m.json"
-    assert overload_method.main(["--clean", str(clean), "--lane", f"no-workaround={broken}",
-                                 "--mutant", f"m1={broken}", "--mutant", f"m2={quiet}", "--json", str(out)]) == 0
+    assert (
+        overload_method.main(
+            [
+                "--clean",
+                str(clean),
+                "--lane",
+                f"no-workaround={broken}",
+                "--mutant",
+                f"m1={broken}",
+                "--mutant",
+                f"m2={quiet}",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     rows = json.loads(out.read_text(encoding="utf-8"))
     lane, m1, m2 = rows
@@ -362,10 +482,16 @@ def test_the_method_counts_catches_per_input_class(tmp_path: Path, monkeypatch: 
     # abs fails on the clean run too: no catch
     assert lane["units"] == {"mm": ["opinfo", "pow2"], "sum.dim_IntList": ["transforms"]}
     assert (lane["defects"], lane["by"], lane["only_transforms"], lane["clean_failures"]) == (
-        2, {"pow2": 1, "opinfo": 1, "transforms": 1}, 1, 1)
+        2,
+        {"pow2": 1, "opinfo": 1, "transforms": 1},
+        1,
+        1,
+    )
     assert lane["cases"] == {"pow2": 2, "opinfo": 3, "transforms": 2}
     assert m1["units"] == {"m1": ["opinfo", "pow2", "transforms"]} and m2["units"] == {"m2": []}
-    assert "| no-workaround | 2 | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 2/2 (100%) | 1/2 (50%) | 2 / 3 / 2 | 1 | 0 |" in text
+    assert (
+        "| no-workaround | 2 | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 2/2 (100%) | 1/2 (50%) | 2 / 3 / 2 | 1 | 0 |" in text
+    )
     assert "| mutant zoo (2 mutants) | 2 | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 1/2 (50%) | 0/2 (0%) |" in text
     # a quick sweep's reports have no pow2 case: that column says so, never 0
     quick = [c for c in CLEAN if c[3] != "pow2"]
@@ -375,14 +501,18 @@ def test_the_method_counts_catches_per_input_class(tmp_path: Path, monkeypatch: 
     assert "| q | 2 | not run | 1/2 (50%) | 1/2 (50%) |" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--lane", "x=y.xml"], "name the clean run"),
-    (["--clean", "c.xml", "--lane", "nonsense"], "expected NAME=REPORT"),
-    (["--clean", "missing.xml", "--lane", "x=missing.xml"], "no such report"),
-    (["--run-zoo", "no_such_mutant"], "--run-zoo: no mutant 'no_such_mutant' in the zoo"),
-])
-def test_the_method_refuses_bad_input_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--lane", "x=y.xml"], "name the clean run"),
+        (["--clean", "c.xml", "--lane", "nonsense"], "expected NAME=REPORT"),
+        (["--clean", "missing.xml", "--lane", "x=missing.xml"], "no such report"),
+        (["--run-zoo", "no_such_mutant"], "--run-zoo: no mutant 'no_such_mutant' in the zoo"),
+    ],
+)
+def test_the_method_refuses_bad_input_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
     from .conftest import ROOT
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
@@ -395,7 +525,8 @@ def test_the_method_refuses_bad_input_in_one_line(tmp_path: Path, monkeypatch: p
 
 
 def test_a_bad_overload_case_is_one_line_in_the_views_and_takes_nothing_else(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """parity, merge and the HTML page show the scoreboard beside their own output: an overload
     case breaking the interface is said there in one line; the rest of their output stands."""
     from pytest_fl_contract.results import html

@@ -86,10 +86,15 @@ def test_cpu_with_injected_defect_and_profile():
         ({"platform": "cpu", "layout": "tarball"}, "unknown layout 'tarball'"),
         ({"platform": "nvidia", "autotune": "fastest"}, "unknown --fl-autotune 'fastest'; known: rotate, tuned"),
         ({"platform": "cpu", "autotune": "tuned"}, "--fl-autotune is for hardware lanes"),
-        ({"platform": "cpu", "wrapped_only": True}, r"--fl-wrapped-only needs a workaround, and this lane has none "
-                                                     r"\(not needed on cpu\)"),
-        ({"platform": "iluvatar", "emulate": True, "no_workaround": True, "wrapped_only": True},
-         r"needs a workaround, and this lane has none \(--fl-no-workaround\)"),
+        (
+            {"platform": "cpu", "wrapped_only": True},
+            r"--fl-wrapped-only needs a workaround, and this lane has none "
+            r"\(not needed on cpu\)",
+        ),
+        (
+            {"platform": "iluvatar", "emulate": True, "no_workaround": True, "wrapped_only": True},
+            r"needs a workaround, and this lane has none \(--fl-no-workaround\)",
+        ),
         ({"platform": "iluvatar", "wrapped_only": True}, "--fl-wrapped-only is for emulated lanes"),
     ],
 )
@@ -105,14 +110,22 @@ def test_layout_follows_csrc(tmp_path):
     assert settle(platform="cpu", source_root=tmp_path, layout="wheel").layout.kind == "wheel"
 
 
-@pytest.mark.parametrize("opts", [{"platform": "cpu", "unreached_sweeps_only": True},
-                                  {"platform": "iluvatar", "unreached_sweeps_only": True},
-                                  {"platform": "cpu", "emulate": True, "inject": ("cold_first_launch",),
-                                   "unreached_sweeps_only": True}])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"platform": "cpu", "unreached_sweeps_only": True},
+        {"platform": "iluvatar", "unreached_sweeps_only": True},
+        {"platform": "cpu", "emulate": True, "inject": ("cold_first_launch",), "unreached_sweeps_only": True},
+    ],
+)
 def test_unreached_sweeps_only_needs_the_masked_row_defect_injected(opts):
-    with pytest.raises(FlContractError, match="--fl-unreached-sweeps-only is for emulated lanes with masked_2d_row_load"):
+    with pytest.raises(
+        FlContractError, match="--fl-unreached-sweeps-only is for emulated lanes with masked_2d_row_load"
+    ):
         settle(**opts)
-    assert settle(platform="iluvatar", emulate=True, no_workaround=True, unreached_sweeps_only=True).unreached_sweeps_only
+    assert settle(
+        platform="iluvatar", emulate=True, no_workaround=True, unreached_sweeps_only=True
+    ).unreached_sweeps_only
 
 
 def test_wrapped_only_on_an_emulated_lane_with_its_workaround():

@@ -120,12 +120,18 @@ def test_stop_ends_the_helper_and_the_child_it_started(makers):
 def test_a_session_killed_outright_takes_the_helper_and_its_child(makers):
     pid_file = makers / "child.pid"
     j = job(makers, {"pid": str(pid_file)}, "fl_makers:child_sleeps")
-    session = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    session = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import time
         from pytest_fl_contract.hardware import shared
         shared.start(shared.Job({j.directory!r}, {j.name!r}, {j.make!r}, {j.arg!r}))
         time.sleep(120)
-        """)])
+        """),
+        ]
+    )
     deadline = time.monotonic() + 30
     while not pid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -162,9 +168,12 @@ def test_whole_file_selected(tmp_path):
     assert not shared.whole_file_selected(["contracts"], tmp_path, target, keyword="sum")
     assert not shared.whole_file_selected(["contracts"], tmp_path, target, markexpr="slow")
     assert not shared.whole_file_selected(["contracts"], tmp_path, target, last_failed=True)
-    assert not shared.whole_file_selected(["contracts"], tmp_path, target,
-                                          deselect=["contracts/reductions/test_processes.py::test_fresh_process[sum]"])
-    assert shared.whole_file_selected(["contracts"], tmp_path, target, deselect=["contracts/reductions/test_other.py::x"])
+    assert not shared.whole_file_selected(
+        ["contracts"], tmp_path, target, deselect=["contracts/reductions/test_processes.py::test_fresh_process[sum]"]
+    )
+    assert shared.whole_file_selected(
+        ["contracts"], tmp_path, target, deselect=["contracts/reductions/test_other.py::x"]
+    )
 
 
 class Report:

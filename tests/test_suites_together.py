@@ -10,18 +10,41 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-SELECT = ("test_transposed_input[layer_norm-13x24-transposed] or test_determinism[mm-13x19x17] "
-          "or test_accuracy[sum-1x13x64-d1-float32]")
+SELECT = (
+    "test_transposed_input[layer_norm-13x24-transposed] or test_determinism[mm-13x19x17] "
+    "or test_accuracy[sum-1x13x64-d1-float32]"
+)
 
 
 @pytest.mark.slow
 def test_three_suites_in_one_session_keep_each_cases_op(tmp_path):
     report = tmp_path / "out.xml"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_fl_contract.cli", "contracts", "reductions", "layers", "tensorops", "--",
-         "--platform", "iluvatar", "--fl-emulate", "--fl-no-workaround", "-k", SELECT, "-q", "-p", "no:cacheprovider",
-         f"--junitxml={report}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest_fl_contract.cli",
+            "contracts",
+            "reductions",
+            "layers",
+            "tensorops",
+            "--",
+            "--platform",
+            "iluvatar",
+            "--fl-emulate",
+            "--fl-no-workaround",
+            "-k",
+            SELECT,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr  # the injected defect reaches all three
     tags = {}
     for prop in ET.parse(report).getroot().iter("property"):

@@ -15,12 +15,20 @@ H200 = tm.Device(132, 4.8e12, "test: H200-like")
 SMALL = tm.Device(16, 0.4e12, "test: a 16-SM part")
 
 # small sizes, anything up to 4M, and powers of two +/- 1 (tile boundaries)
-sizes = st.one_of(st.integers(1, 64), st.integers(1, 1 << 22), st.sampled_from([2**k + d for k in range(1, 20) for d in (-1, 0, 1)]))
+sizes = st.one_of(
+    st.integers(1, 64), st.integers(1, 1 << 22), st.sampled_from([2**k + d for k in range(1, 20) for d in (-1, 0, 1)])
+)
 
 
 @settings(max_examples=400, deadline=None)
-@given(M=sizes, N=sizes, K=sizes, elem=st.sampled_from([2, 4]),
-       kind=st.sampled_from(["reduce", "softmax"]), device=st.sampled_from([H200, SMALL]))
+@given(
+    M=sizes,
+    N=sizes,
+    K=sizes,
+    elem=st.sampled_from([2, 4]),
+    kind=st.sampled_from(["reduce", "softmax"]),
+    device=st.sampled_from([H200, SMALL]),
+)
 @example(M=4194304, N=1, K=523265, elem=2, kind="reduce", device=H200)  # per m past axis x, flat within it
 def test_tiles_hold_their_invariants(M, N, K, elem, kind, device):
     plan = tm.tiles(M, N, K, device, elem, kind)
@@ -37,13 +45,19 @@ def test_tiles_hold_their_invariants(M, N, K, elem, kind, device):
     total, gpu = tm.cost(M, N, K, plan, device, elem, kind)
     one = tm.Plan(plan.block_r, plan.block_k, plan.warps, 1, plan.flat)
     assert plan.splits == 1 or total <= tm.cost(M, N, K, one, device, elem, kind)[0], "a split pays for its launch"
-    assert not tm.too_wide(N, K, plan, elem, kind) or all(tm.too_wide(N, K, p, elem, kind) for p in tm.candidates(M, N, K, elem, kind)), \
-        "no block wider than NARROW where a narrower candidate exists"
+    assert not tm.too_wide(N, K, plan, elem, kind) or all(
+        tm.too_wide(N, K, p, elem, kind) for p in tm.candidates(M, N, K, elem, kind)
+    ), "no block wider than NARROW where a narrower candidate exists"
 
 
 @settings(max_examples=300, deadline=None)
-@given(M=st.integers(1, 1 << 31), N=st.integers(1, 1 << 20), K=st.integers(1, 1 << 31), elem=st.sampled_from([2, 4]),
-       kind=st.sampled_from(["reduce", "softmax"]))
+@given(
+    M=st.integers(1, 1 << 31),
+    N=st.integers(1, 1 << 20),
+    K=st.integers(1, 1 << 31),
+    elem=st.sampled_from([2, 4]),
+    kind=st.sampled_from(["reduce", "softmax"]),
+)
 @example(M=1 << 30, N=1, K=1025, elem=2, kind="reduce")
 def test_every_plan_is_launchable_or_there_is_none(M, N, K, elem, kind):
     """Column blocks of the flattened (M, K) output go on grid axis x (2**31 - 1 programs),
@@ -91,9 +105,17 @@ def test_short_rows_of_many_m_are_blocked_flat(shape):
     assert tm.tiles(M, N, K, H200, elem).flat
 
 
-@pytest.mark.parametrize("shape", [(2, 135, 132578, 4, "softmax"), (4, 150, 65536, 2, "softmax"),
-                                   (18, 8726, 1213, 4, "softmax"), (116, 11285, 359, 4, "reduce"),
-                                   (4, 21, 270400, 2, "softmax"), (2265, 45, 10256, 2, "reduce")])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (2, 135, 132578, 4, "softmax"),
+        (4, 150, 65536, 2, "softmax"),
+        (18, 8726, 1213, 4, "softmax"),
+        (116, 11285, 359, 4, "reduce"),
+        (4, 21, 270400, 2, "softmax"),
+        (2265, 45, 10256, 2, "reduce"),
+    ],
+)
 def test_blocks_stay_narrow_where_rows_fill_the_tile(shape):
     """Measured on an H200 (h200-narrow-blocks-ab-2026-12-04): where the model priced 4 x 256
     and 8 x 128 softmax blocks lowest, 16 x 64 ran 1.13 - 1.30x faster (2x135x132578 fp32:
@@ -153,7 +175,9 @@ def test_wider_tiles_take_more_warps(monkeypatch):
 
 def test_device_figures_are_read_through_the_platforms_module(monkeypatch):
     torch = pytest.importorskip("torch")
-    props = types.SimpleNamespace(multi_processor_count=64, memory_clock_rate=1_600_000, memory_bus_width=4096, name="X1")
+    props = types.SimpleNamespace(
+        multi_processor_count=64, memory_clock_rate=1_600_000, memory_bus_width=4096, name="X1"
+    )
     monkeypatch.setattr(torch, "fakedev", types.SimpleNamespace(get_device_properties=lambda i: props), raising=False)
     tm.device_info.cache_clear()
     got = tm.device_info("fakedev")
@@ -175,8 +199,14 @@ def test_what_cannot_be_read_is_said_to_be_assumed(monkeypatch):
 
 
 @settings(max_examples=300, deadline=None)
-@given(M=st.one_of(st.integers(1, 64), st.integers(1, 1 << 32)), N=sizes, K=st.integers(1, 2 * tm.SLAB_K_MAX),
-       elem=st.sampled_from([2, 4]), kind=st.sampled_from(["reduce", "softmax"]), device=st.sampled_from([H200, SMALL]))
+@given(
+    M=st.one_of(st.integers(1, 64), st.integers(1, 1 << 32)),
+    N=sizes,
+    K=st.integers(1, 2 * tm.SLAB_K_MAX),
+    elem=st.sampled_from([2, 4]),
+    kind=st.sampled_from(["reduce", "softmax"]),
+    device=st.sampled_from([H200, SMALL]),
+)
 @example(M=(1 << 31) - 1, N=2, K=16, elem=2, kind="reduce", device=H200)  # the last M grid axis x launches
 @example(M=1 << 31, N=2, K=3, elem=4, kind="softmax", device=H200)  # one past it: the tiles decide
 def test_tiny_k_takes_a_launchable_slab_plan(M, N, K, elem, kind, device):
@@ -191,7 +221,10 @@ def test_tiny_k_takes_a_launchable_slab_plan(M, N, K, elem, kind, device):
     assert isinstance(plan, tm.SlabPlan) and plan.block in tm.SLAB_BLOCKS
     assert picked in (plan, tiled)
     if tiled is not None:
-        slab_price, tile_price = tm.slab_cost(M, N, K, plan, device, elem, kind), tm.cost(M, N, K, tiled, device, elem, kind)
+        slab_price, tile_price = (
+            tm.slab_cost(M, N, K, plan, device, elem, kind),
+            tm.cost(M, N, K, tiled, device, elem, kind),
+        )
         assert picked == (plan if slab_price <= tile_price else tiled)
     rows, splits = tm.slab_rows(N, plan.splits)
     assert splits <= plan.splits <= tm.GRID_LIMITS[2] and (splits - 1) * rows < N <= splits * rows

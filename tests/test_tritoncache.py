@@ -47,23 +47,29 @@ FLC = "/home/ci/.cache/fl-contract"  # the packaged suites' pytest cache: the du
 # -- the directories ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({}, "/home/ci/.triton/cache"),
-    ({"TRITON_HOME": "/opt/th"}, "/opt/th/.triton/cache"),
-    ({"TRITON_CACHE_DIR": "/scratch/tc"}, "/scratch/tc"),
-    ({"TRITON_CACHE_DIR": "/scratch/tc", "TRITON_HOME": "/opt/th"}, "/scratch/tc"),  # the cache dir wins
-    ({"TRITON_CACHE_DIR": "~/tc"}, "~/tc"),  # Triton expands no ~ in either variable
-    ({"TRITON_HOME": ""}, ".triton/cache"),  # empty home: the working directory's, as Triton has it
-])
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "/home/ci/.triton/cache"),
+        ({"TRITON_HOME": "/opt/th"}, "/opt/th/.triton/cache"),
+        ({"TRITON_CACHE_DIR": "/scratch/tc"}, "/scratch/tc"),
+        ({"TRITON_CACHE_DIR": "/scratch/tc", "TRITON_HOME": "/opt/th"}, "/scratch/tc"),  # the cache dir wins
+        ({"TRITON_CACHE_DIR": "~/tc"}, "~/tc"),  # Triton expands no ~ in either variable
+        ({"TRITON_HOME": ""}, ".triton/cache"),  # empty home: the working directory's, as Triton has it
+    ],
+)
 def test_triton_dir_is_resolved_as_triton_resolves_it(env, expected):
     assert triton_dir({**HOME, **env}) == expected
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({}, "/home/ci/.flaggems"),
-    ({"FLAGGEMS_CACHE_DIR": "/scratch/fg"}, "/scratch/fg"),
-    ({"FLAGGEMS_CACHE_DIR": "/scratch/fg", "TRITON_CACHE_DIR": "/x", "TRITON_HOME": "/y"}, "/scratch/fg"),
-])
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "/home/ci/.flaggems"),
+        ({"FLAGGEMS_CACHE_DIR": "/scratch/fg"}, "/scratch/fg"),
+        ({"FLAGGEMS_CACHE_DIR": "/scratch/fg", "TRITON_CACHE_DIR": "/x", "TRITON_HOME": "/y"}, "/scratch/fg"),
+    ],
+)
 def test_flaggems_dir_is_resolved_as_flaggems_resolves_it(env, expected):
     assert flaggems_dir({**HOME, **env}) == expected
 
@@ -108,8 +114,12 @@ def test_a_directory_no_ci_output_can_carry_is_refused():
 @pytest.mark.skipif(find_spec("triton") is None, reason="triton is not installed")
 def test_the_directory_is_the_one_triton_itself_uses(tmp_path):
     """Triton's own knobs, in a fresh interpreter (Triton reads HOME when it is imported)."""
-    variants = [{}, {"TRITON_HOME": str(tmp_path / "th")}, {"TRITON_CACHE_DIR": str(tmp_path / "tc")},
-                {"TRITON_HOME": str(tmp_path / "th"), "TRITON_CACHE_DIR": str(tmp_path / "tc")}]
+    variants = [
+        {},
+        {"TRITON_HOME": str(tmp_path / "th")},
+        {"TRITON_CACHE_DIR": str(tmp_path / "tc")},
+        {"TRITON_HOME": str(tmp_path / "th"), "TRITON_CACHE_DIR": str(tmp_path / "tc")},
+    ]
     script = textwrap.dedent("""\
         import json, os, sys
         from triton import knobs
@@ -123,16 +133,22 @@ def test_the_directory_is_the_one_triton_itself_uses(tmp_path):
     """)
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_HOME", "TRITON_CACHE_DIR")}
     env["HOME"] = str(tmp_path / "home")
-    done = subprocess.run([sys.executable, "-c", script, json.dumps(variants)], capture_output=True, text=True,
-                          env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(variants)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [triton_dir({"HOME": env["HOME"], **v}) for v in variants]
 
 
 # -- the key ----------------------------------------------------------------------------------
 
-VERSIONS = {"torch": "2.13.0", "triton": "3.7.1", "flag_gems": "5.0.2", "flag-gems": "5.0.2",
-            "pytest-fl-contract": "0.1.0"}
+VERSIONS = {
+    "torch": "2.13.0",
+    "triton": "3.7.1",
+    "flag_gems": "5.0.2",
+    "flag-gems": "5.0.2",
+    "pytest-fl-contract": "0.1.0",
+}
 
 
 def versions(**changed: str | None):
@@ -144,12 +160,24 @@ def test_fingerprint_is_the_versions_python_and_machine():
     import platform
 
     found = fingerprint(versions())
-    assert found == {"torch": "2.13.0", "triton": "3.7.1", "pytorch-triton": "-", "pytorch-triton-rocm": "-",
-                     "flag_gems": "5.0.2", "flag-gems": "5.0.2", "pytest-fl-contract": "0.1.0",
-                     "python": f"{sys.version_info[0]}.{sys.version_info[1]}", "machine": platform.machine()}
+    assert found == {
+        "torch": "2.13.0",
+        "triton": "3.7.1",
+        "pytorch-triton": "-",
+        "pytorch-triton-rocm": "-",
+        "flag_gems": "5.0.2",
+        "flag-gems": "5.0.2",
+        "pytest-fl-contract": "0.1.0",
+        "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
+        "machine": platform.machine(),
+    }
     missing = fingerprint(lambda dist: None)  # nothing installed: tolerated, and this package is its own version
-    assert missing == {**{dist: "-" for dist in DISTS}, "pytest-fl-contract": __version__,
-                       "python": found["python"], "machine": found["machine"]}
+    assert missing == {
+        **{dist: "-" for dist in DISTS},
+        "pytest-fl-contract": __version__,
+        "python": found["python"],
+        "machine": found["machine"],
+    }
 
 
 def test_the_key_is_readable_and_stable():
@@ -192,16 +220,20 @@ def test_flaggems_under_either_distribution_name_counts():
 def test_plan_reads_this_environment(monkeypatch):
     monkeypatch.setattr(tritoncache, "installed_version", versions())
     got = plan("nvidia", "nvidia", {**HOME, "TRITON_CACHE_DIR": "/tc"}, cwd="/w")
-    assert got == TritonCache(("/tc", "/home/ci/.flaggems", FLC), cache_key("nvidia", "nvidia", fingerprint(versions())))
+    assert got == TritonCache(
+        ("/tc", "/home/ci/.flaggems", FLC), cache_key("nvidia", "nvidia", fingerprint(versions()))
+    )
     assert plan("nvidia", "nvidia", HOME).paths == ("/home/ci/.triton/cache", "/home/ci/.flaggems", FLC)
 
 
 def test_nothing_heavy_is_imported():
     """The key comes from package metadata: torch, triton and flag_gems stay unimported."""
-    script = ("import sys\nfrom pytest_fl_contract.cli import main\n"
-              f"code = main(['--manifest', {str(MANIFEST)!r}, 'triton-cache', 'nvidia'])\n"
-              "assert code == 0, code\n"
-              "print(sorted({'torch', 'triton', 'flag_gems'} & set(sys.modules)))\n")
+    script = (
+        "import sys\nfrom pytest_fl_contract.cli import main\n"
+        f"code = main(['--manifest', {str(MANIFEST)!r}, 'triton-cache', 'nvidia'])\n"
+        "assert code == 0, code\n"
+        "print(sorted({'torch', 'triton', 'flag_gems'} & set(sys.modules)))\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
@@ -220,7 +252,8 @@ def test_cpu_and_emulated_lanes_of_the_shipped_manifest_have_none_gpu_lanes_have
     assert interpreted(lanes["cpu"]) == "platform cpu: Triton's interpreter compiles nothing"
     assert "--fl-emulate" in str(interpreted(lanes["iluvatar-emulated"]))
     assert lane_plan(lanes["iluvatar"], HOME, cwd="/w") == TritonCache(
-        ("/home/ci/.triton/cache", "/home/ci/.flaggems", FLC), cache_key("iluvatar", "iluvatar"))
+        ("/home/ci/.triton/cache", "/home/ci/.flaggems", FLC), cache_key("iluvatar", "iluvatar")
+    )
 
 
 def test_a_lane_compiles_unless_every_step_is_interpreted():
@@ -249,11 +282,15 @@ def test_the_flaggems_a_lane_installs_for_itself_is_in_its_key():
 def test_the_lane_and_step_env_of_the_manifest_name_the_directories():
     """A manifest env: that moves the cache moves what is carried: each compiling step's
     environment, as `fl-contract run` gives it."""
-    lane = replace(shipped().lanes["nvidia"], env={"TRITON_CACHE_DIR": "/lane-tc"}, steps=(
-        Step("a", "pytest", ()),
-        Step("b", "pytest", (), env={"FLAGGEMS_CACHE_DIR": "/step-fg"}),
-        Step("c", "pytest", ("--fl-emulate",), env={"TRITON_CACHE_DIR": "/interpreted"}),  # compiles nothing
-    ))
+    lane = replace(
+        shipped().lanes["nvidia"],
+        env={"TRITON_CACHE_DIR": "/lane-tc"},
+        steps=(
+            Step("a", "pytest", ()),
+            Step("b", "pytest", (), env={"FLAGGEMS_CACHE_DIR": "/step-fg"}),
+            Step("c", "pytest", ("--fl-emulate",), env={"TRITON_CACHE_DIR": "/interpreted"}),  # compiles nothing
+        ),
+    )
     got = lane_plan(lane, HOME, cwd="/w")
     assert got is not None and got.paths == ("/lane-tc", "/home/ci/.flaggems", FLC, "/step-fg")
 
@@ -296,8 +333,12 @@ def test_github_output_gets_the_same_lines_appended(capsys, cache_env, monkeypat
     monkeypatch.setenv("GITHUB_OUTPUT", str(target))
     code, out, _ = cli(capsys, "--manifest", str(MANIFEST), "triton-cache", "nvidia", "--github-output")
     assert code == 0 and target.read_text() == "earlier=1\n" + out
-    assert outputs(target) == {"earlier": "1", "cache": "true", "path": f"{cache_env / 'tc'}\n{cache_env / 'fg'}",
-                               "key": cache_key("nvidia", "nvidia")}
+    assert outputs(target) == {
+        "earlier": "1",
+        "cache": "true",
+        "path": f"{cache_env / 'tc'}\n{cache_env / 'fg'}",
+        "key": cache_key("nvidia", "nvidia"),
+    }
     code, out, _ = cli(capsys, "--manifest", str(MANIFEST), "triton-cache", "cpu", "--github-output")
     assert code == 0 and out == "cache=false\n" and target.read_text().endswith("\ncache=false\n")
 

@@ -102,14 +102,16 @@ def test_the_reproduction_runs_on_its_own(injected, tmp_path):
     recording = recorder.recording(result)
     assert variants.replay(recording, probe.kernel, "cpu").tolist() == result.tolist()
     broken = _runs(probe, variants.build(variant.source, probe.kernel))
-    script = variants.reproduction(probe.id, original, variant, recording, probe.kernel,
-                                   (result.numpy(), broken), "cpu")
+    script = variants.reproduction(
+        probe.id, original, variant, recording, probe.kernel, (result.numpy(), broken), "cpu"
+    )
     path = tmp_path / "repro.py"
     path.write_text(script)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
     # a plain interpreter has no such defect: the script runs both kernels and they agree
-    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.search(r"original: \[6\.0\]\nvariant:  \[6\.0\]", done.stdout), done.stdout
     assert "pytest_fl_contract" not in script
@@ -143,9 +145,31 @@ def test_the_contract_fails_on_the_injected_defect_and_holds_without():
     def run(*extra: str) -> subprocess.CompletedProcess:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         env.pop("FL_PLATFORM", None)
-        return subprocess.run([sys.executable, "-m", "pytest_fl_contract.cli", "contracts", "probes", "--",
-                               "--platform", "cpu", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-k", select,
-                               *extra], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest_fl_contract.cli",
+                "contracts",
+                "probes",
+                "--",
+                "--platform",
+                "cpu",
+                "-q",
+                "-p",
+                "no:randomly",
+                "-p",
+                "no:cacheprovider",
+                "-k",
+                select,
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+            cwd=ROOT,
+        )
 
     clean = run()
     assert clean.returncode == 0 and re.search(r"\b3 passed", clean.stdout), clean.stdout[-1500:]

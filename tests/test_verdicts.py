@@ -61,11 +61,16 @@ def _gone(pid: int, guard: float = 60) -> bool:
 
 def _report(lane: str, cases_: list[tuple[str, str]], step: str = "s") -> str:
     """A LANE.xml-like report: cases_ is (name, outcome) in one step's suite."""
-    body = {"passed": "", "failed": '<failure message="boom"/>', "error": '<error message="broke"/>',
-            "skipped": '<skipped type="pytest.skip" message="no"/>',
-            "xfailed": '<skipped type="pytest.xfail" message="known"/>'}
-    rows = "".join(f'<testcase classname="{lane}.m" name="{name}">{body[outcome]}</testcase>'
-                   for name, outcome in cases_)
+    body = {
+        "passed": "",
+        "failed": '<failure message="boom"/>',
+        "error": '<error message="broke"/>',
+        "skipped": '<skipped type="pytest.skip" message="no"/>',
+        "xfailed": '<skipped type="pytest.xfail" message="known"/>',
+    }
+    rows = "".join(
+        f'<testcase classname="{lane}.m" name="{name}">{body[outcome]}</testcase>' for name, outcome in cases_
+    )
     return f'<testsuites><testsuite name="{lane}/{step}">{rows}</testsuite></testsuites>'
 
 
@@ -116,8 +121,15 @@ def test_class1_a_compare_step_fails_when_the_other_step_lost_cases(tmp_path, mo
     ref = _report("l", [("t1", "passed"), ("t2", "failed")], "ref")
     other = _report("l", [("t1", "passed")], "other")
     _fake_pytest(monkeypatch, {"ref": (ref, 1), "other": (other, 0)})
-    lane = Lane("l", "cpu", (Step("ref", "pytest", (), allow_failure=True), Step("other", "pytest", ()),
-                             Step("alike", "compare", ("ref", "other"))))
+    lane = Lane(
+        "l",
+        "cpu",
+        (
+            Step("ref", "pytest", (), allow_failure=True),
+            Step("other", "pytest", ()),
+            Step("alike", "compare", ("ref", "other")),
+        ),
+    )
     run = _run(tmp_path, lane)
     alike = run.results[-1]
     assert alike.verdict == "failed" and "1 cases that disappeared" in alike.detail and not run.ok
@@ -137,11 +149,12 @@ def test_class2_a_pytest_step_in_which_every_case_skipped_is_an_error(tmp_path, 
 
 
 def test_class2_a_real_pytest_run_whose_library_cannot_be_imported(tmp_path):
-    (tmp_path / "test_lib.py").write_text("import pytest\n\n@pytest.fixture\ndef lib():\n"
-                                          "    return pytest.importorskip('no_such_library_here')\n\n"
-                                          "def test_a(lib):\n    pass\n\ndef test_b(lib):\n    pass\n")
-    step = Step("s", "pytest", (str(tmp_path / "test_lib.py"), "-q", "-p", "no:cacheprovider",
-                                f"--rootdir={tmp_path}"))
+    (tmp_path / "test_lib.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef lib():\n"
+        "    return pytest.importorskip('no_such_library_here')\n\n"
+        "def test_a(lib):\n    pass\n\ndef test_b(lib):\n    pass\n"
+    )
+    step = Step("s", "pytest", (str(tmp_path / "test_lib.py"), "-q", "-p", "no:cacheprovider", f"--rootdir={tmp_path}"))
     run = _run(tmp_path, Lane("l", "cpu", (step,), env={"PYTHONPATH": _env()["PYTHONPATH"]}))
     assert not run.ok and run.results[0].verdict == "error", run.markdown
 
@@ -159,7 +172,7 @@ def test_class2_merge_and_report_read_a_step_that_ran_nothing_as_an_error(tmp_pa
 
 # -- 3: retries never hide a failure; a case written twice is its worst entry ---------------
 
-RETRYING_CONFTEST = '''
+RETRYING_CONFTEST = """
 import pytest
 from _pytest.runner import runtestprotocol
 
@@ -175,8 +188,8 @@ def pytest_runtest_protocol(item, nextitem):
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
-'''
-FLIPS = '''
+"""
+FLIPS = """
 import os, pathlib
 COUNT = pathlib.Path(os.environ["FLIP_COUNTER"])
 
@@ -187,7 +200,7 @@ def test_flips():
 
 def test_steady():
     pass
-'''
+"""
 
 
 def test_class3_a_retried_failure_fails_the_step(tmp_path):
@@ -217,7 +230,7 @@ def test_class3_a_case_written_twice_is_its_worst_entry(tmp_path, capsys):
 
 # -- 4: a verdict is read from cases, not from what a step says of itself -------------------
 
-FORGED_SUMMARY = '''
+FORGED_SUMMARY = """
 import json
 import pytest
 
@@ -229,20 +242,27 @@ def pytest_sessionfinish(session):
     xml.global_properties = [(n, forged if n == "fl_summary" else v) for n, v in xml.global_properties]
     cases = {"test_unrelated::test_unrelated": {"op": "sum", "contract": "accuracy"}}
     xml.global_properties = [(n, json.dumps(cases) if n == "fl_cases" else v) for n, v in xml.global_properties]
-'''
+"""
 
 
 def test_class4_a_rewritten_summary_catches_nothing(tmp_path):
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "conftest.py").write_text(FORGED_SUMMARY)
-    (suite / "test_unrelated.py").write_text("def test_unrelated():\n    assert False, 'nothing to do with sum'\n\n"
-                                             "def test_fine():\n    pass\n")
-    step = Step("s", "pytest", (str(suite), "-q", "-p", "no:cacheprovider", f"--rootdir={suite}"), expect="fail",
-                catch=("sum", "mean"))
+    (suite / "test_unrelated.py").write_text(
+        "def test_unrelated():\n    assert False, 'nothing to do with sum'\n\ndef test_fine():\n    pass\n"
+    )
+    step = Step(
+        "s",
+        "pytest",
+        (str(suite), "-q", "-p", "no:cacheprovider", f"--rootdir={suite}"),
+        expect="fail",
+        catch=("sum", "mean"),
+    )
     progress = io.StringIO()
-    run = runner.run_lane(Lane("l", "nvidia", (step,), env={"PYTHONPATH": _env()["PYTHONPATH"]}),
-                          tmp_path / "reports", progress=progress)
+    run = runner.run_lane(
+        Lane("l", "nvidia", (step,), env={"PYTHONPATH": _env()["PYTHONPATH"]}), tmp_path / "reports", progress=progress
+    )
     summary = json.loads(dict(junit.read(tmp_path / "reports" / "l" / "s.xml").suites[0].properties)["fl_summary"])
     assert set(summary["failures"]) == {"sum", "mean"}  # the forgery reached the report
     assert not run.ok and not run.results[0].ok, run.markdown
@@ -250,9 +270,16 @@ def test_class4_a_rewritten_summary_catches_nothing(tmp_path):
 
 
 def test_class4_an_op_is_caught_by_a_failed_case_that_names_it():
-    counts = junit.StepCounts("s", tests=3, failed=3, failed_cases=[
-        ("test_accuracy[cumsum-3x5-d0]", None), ("test_backward[softmax_backward-3x5-d1]", "softmax"),
-        ("test_accuracy[log_softmax-3x5-d1]", "log_softmax")])
+    counts = junit.StepCounts(
+        "s",
+        tests=3,
+        failed=3,
+        failed_cases=[
+            ("test_accuracy[cumsum-3x5-d0]", None),
+            ("test_backward[softmax_backward-3x5-d1]", "softmax"),
+            ("test_accuracy[log_softmax-3x5-d1]", "log_softmax"),
+        ],
+    )
     assert verdict.failed_ops(counts, ("sum", "softmax", "log_softmax", "mean")) == {"softmax": 1, "log_softmax": 1}
 
 
@@ -273,13 +300,16 @@ def test_class5_a_run_that_cannot_write_its_report_leaves_no_old_one(tmp_path, m
     failed = _run(tmp_path, Lane("l", "cpu", (Step("s", "command", (PY, "-c", "raise SystemExit(1)")),)))
     assert failed.problem and not (tmp_path / "reports" / "l.xml").exists()
     monkeypatch.setattr(junit, "write", real)
-    code, _, err = cli(capsys, "merge", "--reports", str(tmp_path / "reports"), "--lanes", "l",
-                       "-o", str(tmp_path / "m.xml"))
+    code, _, err = cli(
+        capsys, "merge", "--reports", str(tmp_path / "reports"), "--lanes", "l", "-o", str(tmp_path / "m.xml")
+    )
     assert code == 1 and "no report l.xml" in err
 
 
-WAITER = ("import pathlib, sys, time\npathlib.Path(sys.argv[1]).write_text('started')\n"
-          "while not pathlib.Path(sys.argv[2]).exists():\n    time.sleep(0.02)\nraise SystemExit(1)\n")
+WAITER = (
+    "import pathlib, sys, time\npathlib.Path(sys.argv[1]).write_text('started')\n"
+    "while not pathlib.Path(sys.argv[2]).exists():\n    time.sleep(0.02)\nraise SystemExit(1)\n"
+)
 
 
 def _manifest(tmp_path: Path, command: str) -> Path:
@@ -293,12 +323,17 @@ def test_class5_merge_during_a_run_reads_no_report_of_the_last_one(tmp_path, cap
     assert _run(tmp_path, green).ok
     started, go = tmp_path / "started", tmp_path / "go"
     manifest = _manifest(tmp_path, json.dumps([PY, "-c", WAITER, str(started), str(go)]))
-    proc = subprocess.Popen([*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "reports")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+    proc = subprocess.Popen(
+        [*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "reports")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
     try:
         _until(started.exists, "the step started", proc)
-        code, _, err = cli(capsys, "merge", "--reports", str(tmp_path / "reports"), "--lanes", "l",
-                           "-o", str(tmp_path / "m.xml"))
+        code, _, err = cli(
+            capsys, "merge", "--reports", str(tmp_path / "reports"), "--lanes", "l", "-o", str(tmp_path / "m.xml")
+        )
         assert code == 1 and "lane l is still running" in err
     finally:
         go.write_text("")
@@ -312,11 +347,16 @@ def test_class5_a_step_that_empties_the_reports_keeps_its_run_alone(tmp_path):
     argv = [*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(reports)]
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
     quick = tmp_path / "quick.yaml"
-    quick.write_text("lanes:\n  l:\n    platform: cpu\n    steps:\n      - {name: s, command: [\"true\"]}\n")
+    quick.write_text('lanes:\n  l:\n    platform: cpu\n    steps:\n      - {name: s, command: ["true"]}\n')
     try:
         _until(started.exists, "the step emptied the reports", first)
-        second = subprocess.run([*CLI, "--manifest", str(quick), "run", "l", "--reports", str(reports)],
-                                capture_output=True, text=True, timeout=GUARD, env=_env())
+        second = subprocess.run(
+            [*CLI, "--manifest", str(quick), "run", "l", "--reports", str(reports)],
+            capture_output=True,
+            text=True,
+            timeout=GUARD,
+            env=_env(),
+        )
         assert second.returncode == 2, second.stdout + second.stderr
         one_line(second.stderr, "lane l is already running into")
     finally:
@@ -339,7 +379,7 @@ def test_class5_a_lane_cannot_take_the_runners_own_names(tmp_path, capsys):
     with pytest.raises(Exception, match="the runner's own"):
         _run(tmp_path, Lane("baselines", "cpu", (Step("l", "command", (PY, "-c", "pass")),)))
     manifest = tmp_path / "m.yaml"
-    manifest.write_text("lanes:\n  baselines:\n    platform: cpu\n    steps:\n      - {name: s, command: [\"true\"]}\n")
+    manifest.write_text('lanes:\n  baselines:\n    platform: cpu\n    steps:\n      - {name: s, command: ["true"]}\n')
     code, _, err = cli(capsys, "check", str(manifest))
     assert code == 2
     one_line(err, "lane name 'baselines' is the runner's own")
@@ -348,8 +388,15 @@ def test_class5_a_lane_cannot_take_the_runners_own_names(tmp_path, capsys):
 def test_class5_a_compare_step_reads_only_this_runs_reports(tmp_path, monkeypatch):
     same = _report("l", [("t1", "passed"), ("t2", "failed")], "x")
     _fake_pytest(monkeypatch, {"ref": (same.replace("l/x", "l/ref"), 1), "other": (same.replace("l/x", "l/other"), 1)})
-    lane = Lane("l", "cpu", (Step("ref", "pytest", (), allow_failure=True), Step("other", "pytest", (), allow_failure=True),
-                             Step("alike", "compare", ("ref", "other"))))
+    lane = Lane(
+        "l",
+        "cpu",
+        (
+            Step("ref", "pytest", (), allow_failure=True),
+            Step("other", "pytest", (), allow_failure=True),
+            Step("alike", "compare", ("ref", "other")),
+        ),
+    )
     assert _run(tmp_path, lane).ok  # both fail t2: alike, and the files stay behind
     again = _run(tmp_path, lane, only="alike")  # the last run's files are no result of this one
     assert not again.ok and "ref has no report to compare" in again.results[0].detail
@@ -357,7 +404,7 @@ def test_class5_a_compare_step_reads_only_this_runs_reports(tmp_path, monkeypatc
 
 # -- 6: cancelled is not lost ----------------------------------------------------------------
 
-INTERRUPTED = '''
+INTERRUPTED = """
 import pathlib, sys, time
 
 def test_fails_first():
@@ -367,20 +414,28 @@ def test_blocks():
     pathlib.Path(sys.argv[0]).parent.joinpath("blocking").write_text("")
     while True:
         time.sleep(3600)
-'''
+"""
 
 
 def test_class6_sigint_keeps_what_the_pytest_step_ran(tmp_path):
     suite = tmp_path / "suite"
     suite.mkdir()
-    (suite / "test_cancel.py").write_text(INTERRUPTED.replace("pathlib.Path(sys.argv[0]).parent",
-                                                              f"pathlib.Path({str(tmp_path)!r})"))
+    (suite / "test_cancel.py").write_text(
+        INTERRUPTED.replace("pathlib.Path(sys.argv[0]).parent", f"pathlib.Path({str(tmp_path)!r})")
+    )
     manifest = tmp_path / "m.yaml"
-    manifest.write_text(f"lanes:\n  l:\n    platform: nvidia\n    env: {{PYTHONPATH: {json.dumps(_env()['PYTHONPATH'])}}}\n"
-                        f"    steps:\n      - name: s\n        pytest: [{json.dumps(str(suite))}, -p, no:cacheprovider, "
-                        f"\"--rootdir={suite}\", -p, no:randomly]\n")
-    proc = subprocess.Popen([*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    manifest.write_text(
+        f"lanes:\n  l:\n    platform: nvidia\n    env: {{PYTHONPATH: {json.dumps(_env()['PYTHONPATH'])}}}\n"
+        f"    steps:\n      - name: s\n        pytest: [{json.dumps(str(suite))}, -p, no:cacheprovider, "
+        f'"--rootdir={suite}", -p, no:randomly]\n'
+    )
+    proc = subprocess.Popen(
+        [*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
     _until((tmp_path / "blocking").exists, "the blocking case started", proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=GUARD)
@@ -394,10 +449,16 @@ def test_class6_sigint_keeps_what_the_pytest_step_ran(tmp_path):
 def test_class6_a_killed_runner_takes_the_steps_background_children_along(tmp_path):
     pid_file = tmp_path / "child.pid"
     manifest = tmp_path / "m.yaml"
-    manifest.write_text(f"lanes:\n  l:\n    platform: cpu\n    steps:\n      - name: s\n        shell: true\n"
-                        f"        command: \"sleep 3600 & echo $! > {pid_file}; wait\"\n")
-    proc = subprocess.Popen([*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+    manifest.write_text(
+        f"lanes:\n  l:\n    platform: cpu\n    steps:\n      - name: s\n        shell: true\n"
+        f'        command: "sleep 3600 & echo $! > {pid_file}; wait"\n'
+    )
+    proc = subprocess.Popen(
+        [*CLI, "--manifest", str(manifest), "run", "l", "--reports", str(tmp_path / "r")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
     _until(lambda: pid_file.exists() and pid_file.read_text().strip(), "the step started its child", proc)
     child = int(pid_file.read_text())
     proc.kill()
@@ -408,9 +469,16 @@ def test_class6_a_killed_runner_takes_the_steps_background_children_along(tmp_pa
 # -- 7: comparison blind spots -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("before, after, kind", [
-    ("failed", "xfailed", "hidden"), ("failed", "skipped", "hidden"), ("error", "xfailed", "hidden"),
-    ("passed", "xfailed", "new_xfails"), ("skipped", "xfailed", "new_xfails")])
+@pytest.mark.parametrize(
+    "before, after, kind",
+    [
+        ("failed", "xfailed", "hidden"),
+        ("failed", "skipped", "hidden"),
+        ("error", "xfailed", "hidden"),
+        ("passed", "xfailed", "new_xfails"),
+        ("skipped", "xfailed", "new_xfails"),
+    ],
+)
 def test_class7_a_failure_goes_away_only_by_passing(tmp_path, capsys, before, after, kind):
     a = tmp_path / "a.xml"
     b = tmp_path / "b.xml"
@@ -423,8 +491,9 @@ def test_class7_a_failure_goes_away_only_by_passing(tmp_path, capsys, before, af
 
 
 def test_class7_a_skip_then_an_error_in_teardown_is_an_error():
-    case = junit.Case("t", "m", 0.0, (junit.Result("skipped", "no", "pytest.skip"),
-                                      junit.Result("error", "failed on teardown", "")))
+    case = junit.Case(
+        "t", "m", 0.0, (junit.Result("skipped", "no", "pytest.skip"), junit.Result("error", "failed on teardown", ""))
+    )
     assert case.outcome == "error"
     report = junit.Report((junit.Suite("s", (case,), declared={"tests": 2, "errors": 1, "skipped": 1}),))
     assert junit.problems(report) == []  # pytest counts it as one skip and one error: that is honest
@@ -459,8 +528,11 @@ def test_class7_rerun_rounds_keep_inside_the_steps_time(tmp_path, monkeypatch):
         return Execution(1, "exited", "", 10.0)
 
     monkeypatch.setattr(runner, "execute", execute)
-    monkeypatch.setattr(runner, "time", type("Clock", (), {"monotonic": staticmethod(lambda: clock[0]),
-                                                         "strftime": staticmethod(time.strftime)}))
+    monkeypatch.setattr(
+        runner,
+        "time",
+        type("Clock", (), {"monotonic": staticmethod(lambda: clock[0]), "strftime": staticmethod(time.strftime)}),
+    )
     step = Step("s", "pytest", (), timeout=15, rerun=3)
     result = runner.run_step(Lane("l", "cpu", (step,)), step, tmp_path / "reports", io.StringIO())
     assert calls == [15, 5] and result.verdict == "failed"
@@ -482,8 +554,7 @@ def test_class8_a_foreign_platform_option_is_left_to_its_owner(pytester, run_sub
     pytester.makeconftest(FOREIGN_PLATFORM[how])
     pytester.makepyfile(test_x=SHOWS)
     installed = run_subprocess("-s", "-p", "no:cacheprovider", *args, autoload=True, timeout=GUARD)
-    absent = run_subprocess("-s", "-p", "no:cacheprovider", "-p", "no:fl_contract", *args, autoload=True,
-                            timeout=GUARD)
+    absent = run_subprocess("-s", "-p", "no:cacheprovider", "-p", "no:fl_contract", *args, autoload=True, timeout=GUARD)
     assert installed.ret == absent.ret == 0, installed.stdout.str() + installed.stderr.str()
     assert f"PLATFORM {args[1] if args else 'web'}" in installed.stdout.str()
     assert "fl-contract" not in installed.stdout.str().replace("fl-contract-0", "")
@@ -492,32 +563,51 @@ def test_class8_a_foreign_platform_option_is_left_to_its_owner(pytester, run_sub
 def test_class8_asked_for_beside_a_foreign_platform_it_takes_only_its_own(pytester, run_subprocess):
     pytester.makeconftest(FOREIGN_PLATFORM["anonymous"])
     pytester.makepyfile(test_x=SHOWS)
-    both = run_subprocess("-s", "-p", "fl_contract", "--fl-platform", "nvidia", "--platform", "android",
-                          "-p", "no:cacheprovider", timeout=GUARD)
+    both = run_subprocess(
+        "-s",
+        "-p",
+        "fl_contract",
+        "--fl-platform",
+        "nvidia",
+        "--platform",
+        "android",
+        "-p",
+        "no:cacheprovider",
+        timeout=GUARD,
+    )
     assert both.ret == 0, both.stdout.str() + both.stderr.str()
     both.stdout.fnmatch_lines(["fl-contract *: platform nvidia*", "*PLATFORM android*"])
     took = run_subprocess("-p", "fl_contract", "--platform", "nvidia", "-p", "no:cacheprovider", timeout=GUARD)
     assert took.ret == pytest.ExitCode.USAGE_ERROR
-    one_line(took.stderr.str(), "--platform 'nvidia' is another plugin's or conftest's option in this run",
-             "--fl-platform NAME")
+    one_line(
+        took.stderr.str(),
+        "--platform 'nvidia' is another plugin's or conftest's option in this run",
+        "--fl-platform NAME",
+    )
 
 
-@pytest.mark.parametrize("conftest, args, env", [
-    ('pytest_plugins = ["pytest_fl_contract.plugin"]\n', [], {}),
-    ('pytest_plugins = ["pytest_fl_contract.plugin"]\n', ["-p", "fl_contract"], {}),
-    ("", [], {"PYTEST_PLUGINS": "pytest_fl_contract.plugin"}),
-    ("", ["-p", "fl_contract"], {"PYTEST_PLUGINS": "pytest_fl_contract.plugin"}),
-    ("", ["-p", "pytest_fl_contract.plugin", "-p", "fl_contract"], {}),
-    ("", ["-p", "fl_contract", "-p", "pytest_fl_contract.plugin"], {}),
-], ids=["conftest", "conftest+p", "env", "env+p", "module+p", "p+module"])
+@pytest.mark.parametrize(
+    "conftest, args, env",
+    [
+        ('pytest_plugins = ["pytest_fl_contract.plugin"]\n', [], {}),
+        ('pytest_plugins = ["pytest_fl_contract.plugin"]\n', ["-p", "fl_contract"], {}),
+        ("", [], {"PYTEST_PLUGINS": "pytest_fl_contract.plugin"}),
+        ("", ["-p", "fl_contract"], {"PYTEST_PLUGINS": "pytest_fl_contract.plugin"}),
+        ("", ["-p", "pytest_fl_contract.plugin", "-p", "fl_contract"], {}),
+        ("", ["-p", "fl_contract", "-p", "pytest_fl_contract.plugin"], {}),
+    ],
+    ids=["conftest", "conftest+p", "env", "env+p", "module+p", "p+module"],
+)
 @pytest.mark.parametrize("autoload", [True, False], ids=["autoload", "no-autoload"])
-def test_class8_the_plugin_loads_under_either_name_in_any_combination(pytester, run_subprocess, conftest, args,
-                                                                        env, autoload):
+def test_class8_the_plugin_loads_under_either_name_in_any_combination(
+    pytester, run_subprocess, conftest, args, env, autoload
+):
     if conftest:
         pytester.makeconftest(conftest)
     pytester.makepyfile(test_x="def test_x(fl_settings):\n    assert fl_settings.platform.name == 'nvidia'\n")
-    result = run_subprocess(*args, "--platform", "nvidia", "-p", "no:cacheprovider", autoload=autoload,
-                            timeout=GUARD, env=env)
+    result = run_subprocess(
+        *args, "--platform", "nvidia", "-p", "no:cacheprovider", autoload=autoload, timeout=GUARD, env=env
+    )
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == 0 and "already registered" not in text, text
     result.stdout.fnmatch_lines(["fl-contract *: platform nvidia (--platform)"])
@@ -551,8 +641,9 @@ def test_class9_a_github_output_that_is_a_fifo_is_one_line(tmp_path):
     os.mkfifo(fifo)
     manifest = tmp_path / "m.yaml"
     manifest.write_text("lanes:\n  g:\n    platform: nvidia\n    steps:\n      - {name: s, pytest: [-q]}\n")
-    done = _cli("--manifest", str(manifest), "triton-cache", "g", "--github-output",
-                env={**_env(), "GITHUB_OUTPUT": str(fifo)})
+    done = _cli(
+        "--manifest", str(manifest), "triton-cache", "g", "--github-output", env={**_env(), "GITHUB_OUTPUT": str(fifo)}
+    )
     assert done.returncode == 2
     one_line(done.stderr, "--github-output: cannot append to", "not a regular file (a FIFO)")
 
@@ -569,9 +660,11 @@ def test_class9_a_small_gzip_bomb_costs_the_cap_not_its_expansion(tmp_path):
     # The peak is the process's own VmHWM (its address space's high-water mark, new at exec):
     # getrusage's ru_maxrss survives execve, so a probe started from a worker that had torch
     # loaded reported the worker's 490 MB, not its own.
-    probe = ("import re, sys\nfrom pathlib import Path\nfrom pytest_fl_contract.lanes import junit\n"
-             "try:\n    junit.read(Path(sys.argv[1]))\nexcept ValueError as exc:\n    print(exc)\n"
-             "print(re.search(r'VmHWM:\\s*(\\d+)', Path('/proc/self/status').read_text())[1])\n")
+    probe = (
+        "import re, sys\nfrom pathlib import Path\nfrom pytest_fl_contract.lanes import junit\n"
+        "try:\n    junit.read(Path(sys.argv[1]))\nexcept ValueError as exc:\n    print(exc)\n"
+        "print(re.search(r'VmHWM:\\s*(\\d+)', Path('/proc/self/status').read_text())[1])\n"
+    )
     done = subprocess.run([PY, "-c", probe, str(bomb)], capture_output=True, text=True, timeout=60, env=_env())
     said, peak_kb = done.stdout.splitlines()
     assert said == f"lane.xml.gz: larger than {junit.MAX_REPORT_BYTES} bytes unzipped: refused"
@@ -591,8 +684,9 @@ def test_class9_a_corrupt_or_odd_history_database_is_one_line(tmp_path):
     one_line(done.stderr, "history database", "not a regular file")
 
 
-@pytest.mark.parametrize("error", ["attempt to write a readonly database", "database or disk is full",
-                                   "database is locked"])
+@pytest.mark.parametrize(
+    "error", ["attempt to write a readonly database", "database or disk is full", "database is locked"]
+)
 def test_class9_a_history_database_that_refuses_writes_is_one_line(tmp_path, monkeypatch, capsys, error):
     """What SQLite says of a read-only file, a full disk or another writer, whoever runs it
     (root writes a read-only file: the error is made where the write happens)."""
@@ -626,24 +720,30 @@ def test_class9_a_history_database_that_refuses_writes_is_one_line(tmp_path, mon
 
 def test_class9_a_lone_surrogate_in_the_tags_is_text_not_an_internal_error(tmp_path):
     tags = json.dumps({"m::t": {"op": "\ud800sum", "contract": "x\udfff"}})  # JSON's escapes, as a step may write
-    (tmp_path / "lane.xml").write_text(_report("lane", [("t", "failed"), ("u", "passed")]).replace(
-        '">', f'"><properties><property name="fl_cases" value="{tags.replace(chr(34), "&quot;")}"/></properties>', 1))
-    for argv in (["history", "add", str(tmp_path / "lane.xml"), "--db", str(tmp_path / "h.sqlite")],
-                 ["html", str(tmp_path / "lane.xml"), "--out", str(tmp_path / "html")],
-                 ["compare", str(tmp_path / "lane.xml"), str(tmp_path / "lane.xml")]):
+    (tmp_path / "lane.xml").write_text(
+        _report("lane", [("t", "failed"), ("u", "passed")]).replace(
+            '">', f'"><properties><property name="fl_cases" value="{tags.replace(chr(34), "&quot;")}"/></properties>', 1
+        )
+    )
+    for argv in (
+        ["history", "add", str(tmp_path / "lane.xml"), "--db", str(tmp_path / "h.sqlite")],
+        ["html", str(tmp_path / "lane.xml"), "--out", str(tmp_path / "html")],
+        ["compare", str(tmp_path / "lane.xml"), str(tmp_path / "lane.xml")],
+    ):
         done = _cli(*argv)
         assert "internal error" not in done.stderr and "Traceback" not in done.stderr, (argv, done.stderr)
         assert done.returncode in (0, 1), (argv, done.stderr)
 
 
-@pytest.mark.parametrize("rows", [[{"ratio": 10 ** 400}], [{"fast": 10 ** 400, "native": 1}]],
-                         ids=["huge-ratio", "huge-fast"])
+@pytest.mark.parametrize(
+    "rows", [[{"ratio": 10**400}], [{"fast": 10**400, "native": 1}]], ids=["huge-ratio", "huge-fast"]
+)
 def test_class9_a_number_no_float_holds_is_one_line(tmp_path, rows):
     bench = tmp_path / "bench.json"
     bench.write_text(json.dumps(rows))
     done = _cli("html", str(_lane_xml(tmp_path)), "--out", str(tmp_path / "html"), "--bench", str(bench))
     assert done.returncode == 2 and "internal error" not in done.stderr
-    one_line(done.stderr, "has no finite, non-negative number \"ratio\"")
+    one_line(done.stderr, 'has no finite, non-negative number "ratio"')
 
 
 def test_class9_names_from_a_platforms_file_are_inert_in_markdown(tmp_path, capsys):
@@ -656,22 +756,40 @@ def test_class9_names_from_a_platforms_file_are_inert_in_markdown(tmp_path, caps
     assert "![" not in head and "<b>" not in head and "\\|" in head and "\\`" in head
 
 
-@pytest.mark.parametrize("text, message", [
-    ("version: true\n", "unsupported version True"),
-    ("version: 1.0\n", "unsupported version 1.0"),
-    ("lanes:\n  l: {platform: cpu, description: [a, b], steps: [{name: s, command: [\"true\"]}]}\n",
-     "description must be text, got a list"),
-    ("lanes:\n  l: {platform: cpu, image: {name: x}, steps: [{name: s, command: [\"true\"]}]}\n",
-     "image must be text, got a mapping"),
-    ("lanes:\n  l: {platform: cpu, display_name: null, steps: [{name: s, command: [\"true\"]}]}\n",
-     "display_name must be text, got null"),
-    ("lanes:\n  l: {platform: cpu, steps: [{name: s, description: [x], command: [\"true\"]}]}\n",
-     "description must be text, got a list"),
-], ids=["version-true", "version-float", "description-list", "image-mapping", "display-name-null",
-        "step-description-list"])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("version: true\n", "unsupported version True"),
+        ("version: 1.0\n", "unsupported version 1.0"),
+        (
+            'lanes:\n  l: {platform: cpu, description: [a, b], steps: [{name: s, command: ["true"]}]}\n',
+            "description must be text, got a list",
+        ),
+        (
+            'lanes:\n  l: {platform: cpu, image: {name: x}, steps: [{name: s, command: ["true"]}]}\n',
+            "image must be text, got a mapping",
+        ),
+        (
+            'lanes:\n  l: {platform: cpu, display_name: null, steps: [{name: s, command: ["true"]}]}\n',
+            "display_name must be text, got null",
+        ),
+        (
+            'lanes:\n  l: {platform: cpu, steps: [{name: s, description: [x], command: ["true"]}]}\n',
+            "description must be text, got a list",
+        ),
+    ],
+    ids=[
+        "version-true",
+        "version-float",
+        "description-list",
+        "image-mapping",
+        "display-name-null",
+        "step-description-list",
+    ],
+)
 def test_class9_manifest_fields_take_only_their_type(tmp_path, capsys, text, message):
     manifest = tmp_path / "m.yaml"
-    body = text if "lanes:" in text else text + "lanes:\n  l: {platform: cpu, steps: [{name: s, command: [\"true\"]}]}\n"
+    body = text if "lanes:" in text else text + 'lanes:\n  l: {platform: cpu, steps: [{name: s, command: ["true"]}]}\n'
     manifest.write_text(body)
     code, _, err = cli(capsys, "check", str(manifest))
     assert code == 2
@@ -690,8 +808,10 @@ def test_class9_history_case_matches_the_key_as_written(tmp_path, capsys):
 
 
 def test_class9_a_github_matrix_over_256_jobs_is_refused(tmp_path, capsys):
-    lanes = "".join(f"  l{i}: {{platform: cpu, runner_labels: [self-hosted, x], steps: [{{name: s, command: [\"true\"]}}]}}\n"
-                    for i in range(257))
+    lanes = "".join(
+        f'  l{i}: {{platform: cpu, runner_labels: [self-hosted, x], steps: [{{name: s, command: ["true"]}}]}}\n'
+        for i in range(257)
+    )
     manifest = tmp_path / "m.yaml"
     manifest.write_text("lanes:\n" + lanes)
     code, out, err = cli(capsys, "--manifest", str(manifest), "matrix")

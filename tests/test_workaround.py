@@ -91,8 +91,10 @@ class FakeGems:
             ns.sum_dim, ns.sum_dim_out, ns.softmax, ns.prod_dim = sum_dim, sum_dim_out, softmax, prod_dim
         m["flag_gems"].current_work_registrar = None
         m["flag_gems"]._FULL_CONFIG = (
-            ("_softmax", softmax), ("prod.dim_int", prod_dim),
-            ("sum.IntList_out", sum_dim_out), ("sum.dim_IntList", sum_dim),
+            ("_softmax", softmax),
+            ("prod.dim_int", prod_dim),
+            ("sum.IntList_out", sum_dim_out),
+            ("sum.dim_IntList", sum_dim),
         )
         m["flag_gems"].FULL_CONFIG_BY_FUNC = {}
         for target in mr.targets():  # modules this build lacks: hide any real flag_gems already imported
@@ -139,7 +141,9 @@ def fake(monkeypatch):
 def test_applicable_targets_follow_the_installed_build(fake):
     fake()
     assert [t.qualname for t in mr.applicable_targets()] == [
-        "flag_gems.ops.sum.sum_dim", "flag_gems.ops.sum.sum_dim_out", "flag_gems.ops.softmax.softmax",
+        "flag_gems.ops.sum.sum_dim",
+        "flag_gems.ops.sum.sum_dim_out",
+        "flag_gems.ops.softmax.softmax",
     ]
 
 
@@ -261,13 +265,25 @@ def test_wrapped_sum_equals_torch(shape, dim, keepdim):
 
 
 # (op, keepdim or half_to_float, dim form), each variant once and three of them twice
-_VARIANTS = [("sum", False, "list"), ("sum", True, "list"), ("softmax", False, "int"), ("softmax", True, "int"),
-             ("sum", False, "int"), ("sum", False, "list"), ("softmax", False, "int"), ("softmax", True, "int")]
+_VARIANTS = [
+    ("sum", False, "list"),
+    ("sum", True, "list"),
+    ("softmax", False, "int"),
+    ("softmax", True, "int"),
+    ("sum", False, "int"),
+    ("sum", False, "list"),
+    ("softmax", False, "int"),
+    ("softmax", True, "int"),
+]
 
 
 @settings(max_examples=25, deadline=None)
-@given(shape=st.sampled_from([(2, 3, 4), (6, 3, 4), (3, 2, 4), (2, 12), (4, 3, 2, 2)]), dim=st.integers(-2, 1),
-       dtype=st.sampled_from([torch.float32, torch.float16]), order=st.permutations(range(8)))
+@given(
+    shape=st.sampled_from([(2, 3, 4), (6, 3, 4), (3, 2, 4), (2, 12), (4, 3, 2, 2)]),
+    dim=st.integers(-2, 1),
+    dtype=st.sampled_from([torch.float32, torch.float16]),
+    order=st.permutations(range(8)),
+)
 def test_memoised_plans_answer_each_call_as_its_own(shape, dim, dtype, order):
     """Calls that share a shape and a dim, differing in op, keepdim, half_to_float or dim form,
     in any order: every result is its own call's (a plan remembered under too small a key
@@ -294,6 +310,7 @@ def test_memoised_plans_answer_each_call_as_its_own(shape, dim, dtype, order):
 def test_a_plan_is_remembered_only_for_one_int_dim(dim):
     """Other dims never take the fast path, and a tensor kept in a key would never be freed."""
     from pytest_fl_contract.registry import ROWS
+
     assert fastpath._key(ROWS.get("sum"), torch.zeros(2, 3, 4), {"dim": dim}) is None
     assert fastpath._key(ROWS.get("sum"), torch.zeros(2, 3, 4), {"dim": [1]}) is not None
 
@@ -313,7 +330,9 @@ def test_fast_path_offsets_are_int64_past_2g(kernel):
         if kernel == "reduce":
             fastpath.fl_reduce_rows_kernel[(1,)](out, buf, K, 3, K, 1.0, BLOCK_R=2, BLOCK_K=64, LOG_R=1, FLAT=False)
         else:
-            fastpath.fl_softmax_stats_split_kernel[(1, 1, 1)](out, out.clone(), buf, K, 3, K, 3, BLOCK_R=2, BLOCK_K=64, LOG_R=1, FLAT=False)
+            fastpath.fl_softmax_stats_split_kernel[(1, 1, 1)](
+                out, out.clone(), buf, K, 3, K, 3, BLOCK_R=2, BLOCK_K=64, LOG_R=1, FLAT=False
+            )
         highest = max(high for _, high in device.DEVICE.watch)
         lowest = min(low for low, _ in device.DEVICE.watch)
     finally:
@@ -335,8 +354,10 @@ def _f3(self, dim, keepdim=False, *args, **kw):
 
 
 @pytest.mark.parametrize("fn", [_f1, _f2, _f3])
-@given(args=st.lists(st.integers(0, 3), max_size=5),
-       kwargs=st.dictionaries(st.sampled_from(["inp", "dim", "keepdim", "dtype", "out", "self", "x"]), st.integers(0, 3)))
+@given(
+    args=st.lists(st.integers(0, 3), max_size=5),
+    kwargs=st.dictionaries(st.sampled_from(["inp", "dim", "keepdim", "dtype", "out", "self", "x"]), st.integers(0, 3)),
+)
 def test_fast_binding_is_signature_bind(fn, args, kwargs):
     """The wrapper's binder agrees with inspect's for every call: same arguments, or both refuse."""
     signature = inspect.signature(fn)
@@ -352,7 +373,9 @@ def test_fast_binding_is_signature_bind(fn, args, kwargs):
     assert dict(got.arguments) == dict(want.arguments)
 
 
-@pytest.mark.parametrize("call", [lambda f: f(np.ones((2, 3, 4)), [0]), lambda f: f(torch.ones(2, 3, 4), [1], dtype=[1])])
+@pytest.mark.parametrize(
+    "call", [lambda f: f(np.ones((2, 3, 4)), [0]), lambda f: f(torch.ones(2, 3, 4), [1], dtype=[1])]
+)
 def test_arguments_the_fast_path_cannot_read_reach_the_entry_point(call):
     """Not a tensor, an unhashable dtype=: the original's own error, not one of the wrapper's."""
     with installed_fake() as gems:
@@ -394,9 +417,17 @@ def test_a_planned_call_launches_on_its_inputs_device(monkeypatch):
 
 
 @settings(max_examples=60, deadline=None)
-@given(M=st.integers(1, 9), steps=st.integers(0, 12), rest=st.integers(0, 255), K=st.integers(1, 9),
-       kind=st.sampled_from(["sum", "mean", "softmax"]), log_r=st.integers(0, 6), log_k=st.integers(0, 6),
-       log_s=st.integers(0, 4), flat=st.booleans())
+@given(
+    M=st.integers(1, 9),
+    steps=st.integers(0, 12),
+    rest=st.integers(0, 255),
+    K=st.integers(1, 9),
+    kind=st.sampled_from(["sum", "mean", "softmax"]),
+    log_r=st.integers(0, 6),
+    log_k=st.integers(0, 6),
+    log_s=st.integers(0, 4),
+    flat=st.booleans(),
+)
 def test_every_plan_answers_as_torch(M, steps, rest, K, kind, log_r, log_k, log_s, flat):
     """Whatever plan the model picks - column blocks per m or of the flattened output (which
     span several m or end mid-m), row blocks with a binary tail, splits whose last one is

@@ -96,8 +96,14 @@ def run_step(
         env.update({name: evaluate(text, contexts) for name, text in scope.items()})
     script = tmp / "step.sh"
     script.write_text(the_step["run"])
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def outputs(path: Path) -> dict[str, str]:
@@ -207,8 +213,10 @@ def test_job_graph_is_setup_then_lanes_then_merge():
     doc = workflow(REUSABLE)
     assert list(doc["on"]) == ["workflow_call"]
     assert doc["on"]["workflow_call"]["inputs"]["manifest"] == {
-        "description": "the lane manifest, relative to the caller's repository root", "type": "string",
-        "required": True}
+        "description": "the lane manifest, relative to the caller's repository root",
+        "type": "string",
+        "required": True,
+    }
     jobs = doc["jobs"]
     needs = {name: job.get("needs", []) for name, job in jobs.items()}
     assert needs == {"setup": [], "lanes": "setup", "merge": ["setup", "lanes"]}
@@ -241,8 +249,14 @@ def test_lane_jobs_restore_and_save_the_triton_cache_around_the_run():
     assert doc["on"]["workflow_call"]["inputs"]["triton_cache"]["default"] is True
     lanes = doc["jobs"]["lanes"]
     names = [s.get("id") or s.get("uses") or s.get("name") for s in lanes["steps"]]
-    order = ["Install pytest-fl-contract", "triton", "actions/cache/restore@v4", "lane", "actions/cache/save@v4",
-             "actions/upload-artifact@v4"]
+    order = [
+        "Install pytest-fl-contract",
+        "triton",
+        "actions/cache/restore@v4",
+        "lane",
+        "actions/cache/save@v4",
+        "actions/upload-artifact@v4",
+    ]
     assert [names.index(name) for name in order] == sorted(names.index(name) for name in order), names
     key_step = step(lanes, "triton")
     assert key_step["if"] == "inputs.triton_cache" and key_step["continue-on-error"] is True
@@ -251,8 +265,11 @@ def test_lane_jobs_restore_and_save_the_triton_cache_around_the_run():
     restore, save = step(lanes, "actions/cache/restore"), step(lanes, "actions/cache/save")
     key = "${{ steps.triton.outputs.key }}-${{ github.run_id }}-${{ github.run_attempt }}"
     assert restore["if"] == "steps.triton.outputs.cache == 'true'"
-    assert restore["with"] == {"path": "${{ steps.triton.outputs.path }}", "key": key,
-                               "restore-keys": "${{ steps.triton.outputs.key }}-"}
+    assert restore["with"] == {
+        "path": "${{ steps.triton.outputs.path }}",
+        "key": key,
+        "restore-keys": "${{ steps.triton.outputs.key }}-",
+    }
     assert save["if"] == "!cancelled() && steps.triton.outputs.cache == 'true'"
     assert save["with"] == {"path": "${{ steps.triton.outputs.path }}", "key": key}
 
@@ -276,8 +293,11 @@ def test_the_triton_cache_step_gives_gpu_lanes_a_cache_and_cpu_lanes_none(tmp_pa
         got[row["lane"]] = outputs(scratch / "output")
     assert got == {
         "cpu": {"cache": "false"},
-        "nvidia": {"cache": "true", "path": f"{tmp_path / 'triton'}\n{tmp_path / 'flaggems'}\n{tmp_path / 'fl-contract'}",
-                   "key": cache_key("nvidia", "nvidia")},
+        "nvidia": {
+            "cache": "true",
+            "path": f"{tmp_path / 'triton'}\n{tmp_path / 'flaggems'}\n{tmp_path / 'fl-contract'}",
+            "key": cache_key("nvidia", "nvidia"),
+        },
     }
 
 
@@ -411,8 +431,14 @@ def test_readme_fan_out_snippets_pass_the_checkers(tmp_path):
     caller.parent.mkdir(parents=True)
     caller.write_text("name: lanes\non: [push]\n" + caller_block)
     env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
-    done = subprocess.run([tool("actionlint"), "-no-color", str(caller)], capture_output=True, text=True, env=env,
-                          timeout=120, cwd=tmp_path)
+    done = subprocess.run(
+        [tool("actionlint"), "-no-color", str(caller)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     schema_check("vendor.github-workflows", caller)
     (job,) = workflow(caller)["jobs"].values()
@@ -442,8 +468,14 @@ def test_readme_torch_fl_commands_fan_a_torch_fl_checkout_out(tmp_path):
     (configs / "cuda.yml").write_text("runner_labels: [self-hosted, h200]\nintegration_tests: []\n")
     (tmp_path / "ci").mkdir()
     env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
-    done = subprocess.run(["bash", "-eo", "pipefail", "-c", "\n".join(commands[:2])], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", "\n".join(commands[:2])],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["include"]
     assert [(row["lane"], row["runs_on"]) for row in rows] == [

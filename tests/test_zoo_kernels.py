@@ -42,8 +42,7 @@ def add_one(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
 @pytest.fixture
 def restored():
     """Put back every kernel of this module a test mutated (rejit changes them for good)."""
-    saved = {name: (k.fn, k.rewriter) for name in ("window_scaled", "add_one")
-             for k in [rj.interpreted(HERE, name)]}
+    saved = {name: (k.fn, k.rewriter) for name in ("window_scaled", "add_one") for k in [rj.interpreted(HERE, name)]}
     yield
     for name, (fn, rewriter) in saved.items():
         k = rj.interpreted(HERE, name)

@@ -32,8 +32,10 @@ def test_same_device_cast_is_transfer_free(fl_settings, fl_device, src, dst):
 
     module = getattr(torch, fl_settings.platform.device_type)
     if not module.is_available():
-        pytest.fail(f"platform {fl_settings.platform.name} but torch.{fl_settings.platform.device_type} has no device",
-                    pytrace=False)
+        pytest.fail(
+            f"platform {fl_settings.platform.name} but torch.{fl_settings.platform.device_type} has no device",
+            pytrace=False,
+        )
     x = torch.randn(1 << 20, device=fl_device).to(getattr(torch, src))
     module.synchronize()
     activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if fl_device == "cuda" else [ProfilerActivity.CPU]

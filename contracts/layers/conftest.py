@@ -14,8 +14,17 @@ from pytest_fl_contract.registry.schema import flag_gems_version
 
 DTYPES = ("float32",)
 HALF_DTYPES = ("float16", "bfloat16")
-GRADIENTS = ("backward", "affine", "determinism", "layout", "empty", "large_index", "enabled", "params",
-             "processes")  # the contracts that check gradients too
+GRADIENTS = (
+    "backward",
+    "affine",
+    "determinism",
+    "layout",
+    "empty",
+    "large_index",
+    "enabled",
+    "params",
+    "processes",
+)  # the contracts that check gradients too
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -23,47 +32,99 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     layers = chosen("layers")
     names = metafunc.fixturenames
     if "layer" in names and "case" in names and "dtype" in names:
-        params = [param(layer, case, dtype) for layer in layers for case in layer.cases[settings.sweep]
-                  for dtype in DTYPES]
+        params = [
+            param(layer, case, dtype) for layer in layers for case in layer.cases[settings.sweep] for dtype in DTYPES
+        ]
         params += [param(layer, layer.cases[settings.sweep][0], dtype) for layer in layers for dtype in HALF_DTYPES]
         metafunc.parametrize("layer,case,dtype", params)
     elif "layer" in names and "case" in names:
-        metafunc.parametrize("layer,case", [pytest.param(layer, case, id=f"{layer.name}-{case.id}") for layer in layers
-                                            for case in layer.cases[settings.sweep]])
+        metafunc.parametrize(
+            "layer,case",
+            [
+                pytest.param(layer, case, id=f"{layer.name}-{case.id}")
+                for layer in layers
+                for case in layer.cases[settings.sweep]
+            ],
+        )
     elif "layer" in names and not {"empty_case", "half_case", "first_case"} & set(names):
         metafunc.parametrize("layer", layers, ids=[layer.name for layer in layers])
     if "param" in names:  # every argument value of every layer, on its first case: forward and
         # backward, and an argument other than grads forward alone too (a backward known defect
         # marks the whole case, and must not hide what the forward does with the argument)
-        metafunc.parametrize("param_layer,param,value,param_case,direction", [
-            pytest.param(layer, p, v, layer.cases[settings.sweep][0], d,
-                         id=f"{layer.name}-{p.name}={_text(v)}{'-forward-only' if d == FORWARD_ONLY else ''}")
-            for layer in layers for p in layer.params for v in p.values
-            for d in (("backward",) if p.name == "grads" else ("backward", FORWARD_ONLY))])
+        metafunc.parametrize(
+            "param_layer,param,value,param_case,direction",
+            [
+                pytest.param(
+                    layer,
+                    p,
+                    v,
+                    layer.cases[settings.sweep][0],
+                    d,
+                    id=f"{layer.name}-{p.name}={_text(v)}{'-forward-only' if d == FORWARD_ONLY else ''}",
+                )
+                for layer in layers
+                for p in layer.params
+                for v in p.values
+                for d in (("backward",) if p.name == "grads" else ("backward", FORWARD_ONLY))
+            ],
+        )
     if "first_case" in names:  # the layer's first case (every FlagGems op enabled)
-        metafunc.parametrize("layer,first_case", [pytest.param(layer, layer.cases[settings.sweep][0],
-                                                               id=f"{layer.name}-{layer.cases[settings.sweep][0].id}")
-                                                  for layer in layers])
+        metafunc.parametrize(
+            "layer,first_case",
+            [
+                pytest.param(
+                    layer, layer.cases[settings.sweep][0], id=f"{layer.name}-{layer.cases[settings.sweep][0].id}"
+                )
+                for layer in layers
+            ],
+        )
     if "half_case" in names:  # the layer's first case in each half precision
-        metafunc.parametrize("layer,half_case,dtype", [param(layer, layer.cases[settings.sweep][0], dtype)
-                                                      for layer in layers for dtype in HALF_DTYPES])
+        metafunc.parametrize(
+            "layer,half_case,dtype",
+            [param(layer, layer.cases[settings.sweep][0], dtype) for layer in layers for dtype in HALF_DTYPES],
+        )
     if "empty_case" in names:  # the layer's first case with no rows (a batch of none)
         cases = [(layer, layer.cases[settings.sweep][0]) for layer in layers]
-        metafunc.parametrize("layer,empty_case", [pytest.param(layer, replace(c, shape=(0, *c.shape[1:])),
-                                                               id=f"{layer.name}-0x{'x'.join(map(str, c.shape[1:]))}")
-                                                  for layer, c in cases])
+        metafunc.parametrize(
+            "layer,empty_case",
+            [
+                pytest.param(
+                    layer, replace(c, shape=(0, *c.shape[1:])), id=f"{layer.name}-0x{'x'.join(map(str, c.shape[1:]))}"
+                )
+                for layer, c in cases
+            ],
+        )
     if "wide_case" in names:
-        metafunc.parametrize("wide_layer,wide_case", [pytest.param(layer, case, id=f"{layer.name}-{case.id}")
-                                                      for layer in layers for case in layer.wide])
+        metafunc.parametrize(
+            "wide_layer,wide_case",
+            [pytest.param(layer, case, id=f"{layer.name}-{case.id}") for layer in layers for case in layer.wide],
+        )
     if "large_case" in names:  # hardware: the device holds what the ledger counts (registry: Layer.large)
-        metafunc.parametrize("large_layer,large_case,dtype", [
-            pytest.param(layer, case, LARGE_DTYPE, id=f"{layer.name}-{case.id}",
-                         marks=pytest.mark.requires_device_memory(of(layer).memory_gib(layer, case)))
-            for layer in layers for case in layer.large])
+        metafunc.parametrize(
+            "large_layer,large_case,dtype",
+            [
+                pytest.param(
+                    layer,
+                    case,
+                    LARGE_DTYPE,
+                    id=f"{layer.name}-{case.id}",
+                    marks=pytest.mark.requires_device_memory(of(layer).memory_gib(layer, case)),
+                )
+                for layer in layers
+                for case in layer.large
+            ],
+        )
     if "path" in names:
         version = flag_gems_version()
-        metafunc.parametrize("path_layer,path", [pytest.param(layer, path, id=f"{layer.name}-{slug(path.name)}")
-                                                 for layer in layers for path in layer.paths if path.in_version(version)])
+        metafunc.parametrize(
+            "path_layer,path",
+            [
+                pytest.param(layer, path, id=f"{layer.name}-{slug(path.name)}")
+                for layer in layers
+                for path in layer.paths
+                if path.in_version(version)
+            ],
+        )
 
 
 LARGE_DTYPE = "float16"
@@ -85,7 +146,8 @@ def call_of(params: dict, contract: str, routed: bool) -> LayerCall | None:
         return None
     extra = {k: params[k] for k in ("dtype", "layout", "values") if isinstance(params.get(k), str)}
     backward = (contract in GRADIENTS and params.get("direction") != FORWARD_ONLY) or bool(
-        path is not None and path.backward)
+        path is not None and path.backward
+    )
     affine = params.get("affine", True) is not False
     param = params.get("param")
     if param is not None and param.name == "grads":

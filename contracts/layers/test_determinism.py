@@ -25,4 +25,5 @@ def test_determinism(flag_gems, fl_device, fl_poison, layer, case):
         for key, value in result.items():
             if value is not None:
                 assert torch.equal(_bits(results[0][key]), _bits(value)), (
-                    f"{layer.name} {case.id}: {key} changed after the device memory was filled with {fill}")
+                    f"{layer.name} {case.id}: {key} changed after the device memory was filled with {fill}"
+                )

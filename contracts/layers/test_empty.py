@@ -5,5 +5,13 @@ from pytest_fl_contract.families.layers import check, make_inputs
 
 
 def test_empty(flag_gems, fl_device, layer, empty_case):
-    check(layer, empty_case, make_inputs(layer, empty_case), device=fl_device, dtype="float32", gems=flag_gems,
-          backward=True, what="no rows: ")
+    check(
+        layer,
+        empty_case,
+        make_inputs(layer, empty_case),
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        backward=True,
+        what="no rows: ",
+    )

@@ -11,5 +11,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operat
 
 
 def test_every_op_enabled(flag_gems, fl_device, layer, first_case):
-    check(layer, first_case, make_inputs(layer, first_case), device=fl_device, dtype="float32", gems=flag_gems,
-          backward=True, enabling="everything", what="every FlagGems op enabled: ")
+    check(
+        layer,
+        first_case,
+        make_inputs(layer, first_case),
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        backward=True,
+        enabling="everything",
+        what="every FlagGems op enabled: ",
+    )

@@ -17,5 +17,12 @@ def test_half_statistics_past_the_half_range(flag_gems, fl_device, layer, half_c
     row's sum of them.  A normalized output does not depend on the scale, so a kernel that
     squares or sums in half precision returns zeros, NaN or rounding where torch's float64
     returns the same output as for unit values."""
-    check(layer, half_case, make_inputs(layer, half_case, values=values), device=fl_device, dtype=dtype,
-          gems=flag_gems, what=f"inputs scaled by {WIDE:g} in {dtype}: ")
+    check(
+        layer,
+        half_case,
+        make_inputs(layer, half_case, values=values),
+        device=fl_device,
+        dtype=dtype,
+        gems=flag_gems,
+        what=f"inputs scaled by {WIDE:g} in {dtype}: ",
+    )

@@ -12,8 +12,16 @@ def test_guard_bands(flag_gems, fl_device, path_layer, path):
     inputs = guardbands.banded_copy(guard, make_inputs(path_layer, path.case))
     try:
         with guardbands.guarded(guard):
-            check(path_layer, path.case, inputs, device=fl_device, dtype="float32", gems=flag_gems,
-                  backward=path.backward, what=f"{path.name}: ")
+            check(
+                path_layer,
+                path.case,
+                inputs,
+                device=fl_device,
+                dtype="float32",
+                gems=flag_gems,
+                backward=path.backward,
+                what=f"{path.name}: ",
+            )
     finally:
         fault = guardbands.settle(fl_device)
     message = guardbands.verdict(f"{path_layer.name} {path.name}", guard, fault)

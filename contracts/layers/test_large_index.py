@@ -8,8 +8,14 @@ from pytest_fl_contract.hardware import isolation
 
 
 def test_large_index(flag_gems, fl_settings, fl_device, fl_workaround, large_layer, large_case, dtype):
-    spec = isolation.RowSpec.of(large_layer, large_case, dtype, fl_device, backward=True,
-                                workaround=fl_settings.workaround if fl_workaround is not None else None,
-                                autotune=fl_settings.autotune.mode)
+    spec = isolation.RowSpec.of(
+        large_layer,
+        large_case,
+        dtype,
+        fl_device,
+        backward=True,
+        workaround=fl_settings.workaround if fl_workaround is not None else None,
+        autotune=fl_settings.autotune.mode,
+    )
     verdict = isolation.run_row(spec)
     assert verdict.ok, f"{large_layer.name} {large_case.id} ({dtype}, with gradients): {verdict.detail}"

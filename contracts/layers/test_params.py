@@ -13,6 +13,15 @@ def test_param(flag_gems, fl_device, param_layer, param, value, param_case, dire
     layer, case = param_layer, param_case
     grads = value if param.name == "grads" else GRADS
     options = {} if param.name == "grads" else param.kwargs(value)
-    check(layer, case, make_inputs(layer, case), device=fl_device, dtype="float32", gems=flag_gems,
-          backward=direction == "backward",
-          options=options, grads=grads, what=f"{param.name}={value!r}: ")
+    check(
+        layer,
+        case,
+        make_inputs(layer, case),
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        backward=direction == "backward",
+        options=options,
+        grads=grads,
+        what=f"{param.name}={value!r}: ",
+    )

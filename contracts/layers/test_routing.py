@@ -17,7 +17,9 @@ def test_row_folding_kernels_are_left(flag_gems, fl_device, fl_settings, fl_work
         pytest.skip(f"the workaround leaves {layer.name}")
     module = sys.modules[layer.module]
     for attr in routed:
-        assert hasattr(getattr(module, attr), "__fl_original__"), f"{layer.module}.{attr} is not the workaround's wrapper"
+        assert hasattr(getattr(module, attr), "__fl_original__"), (
+            f"{layer.module}.{attr} is not the workaround's wrapper"
+        )
     if fl_settings.emulation is None:
         return
     from pytest_fl_contract.emulation.device import DEVICE
@@ -28,4 +30,6 @@ def test_row_folding_kernels_are_left(flag_gems, fl_device, fl_settings, fl_work
         launched = {kernel for kernel, _ in DEVICE.launches}
     finally:
         DEVICE.launches = None
-    assert not launched & set(layer.row_folds), f"{layer.name} {case.id} launched {sorted(launched & set(layer.row_folds))}"
+    assert not launched & set(layer.row_folds), (
+        f"{layer.name} {case.id} launched {sorted(launched & set(layer.row_folds))}"
+    )

@@ -10,5 +10,12 @@ from pytest_fl_contract.families.layers import check, make_inputs
 @pytest.mark.parametrize("values", ["nan", "pos_inf"])
 def test_special_values(flag_gems, fl_device, layer, values):
     case = layer.cases["quick"][0]
-    check(layer, case, make_inputs(layer, case, values=values), device=fl_device, dtype="float32", gems=flag_gems,
-          what=f"{values} in the first element: ")
+    check(
+        layer,
+        case,
+        make_inputs(layer, case, values=values),
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        what=f"{values} in the first element: ",
+    )

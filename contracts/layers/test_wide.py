@@ -8,5 +8,12 @@ from pytest_fl_contract.families.layers import check, make_inputs
 
 
 def test_wide(flag_gems, fl_device, wide_layer, wide_case):
-    check(wide_layer, wide_case, make_inputs(wide_layer, wide_case), device=fl_device, dtype="float32",
-          gems=flag_gems, what=f"{wide_case.id}: ")
+    check(
+        wide_layer,
+        wide_case,
+        make_inputs(wide_layer, wide_case),
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        what=f"{wide_case.id}: ",
+    )

@@ -58,7 +58,9 @@ def _overload_cases(metafunc: pytest.Metafunc) -> None:
         return
     params = []
     for p in found:
-        params += [_param(c) for c in p.cases] if p.cases else [pytest.param(Untested(p), id=f"{p.overload.name}-untested")]
+        params += (
+            [_param(c) for c in p.cases] if p.cases else [pytest.param(Untested(p), id=f"{p.overload.name}-untested")]
+        )
     metafunc.parametrize("overload_case", params)
 
 
@@ -90,8 +92,9 @@ def overridden(config: pytest.Config) -> tuple[list[tuple[Case, Any, Any]], NoOv
         found += [(c, *pair) for c in p.cases] if pair else []
     if not found:
         vendor = getattr(flag_gems, "vendor_name", "?")
-        return [], NoOverride(f"FlagGems registers no override of a generic kernel with a case here (vendor {vendor})",
-                              False)
+        return [], NoOverride(
+            f"FlagGems registers no override of a generic kernel with a case here (vendor {vendor})", False
+        )
     return found, None
 
 
@@ -116,9 +119,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return []
     tested = sum(1 for p in found if p.cases)
     names = sorted({c.overload for c, _, _ in pairs})
-    return [f"fl-contract overloads: {line}; {tested} with cases, {len(found) - tested} UNTESTED "
-            f"({settings_of(config).sweep} sweep)",
-            f"fl-contract vendor overrides: {none.reason if none else ', '.join(names) + ' against the generic kernels'}"]
+    return [
+        f"fl-contract overloads: {line}; {tested} with cases, {len(found) - tested} UNTESTED "
+        f"({settings_of(config).sweep} sweep)",
+        f"fl-contract vendor overrides: {none.reason if none else ', '.join(names) + ' against the generic kernels'}",
+    ]
 
 
 def _reached_modules() -> frozenset[str] | None:
@@ -144,8 +149,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = case.overload if isinstance(case, (Case, Untested)) else None
         tag_case(item, name, "overloads")
         if elsewhere and name is not None and reached is not None and modules.get(name) not in reached:
-            item.stash[ELSEWHERE] = (f"no injected defect reaches {modules.get(name) or name} (FlagGems' source scan): "
-                                     "it runs as on the plain CPU lane, which runs it")
+            item.stash[ELSEWHERE] = (
+                f"no injected defect reaches {modules.get(name) or name} (FlagGems' source scan): "
+                "it runs as on the plain CPU lane, which runs it"
+            )
         if isinstance(case, Case):
             for defect in defects.known(case, version, budget(settings)):
                 item.add_marker(pytest.mark.known_defect(defect))

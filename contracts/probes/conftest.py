@@ -60,6 +60,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     rows = sorted(_rows, key=lambda r: order.get(r.probe, len(order)))
     settings = settings_of(config)
     terminalreporter.section("fl-contract compiler probes")
-    for line in [*probes.render_text(rows), probes.tally(rows), *probes.notes(rows),
-                 *probes.findings(rows, settings.platform, settings.registry)]:
+    for line in [
+        *probes.render_text(rows),
+        probes.tally(rows),
+        *probes.notes(rows),
+        *probes.findings(rows, settings.platform, settings.registry),
+    ]:
         terminalreporter.write_line(line)

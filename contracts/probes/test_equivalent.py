@@ -57,9 +57,11 @@ def test_equivalent_variants_agree(probe: Probe, fl_device: str) -> None:
         seen = dict((v.name, r) for v, r in disagreeing)[worst.name]
         script = variants.reproduction(probe.id, original, worst, recording, probe.kernel, (base, seen), fl_device)
         names = ", ".join(v.name for v, _ in disagreeing)
-        pytest.fail(f"compiler: {DEFECT}: {probe.id}'s kernel and its equivalent variants {names} disagree "
-                    f"(of {len(found)}); the smallest ({worst.name}) as a standalone reproduction:\n{script}",
-                    pytrace=False)
+        pytest.fail(
+            f"compiler: {DEFECT}: {probe.id}'s kernel and its equivalent variants {names} disagree "
+            f"(of {len(found)}); the smallest ({worst.name}) as a standalone reproduction:\n{script}",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -95,4 +97,5 @@ def test_compiled_agrees_with_interpreter(probe: Probe, fl_device: str, request:
     base, _ = _recorded(probe, fl_device)
     assert agree(base, expected), (
         f"compiler: {DEFECT}: {probe.id} compiled gives {base.tolist()}, Triton's interpreter on the same "
-        f"launches {expected.tolist()}")
+        f"launches {expected.tolist()}"
+    )

@@ -40,10 +40,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     option = config.option
     if getattr(config, "workerinput", None) is not None or getattr(option, "collectonly", False):
         return
-    if not shared.whole_file_selected(config.args, config.invocation_params.dir, Path(__file__).with_name("test_processes.py"),
-                                      keyword=getattr(option, "keyword", ""), markexpr=getattr(option, "markexpr", ""),
-                                      deselect=getattr(option, "deselect", None) or (),
-                                      last_failed=bool(getattr(option, "lf", False))):
+    if not shared.whole_file_selected(
+        config.args,
+        config.invocation_params.dir,
+        Path(__file__).with_name("test_processes.py"),
+        keyword=getattr(option, "keyword", ""),
+        markexpr=getattr(option, "markexpr", ""),
+        deselect=getattr(option, "deselect", None) or (),
+        last_failed=bool(getattr(option, "lf", False)),
+    ):
         return
     factory = getattr(config, "_tmp_path_factory", None)  # none under -p no:tmpdir
     try:
@@ -79,8 +84,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 combos += [(op, c, d) for c in half_cases(settings.sweep, op) for d in HALF_DTYPES]
         metafunc.parametrize("op,case,dtype", [_combo(*combo) for combo in combos])
         return
-    per_op_cases = {"partial_case": PARTIAL_TILE_CASES[settings.sweep], "keepdim_case": KEEPDIM_CASES,
-                    "real_case": [REAL_CASE[settings.sweep]]}
+    per_op_cases = {
+        "partial_case": PARTIAL_TILE_CASES[settings.sweep],
+        "keepdim_case": KEEPDIM_CASES,
+        "real_case": [REAL_CASE[settings.sweep]],
+    }
     if "op" in names:
         # ops limited to toy shapes on the interpreter (prod) take part in accuracy only; a scan's
         # views (cummax's indices) in accuracy and the tile contracts, which check them exactly:
@@ -88,10 +96,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         chosen = [op for op in ops if not (quick and op.interpreter == "toy") and not _scan_view(op)]
         paired = next((name for name in per_op_cases if name in names), None)
         if "enabled_case" in names:  # forward for every row, backward where torch differentiates it
-            combos = [(op, fitted(ENABLED_CASE, op, settings.sweep), direction) for op in chosen
-                      for direction in ("forward", "backward") if direction == "forward" or differentiable(op)]
-            metafunc.parametrize("op,enabled_case,direction", [pytest.param(*c, id=f"{c[0].name}-{c[1].id}-{c[2]}")
-                                                                for c in combos])
+            combos = [
+                (op, fitted(ENABLED_CASE, op, settings.sweep), direction)
+                for op in chosen
+                for direction in ("forward", "backward")
+                if direction == "forward" or differentiable(op)
+            ]
+            metafunc.parametrize(
+                "op,enabled_case,direction", [pytest.param(*c, id=f"{c[0].name}-{c[1].id}-{c[2]}") for c in combos]
+            )
         elif paired is None:
             metafunc.parametrize("op", chosen, ids=[op.name for op in chosen])
         else:  # each op with its cases as it runs them (``fitted``: the families' cut extents)
@@ -100,8 +113,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 for c in per_op_cases[paired]:
                     fit = fitted(c, op, settings.sweep)
                     combos.setdefault((op.name, fit.id), (op, fit))
-            metafunc.parametrize(f"op,{paired}", [pytest.param(op, c, id=f"{op.name}-{c.id}")
-                                                  for op, c in combos.values()])
+            metafunc.parametrize(
+                f"op,{paired}", [pytest.param(op, c, id=f"{op.name}-{c.id}") for op, c in combos.values()]
+            )
             del per_op_cases[paired]
     if "any_op" in names:
         # the checklist contracts: every op the installed FlagGems has, on every lane
@@ -114,8 +128,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         cases = sweep(settings.sweep)
         metafunc.parametrize("case", cases, ids=[c.id for c in cases])
     if "path" in names:
-        metafunc.parametrize("path_op,path,path_case,dtype", path_params([op for op in ops_for("full")
-                                                                          if not _scan_view(op)]))
+        metafunc.parametrize(
+            "path_op,path,path_case,dtype", path_params([op for op in ops_for("full") if not _scan_view(op)])
+        )
     if "fast_path" in names:
         metafunc.parametrize("fast_op,fast_path,dtype", fast_path_params(ops_for("full")))
     if "tile_case" in names:
@@ -177,9 +192,13 @@ def fast_path_params(ops: list[Op]) -> list:
     op it takes (``workarounds/paths.py``; rows' ``fastpath``)."""
     from pytest_fl_contract.workarounds import paths
 
-    return [pytest.param(op, path, dtype, id=f"{op.name}-{_slug(path.name)}-{dtype}")
-            for op in ops if op.fastpath is not None
-            for path in paths.every_path(paths.kind_of(op.fastpath)) for dtype in ("float32", "float16")]
+    return [
+        pytest.param(op, path, dtype, id=f"{op.name}-{_slug(path.name)}-{dtype}")
+        for op in ops
+        if op.fastpath is not None
+        for path in paths.every_path(paths.kind_of(op.fastpath))
+        for dtype in ("float32", "float16")
+    ]
 
 
 PARAM_CASES = {"non-inner": Case((3, 5, 4), 1), "inner": Case((3, 4, 5), -1), "all": Case((3, 5, 4), None)}
@@ -197,8 +216,17 @@ def param_params(ops: list[Op]) -> list:
                 for form in forms:
                     for dtype in param.dtypes:
                         for route in param.routes:
-                            out.append(pytest.param(op, param, value, PARAM_CASES[form], dtype, route,
-                                                    id=f"{op.name}-{param.name}={value}-{form}-{dtype}-{route}"))
+                            out.append(
+                                pytest.param(
+                                    op,
+                                    param,
+                                    value,
+                                    PARAM_CASES[form],
+                                    dtype,
+                                    route,
+                                    id=f"{op.name}-{param.name}={value}-{form}-{dtype}-{route}",
+                                )
+                            )
     return out
 
 
@@ -221,14 +249,27 @@ def call_of(params: dict, routed: bool = False, contract: str = "") -> Call | No
     extra = {k: params[k] for k in ("dtype", "layout", "values", "placement") if isinstance(params.get(k), str)}
     param = params.get("param")
     kwargs = ((param.name, params.get("value")),) if param is not None else ()
-    return Call(case.shape, case.dim, routed=routed, kwargs=kwargs, contract=contract,
-                backward=params.get("direction") == "backward", dispatched=params.get("route") == "dispatch",
-                **extra)
+    return Call(
+        case.shape,
+        case.dim,
+        routed=routed,
+        kwargs=kwargs,
+        contract=contract,
+        backward=params.get("direction") == "backward",
+        dispatched=params.get("route") == "dispatch",
+        **extra,
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tag each case with its op and contract (the per-op summary reads them), and mark the
     cases that run into a FlagGems defect with it (a strict xfail only on lanes whose
     registry lists it and no active workaround covers it): the marking every suite shares."""
-    mark_row_cases(own_items(items, __file__), Op, lambda params, contract, routed: call_of(params, routed, contract),
-                   lambda session, op: session.wraps(op), reached, REDUCTION_SWEEPS)
+    mark_row_cases(
+        own_items(items, __file__),
+        Op,
+        lambda params, contract, routed: call_of(params, routed, contract),
+        lambda session, op: session.wraps(op),
+        reached,
+        REDUCTION_SWEEPS,
+    )

@@ -26,14 +26,31 @@ def job(settings: Settings, directory: str | Path) -> shared.Job:
     # every row of the registry, not ops_for(): that imports flag_gems, which held the
     # controller 5 - 7 s before it started its workers; a row the installed FlagGems lacks
     # raises in the child, and no case asks for it
-    calls = tuple((op.name, fitted(c, op, settings.sweep).shape, c.dim, "float32") for op in ROWS.rows("reductions")
-                  for c in PROCESS_CASES)
+    calls = tuple(
+        (op.name, fitted(c, op, settings.sweep).shape, c.dim, "float32")
+        for op in ROWS.rows("reductions")
+        for c in PROCESS_CASES
+    )
     emulation = (settings.emulation.profile, settings.emulation.defects) if settings.emulation else None
     temperatures = ("cold",) if emulation else ("cold", "warm")  # the interpreter compiles nothing
     base = Path(directory) / NAME
-    batches = [(t, asdict(isolation.Batch(calls, device_of(settings), f"{base}-{t}.pt", settings.workaround, emulation,
-                                          cache_dir=f"{base}-triton-cache", autotune=settings.autotune.mode)))
-               for t in temperatures]
+    batches = [
+        (
+            t,
+            asdict(
+                isolation.Batch(
+                    calls,
+                    device_of(settings),
+                    f"{base}-{t}.pt",
+                    settings.workaround,
+                    emulation,
+                    cache_dir=f"{base}-triton-cache",
+                    autotune=settings.autotune.mode,
+                )
+            ),
+        )
+        for t in temperatures
+    ]
     return shared.Job(str(directory), NAME, f"{__name__}:run", batches)
 
 

@@ -69,8 +69,11 @@ def ops_for(sweep_name: str, views: bool = True) -> list[Op]:
         return with_views(ROWS.rows("reductions")) if views else list(ROWS.rows("reductions"))
     chosen = [op for op in ROWS.rows("reductions") if op.installed()]
     if sweep_name == "quick":
-        chosen = [op for op in chosen if op.interpreter == "toy" or op.family != "reductions"
-                  or non_inner_kernels(sys.modules[op.module])]
+        chosen = [
+            op
+            for op in chosen
+            if op.interpreter == "toy" or op.family != "reductions" or non_inner_kernels(sys.modules[op.module])
+        ]
     return with_views(chosen) if views else chosen
 
 
@@ -118,8 +121,15 @@ def cases_for(op: Op, sweep_name: str) -> list[Case]:
 # -- "as torch does": one comparison for the checklist contracts ----------------------------
 
 
-def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: bool = False,
-                 exact_index: bool = False, torch_kwargs: dict[str, Any] | None = None) -> str | None:
+def disagreement(
+    op: Op,
+    call: Callable[[], Any],
+    x: Any,
+    dim: Any,
+    keepdim: bool = False,
+    exact_index: bool = False,
+    torch_kwargs: dict[str, Any] | None = None,
+) -> str | None:
     """None when FlagGems does what torch does for this call, else what differs.
 
     torch on the CPU, in the input's own dtype, decides what raises and the result's shape
@@ -159,8 +169,11 @@ def disagreement(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: boo
     tol = tolerance(str(got.dtype).removeprefix("torch."), max(reduced_size(tuple(cpu.shape), dim), 1), op.kind)
     for src, dst in blocks(tuple(cpu.shape), dim, keepdim, op.kind):
         # float64, then rounded to the result's dtype: what overflows there (a product of 1e30s) is inf
-        reference = (op.reference(cpu[src], dim, keepdim, **_float64(kw)).to(got.dtype).double() if cpu.is_floating_point()
-                     else want[dst].double())
+        reference = (
+            op.reference(cpu[src], dim, keepdim, **_float64(kw)).to(got.dtype).double()
+            if cpu.is_floating_point()
+            else want[dst].double()
+        )
         part = got[dst].double()
         try:
             assert_close(part, reference, rtol=tol["rtol"], atol=tol["atol"] * scale)
@@ -179,12 +192,14 @@ def _float64(kwargs: dict[str, Any]) -> dict[str, Any]:
     computed in float64 (rounded to the result's dtype afterwards, as every value is)."""
     import torch
 
-    return {k: (torch.float64 if k == "dtype" and v is not None and v.is_floating_point else v)
-            for k, v in kwargs.items()}
+    return {
+        k: (torch.float64 if k == "dtype" and v is not None and v.is_floating_point else v) for k, v in kwargs.items()
+    }
 
 
-def torch_outcome(op: Op, cpu: Any, dim: Any, keepdim: bool, values: bool = True,
-                  kwargs: dict[str, Any] | None = None) -> tuple[str, Any]:
+def torch_outcome(
+    op: Op, cpu: Any, dim: Any, keepdim: bool, values: bool = True, kwargs: dict[str, Any] | None = None
+) -> tuple[str, Any]:
     """What torch does with the call: ("ok", result) or ("raises", type).  Float results
     are compared with the float64 reference, and without ``values`` (indices checked by the
     value they point at) no result is, so torch's own only gives the shape, the dtype and
@@ -215,8 +230,13 @@ def magnitude(cpu: Any) -> float:
     if not cpu.is_floating_point():
         return max(1.0, float(cpu.abs().max()))
     flat = cpu.reshape(-1)
-    return max(1.0, *(float(flat[i : i + REF_BLOCK].abs().nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0).max())
-                      for i in range(0, flat.numel(), REF_BLOCK)))
+    return max(
+        1.0,
+        *(
+            float(flat[i : i + REF_BLOCK].abs().nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0).max())
+            for i in range(0, flat.numel(), REF_BLOCK)
+        ),
+    )
 
 
 def _first_diff(got: Any, want: Any, at: tuple[slice, ...] = ()) -> str:
@@ -250,8 +270,16 @@ def _index_disagreement(op: Op, got: Any, cpu: Any, dim: Any, keepdim: bool) -> 
     return None if bool(same.all()) else f"{op.name}: an index points at a value that is not the extremum"
 
 
-def assert_agrees(op: Op, call: Callable[[], Any], x: Any, dim: Any, keepdim: bool = False, what: str = "",
-                  exact_index: bool = False, torch_kwargs: dict[str, Any] | None = None) -> None:
+def assert_agrees(
+    op: Op,
+    call: Callable[[], Any],
+    x: Any,
+    dim: Any,
+    keepdim: bool = False,
+    what: str = "",
+    exact_index: bool = False,
+    torch_kwargs: dict[str, Any] | None = None,
+) -> None:
     problem = disagreement(op, call, x, dim, keepdim, exact_index, torch_kwargs)
     assert problem is None, f"{what}: {problem}" if what else problem
 

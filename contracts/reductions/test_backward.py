@@ -11,15 +11,25 @@ from pytest_fl_contract.registry.reductions import Case
 
 BACKWARD_CASES = {
     "quick": [Case((3, 5, 64), 1), Case((13, 64), 0), Case((3, 64, 13), -1), Case((2, 300, 8), 1)],
-    "full": [Case((3, 5, 64), 1), Case((13, 1024), 0), Case((64, 557, 256), 1), Case((4099, 64), 0),
-             Case((3, 64, 557), -1)],
+    "full": [
+        Case((3, 5, 64), 1),
+        Case((13, 1024), 0),
+        Case((64, 557, 256), 1),
+        Case((4099, 64), 0),
+        Case((3, 64, 557), -1),
+    ],
 }
 
 
 def backward_params(ops, sweep):
-    return [pytest.param(op, entry.attr, case, layout, id=f"{entry.attr}-{case.id}-{layout}")
-            for op in ops for entry in op.entries if entry.backward and entry.out is None
-            for case in BACKWARD_CASES[sweep] for layout in ("contiguous", "column_major_output")]
+    return [
+        pytest.param(op, entry.attr, case, layout, id=f"{entry.attr}-{case.id}-{layout}")
+        for op in ops
+        for entry in op.entries
+        if entry.backward and entry.out is None
+        for case in BACKWARD_CASES[sweep]
+        for layout in ("contiguous", "column_major_output")
+    ]
 
 
 def test_backward(flag_gems, fl_device, backward_op, entry, backward_case, layout):

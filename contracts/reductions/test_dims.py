@@ -25,8 +25,14 @@ def test_every_dim(flag_gems, fl_device, fl_settings, any_op, dim_case):
     shape = _shape(op, fl_settings, len(dim_case.shape))
     x = make_input(Case(shape, dim_case.dim), "float32", fl_device, op=op)
     for keepdim in (False, True) if op.keepdim != "none" else (False,):
-        assert_agrees(op, lambda k=keepdim: op.call(x, dim_case.dim, k), x, dim_case.dim, keepdim,
-                      f"{shape} dim={dim_case.dim} keepdim={keepdim}")
+        assert_agrees(
+            op,
+            lambda k=keepdim: op.call(x, dim_case.dim, k),
+            x,
+            dim_case.dim,
+            keepdim,
+            f"{shape} dim={dim_case.dim} keepdim={keepdim}",
+        )
 
 
 LIST_CASES = [Case((3, 5, 6), [0, 2]), Case((3, 5, 6), [-1, 0]), Case((2, 3, 5, 4), [1, 2]), Case((3, 5, 6), None)]
@@ -41,5 +47,11 @@ def test_dim_lists_and_none(flag_gems, fl_device, any_op, dims_case):
         pytest.skip(f"{op.name} takes a single int dim")
     x = make_input(dims_case, "float32", fl_device, op=op)
     for keepdim in (False, True):
-        assert_agrees(op, lambda k=keepdim: op.call(x, dims_case.dim, k), x, dims_case.dim, keepdim,
-                      f"{dims_case.shape} dim={dims_case.dim} keepdim={keepdim}")
+        assert_agrees(
+            op,
+            lambda k=keepdim: op.call(x, dims_case.dim, k),
+            x,
+            dims_case.dim,
+            keepdim,
+            f"{dims_case.shape} dim={dims_case.dim} keepdim={keepdim}",
+        )

@@ -63,8 +63,9 @@ def test_int64_values_past_32_bits(flag_gems, fl_device, fl_settings, any_op, dt
     high = torch.randint(-3, 4, tuple(case.shape), generator=g, dtype=torch.int64) << 33
     low = torch.randint(0, 2**31, tuple(case.shape), generator=g, dtype=torch.int64) * 2  # low bits past the small ones
     x = (high + low + small).to(fl_device)
-    assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, exact_index=True,
-                  what=f"int64 input past 2**32, dim {case.dim}")
+    assert_agrees(
+        op, lambda: op.call(x, case.dim), x, case.dim, exact_index=True, what=f"int64 input past 2**32, dim {case.dim}"
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float32", pytest.param("float64", marks=_marks("float64"))])
@@ -80,5 +81,6 @@ def test_dtype_argument(flag_gems, fl_device, fl_settings, any_op, dtype_case, v
     want = op.torch_fn(x.cpu(), case.dim, False, dtype=getattr(torch, dtype))
     assert got.dtype == want.dtype, f"dtype={dtype}: {op.name} returned {got.dtype}, torch {want.dtype}"
     exact = op.reference(x.cpu(), case.dim)
-    torch.testing.assert_close(got.double(), exact, **tolerance(dtype, case.shape[case.dim]),
-                               msg=lambda m: f"dtype={dtype}: {m}")
+    torch.testing.assert_close(
+        got.double(), exact, **tolerance(dtype, case.shape[case.dim]), msg=lambda m: f"dtype={dtype}: {m}"
+    )

@@ -31,10 +31,15 @@ def test_every_op_enabled(flag_gems, fl_device, fl_settings, op, enabled_case, d
     leaf = x.detach().clone().requires_grad_()
     with use_gems(flag_gems, op.gems_names, "everything"):
         result = op.torch_fn(leaf, case.dim, False)
-        assert result.requires_grad, (f"{op.name}: with every FlagGems op enabled its result has no gradient "
-                                      "(autograd lost the op's derivative)")
+        assert result.requires_grad, (
+            f"{op.name}: with every FlagGems op enabled its result has no gradient (autograd lost the op's derivative)"
+        )
         result.backward(upstream.to(device=leaf.device, dtype=leaf.dtype))
     assert leaf.grad is not None, f"{op.name}: autograd gave no gradient with every FlagGems op enabled"
-    torch.testing.assert_close(leaf.grad.detach().cpu().double(), ref_in.grad, equal_nan=True,
-                               **tolerance("float32", case.shape[case.dim % len(case.shape)], op.kind),
-                               msg=lambda m: f"{op.name}: the input's gradient with every FlagGems op enabled: {m}")
+    torch.testing.assert_close(
+        leaf.grad.detach().cpu().double(),
+        ref_in.grad,
+        equal_nan=True,
+        **tolerance("float32", case.shape[case.dim % len(case.shape)], op.kind),
+        msg=lambda m: f"{op.name}: the input's gradient with every FlagGems op enabled: {m}",
+    )

@@ -29,8 +29,12 @@ LIMIT, LIMIT_EMULATED = 1 << 26, 1 << 22  # elements: the interpreter runs a few
 OFFSET, SPREAD, SPIKE = -100.0, 30.0, 200.0
 
 
-FAMILIES = ("random values", f"values around {OFFSET:g}", f"values around {OFFSET:g} with a {SPIKE:g} spike in the last row",
-            f"values around {2 * OFFSET:g} in columns opening with -inf rows")  # the last: softmax only
+FAMILIES = (
+    "random values",
+    f"values around {OFFSET:g}",
+    f"values around {OFFSET:g} with a {SPIKE:g} spike in the last row",
+    f"values around {2 * OFFSET:g} in columns opening with -inf rows",
+)  # the last: softmax only
 
 
 def families(softmax: bool) -> tuple[str, ...]:
@@ -82,8 +86,8 @@ def assert_families_agree(op, got: torch.Tensor, y: torch.Tensor, what: str, **k
     out = got.permute(0, 2, 1).reshape(M * K, N) if got.dim() == 3 else got.reshape(M * K)
     names = families(op.running_max)
     for index, name in enumerate(names):
-        part = out[index::len(names)]
-        assert_agrees(op, lambda: part, rows[index::len(names)], 1, what=f"{what}, {name}", **kwargs)  # noqa: B023 - called at once
+        part = out[index :: len(names)]
+        assert_agrees(op, lambda: part, rows[index :: len(names)], 1, what=f"{what}, {name}", **kwargs)  # noqa: B023 - called at once
 
 
 def _out_of_bounds(kernels: frozenset[str], emulated: bool) -> dict[str, int]:
@@ -101,8 +105,10 @@ def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_p
 
     op = fast_op
     if fl_workaround is None or fl_workaround.module != masked_reductions.__name__:
-        pytest.skip("the fast path is the masked_reductions workaround's, and this lane runs "
-                    f"{'none' if fl_workaround is None else fl_workaround.module}")
+        pytest.skip(
+            "the fast path is the masked_reductions workaround's, and this lane runs "
+            f"{'none' if fl_workaround is None else fl_workaround.module}"
+        )
     if not fastpath.enabled():
         pytest.skip("the fast path is off (FL_CONTRACT_FASTPATH=0)")
     where = torch.device(fl_device)
@@ -112,14 +118,18 @@ def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_p
     limit = LIMIT_EMULATED if emulated else LIMIT
     shape = paths.path_shapes(paths.kind_of(op.fastpath), device, elem, limit).get(fast_path)
     if shape is None:
-        pytest.skip(f"{fast_path.name}: this device's model ({device.source}) takes it for no shape of the "
-                    f"spread up to {limit} elements")
+        pytest.skip(
+            f"{fast_path.name}: this device's model ({device.source}) takes it for no shape of the "
+            f"spread up to {limit} elements"
+        )
     x = hostile(make_input(Case(shape, 1), dtype, fl_device, op=op), op.running_max)
     what = f"{op.name} {'x'.join(map(str, shape))} dim=1 {dtype} ({fast_path.name})"
     before = _out_of_bounds(fast_path.kernels, emulated)
     with spy_launches([FAST]) as spy:
         first = op.call(x, 1)
-    assert set(spy.launched) == fast_path.kernels, f"{what}: launched {spy.launched}, the path launches {sorted(fast_path.kernels)}"
+    assert set(spy.launched) == fast_path.kernels, (
+        f"{what}: launched {spy.launched}, the path launches {sorted(fast_path.kernels)}"
+    )
     assert_families_agree(op, first, x, what)
     if not emulated:
         again = op.call(x, 1)
@@ -128,10 +138,17 @@ def test_fast_path(request, flag_gems, fl_device, fl_workaround, fast_op, fast_p
         # the first call went through the launch cache (under the spy), the third through the
         # fast path's own launch of the compiled kernel (``fastpath._Site``): the same bits
         direct = op.call(x, 1)
-        assert torch.equal(bits(first), bits(direct)), (f"{what}: the fast path's own launch of the compiled kernel "
-                                                        "gave other bits than the launch cache's (its arguments are passed wrong)")
+        assert torch.equal(bits(first), bits(direct)), (
+            f"{what}: the fast path's own launch of the compiled kernel "
+            "gave other bits than the launch cache's (its arguments are passed wrong)"
+        )
     if op.running_max and dtype == "float16":  # the kernel's store casts to the output's dtype, float32 here
-        assert_families_agree(op, op.call(x, 1, half_to_float=True), x, f"{what}, half_to_float=True",
-                              torch_kwargs={"dtype": torch.float32})
+        assert_families_agree(
+            op,
+            op.call(x, 1, half_to_float=True),
+            x,
+            f"{what}, half_to_float=True",
+            torch_kwargs={"dtype": torch.float32},
+        )
     grew = {k: n - before[k] for k, n in _out_of_bounds(fast_path.kernels, emulated).items() if n > before[k]}
     assert not grew, f"{what}: the fast path's kernels loaded lanes outside their tensors (lanes per kernel): {grew}"

@@ -63,8 +63,10 @@ def problem_of(op, draw, device: str, *, routed: bool, covered=frozenset(), vers
     problem = disagreement(op, lambda: op.call(x, dim, keep), x, dim, keep)
     if problem is None:
         return None
-    return (f"{problem}; reproduce: ROWS.get({op.name!r}).call(make_input(Case({shape}, {dim}), {dtype!r}, "
-            f"{device!r}, op=ROWS.get({op.name!r})), {dim}, {keep})")
+    return (
+        f"{problem}; reproduce: ROWS.get({op.name!r}).call(make_input(Case({shape}, {dim}), {dtype!r}, "
+        f"{device!r}, op=ROWS.get({op.name!r})), {dim}, {keep})"
+    )
 
 
 def pytest_generate_tests(metafunc):
@@ -92,15 +94,19 @@ def test_generated(flag_gems, fl_device, fl_settings, request, any_op, shard):
     budget = FAMILY_BUDGET if quick and op.family != "reductions" else BUDGET[fl_settings.sweep]
 
     @seed(lane_seed(lane, shard))
-    @settings(max_examples=budget // SHARDS[fl_settings.sweep] // (8 if toy else 1),
-              deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=budget // SHARDS[fl_settings.sweep] // (8 if toy else 1),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(draw=draws(toy, limit))
     def check(draw):
         if draw[3] == "bfloat16" and not fl_settings.platform.has("bf16"):
             return
-        problem = problem_of(op, draw, fl_device, routed=session.wraps(op), covered=session.covered,
-                             version=version, emulated=emulated)
+        problem = problem_of(
+            op, draw, fl_device, routed=session.wraps(op), covered=session.covered, version=version, emulated=emulated
+        )
         assert problem is None, problem
 
     check()

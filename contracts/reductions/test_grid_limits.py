@@ -22,7 +22,9 @@ from pytest_fl_contract.registry.reductions import Case
 CASES = [
     pytest.param(Case((2, 65537), 0), id="K65537"),  # one program per column: 65537 on y
     pytest.param(Case((2, 5, 127, 129), 0), id="K81915"),  # found on an H200 by the generated draws
-    pytest.param(Case((2, 2**26 + 3), 0), id="K2e26", marks=pytest.mark.requires_device_memory(2)),  # 65536 tiles of 1024
+    pytest.param(
+        Case((2, 2**26 + 3), 0), id="K2e26", marks=pytest.mark.requires_device_memory(2)
+    ),  # 65536 tiles of 1024
     pytest.param(Case((65537, 3, 2), 1), id="M65537", marks=pytest.mark.requires_device_memory(0.25)),  # rows past y
 ]
 
@@ -32,11 +34,15 @@ def test_grid_limits(flag_gems, fl_device, fl_settings, request, any_op, grid_ca
     op, case = any_op, grid_case
     if fl_settings.emulation is not None:
         if op.interpreter != "fast":
-            pytest.skip(f"{op.name} runs element by element or row by row on the interpreter ({op.interpreter}): "
-                        f"{case.shape} takes minutes there; hardware lanes run it")
+            pytest.skip(
+                f"{op.name} runs element by element or row by row on the interpreter ({op.interpreter}): "
+                f"{case.shape} takes minutes there; hardware lanes run it"
+            )
         if session_of(request.config).wraps(op) and op.fastpath is None:
-            pytest.skip(f"{op.name} is routed through the moved axis, whose inner kernel puts each of "
-                        f"{math.prod(case.shape) // case.shape[case.dim]} rows on grid x: a program each on the "
-                        "interpreter (a minute); hardware lanes run it")
+            pytest.skip(
+                f"{op.name} is routed through the moved axis, whose inner kernel puts each of "
+                f"{math.prod(case.shape) // case.shape[case.dim]} rows on grid x: a program each on the "
+                "interpreter (a minute); hardware lanes run it"
+            )
     x = make_input(case, "float32", fl_device, op=op)
     assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, False, f"{case.shape} dim={case.dim}")

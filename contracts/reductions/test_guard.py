@@ -24,7 +24,9 @@ def test_guard_bands(flag_gems, fl_device, path_op, path, path_case, dtype):
     guard = guardbands.Guard()
     x = make_input(path_case, dtype, fl_device, op=op)
     if os.environ.get("TRITON_INTERPRET") == "1" and x.numel() > INTERPRETED_ELEMENTS:
-        pytest.skip(f"{x.numel()} elements: banded on hardware; here test_path runs it under the emulator's store guard")
+        pytest.skip(
+            f"{x.numel()} elements: banded on hardware; here test_path runs it under the emulator's store guard"
+        )
     x = guard.copy(x, "the input")
     if path.entry is None:
         call = lambda: op.call(x, path.dim, **dict(path.kwargs))  # noqa: E731

@@ -43,5 +43,12 @@ def test_index_ops(flag_gems, fl_device, index_op, index_case, values):
         x = -x
     x = on_device(x, fl_device, op)
     for keepdim in (False, True):
-        assert_agrees(op, lambda k=keepdim: op.call(x, case.dim, k), x, case.dim, keepdim,
-                      f"{pattern} along dim {case.dim} of {case.shape}, keepdim={keepdim}", exact_index=True)
+        assert_agrees(
+            op,
+            lambda k=keepdim: op.call(x, case.dim, k),
+            x,
+            case.dim,
+            keepdim,
+            f"{pattern} along dim {case.dim} of {case.shape}, keepdim={keepdim}",
+            exact_index=True,
+        )

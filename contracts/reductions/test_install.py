@@ -72,8 +72,10 @@ def test_aliased_out_binding_is_not_rewired(flag_gems, workaround, monkeypatch, 
     monkeypatch.setattr(flag_gems, "_FULL_CONFIG", config)
     workaround.install()
     if f"{out_op.module}.{out_op.entry}" not in workaround.installed():
-        pytest.skip(f"the workaround leaves {out_op.name} (no kernel of its module drops a row condition): "
-                    "nothing of it is rewired")
+        pytest.skip(
+            f"the workaround leaves {out_op.name} (no kernel of its module drops a row condition): "
+            "nothing of it is rewired"
+        )
     assert out_op.fn(out_op.out_entry) is not out_op.fn(), "the out binding got the non-out wrapper"
     entries = {n: f for n, f, *_ in flag_gems._FULL_CONFIG}
     for out_name in out_names:

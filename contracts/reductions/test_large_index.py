@@ -21,15 +21,24 @@ def _gib(op: reductions.Op) -> int:
     return INPUT_GIB * (2 if op.keeps_shape else 1) + 4
 
 
-LARGE_OPS = [pytest.param(op, id=op.name, marks=pytest.mark.requires_device_memory(_gib(op)))
-             for op in ROWS.rows("reductions") if not op.exempt_from("large_index")]
+LARGE_OPS = [
+    pytest.param(op, id=op.name, marks=pytest.mark.requires_device_memory(_gib(op)))
+    for op in ROWS.rows("reductions")
+    if not op.exempt_from("large_index")
+]
 
 
 @pytest.mark.parametrize("large_case", LARGE, ids=lambda c: c.id)
 @pytest.mark.parametrize("large_op", LARGE_OPS)
 def test_large_index(flag_gems, fl_settings, fl_device, fl_workaround, large_op, large_case):
-    spec = isolation.Spec(large_op.name, large_case.shape, large_case.dim, "float32", fl_device,
-                          fl_settings.workaround if fl_workaround is not None else None,
-                          autotune=fl_settings.autotune.mode)
+    spec = isolation.Spec(
+        large_op.name,
+        large_case.shape,
+        large_case.dim,
+        "float32",
+        fl_device,
+        fl_settings.workaround if fl_workaround is not None else None,
+        autotune=fl_settings.autotune.mode,
+    )
     verdict = isolation.run(spec)
     assert verdict.ok, f"{large_op.name} over dim {large_case.dim} of {large_case.shape}: {verdict.detail}"

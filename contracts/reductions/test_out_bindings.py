@@ -23,8 +23,12 @@ CASES = [Case((3, 5, 64), 1), Case((3, 64, 5), -1)]
 
 def pytest_generate_tests(metafunc):
     if "binding" in metafunc.fixturenames:
-        params = [pytest.param(op, entry, id=f"{op.name}-{entry.attr}") for op in ops_for("full", views=False)
-                  for entry in op.entries if entry.out and entry.kind == "along"]
+        params = [
+            pytest.param(op, entry, id=f"{op.name}-{entry.attr}")
+            for op in ops_for("full", views=False)
+            for entry in op.entries
+            if entry.out and entry.kind == "along"
+        ]
         metafunc.parametrize("binding_op,binding", params)
 
 
@@ -49,11 +53,14 @@ def test_out_binding_writes_the_callers_buffer(flag_gems, fl_device, request, bi
     assert got is buf, f"{entry.attr} returned another tensor than its {entry.out}="
     got, want = buf.cpu(), want.cpu()
     unwritten = got.isnan() & ~want.isnan()
-    assert not bool(unwritten.any()), (f"{entry.attr}: {int(unwritten.sum())} of {got.numel()} elements hold the NaN the "
-                                       f"{entry.out}= buffer was filled with (never written, or read back from it)")
+    assert not bool(unwritten.any()), (
+        f"{entry.attr}: {int(unwritten.sum())} of {got.numel()} elements hold the NaN the "
+        f"{entry.out}= buffer was filled with (never written, or read back from it)"
+    )
     what = f"{entry.attr}: the {entry.out}= buffer against {entry.attr.removesuffix('_out')}"
     if not session_of(request.config).wraps(op):
         assert torch.equal(got, want), f"{what}: {int((got != want).sum())} of {got.numel()} differ"
         return
-    assert_close(got.double(), want.double(), **tolerance("float32", x.shape[case.dim], "along"),
-                 msg=lambda m: f"{what}: {m}")
+    assert_close(
+        got.double(), want.double(), **tolerance("float32", x.shape[case.dim], "along"), msg=lambda m: f"{what}: {m}"
+    )

@@ -25,12 +25,22 @@ def test_param(flag_gems, fl_device, fl_settings, param_op, param, value, param_
     value = getattr(torch, value) if param.name == "dtype" and isinstance(value, str) else value
     keepdim = bool(value) if param.name == "keepdim" else False
     given = {} if param.name == "keepdim" else {param.name: value}
-    torch_kwargs = {k: (getattr(torch, v) if k == "dtype" and isinstance(v, str) else v)
-                    for k, v in ({} if param.name == "keepdim" else param.kwargs(value)).items()}
+    torch_kwargs = {
+        k: (getattr(torch, v) if k == "dtype" and isinstance(v, str) else v)
+        for k, v in ({} if param.name == "keepdim" else param.kwargs(value)).items()
+    }
     what = f"{param.name}={value!r}, dim {case.dim} of {tuple(case.shape)} {dtype}"
     if route == "entry":
-        assert_agrees(op, lambda: op.call(x, case.dim, keepdim, **given), x, case.dim, keepdim, what,
-                      exact_index=True, torch_kwargs=torch_kwargs)
+        assert_agrees(
+            op,
+            lambda: op.call(x, case.dim, keepdim, **given),
+            x,
+            case.dim,
+            keepdim,
+            what,
+            exact_index=True,
+            torch_kwargs=torch_kwargs,
+        )
         return
     names = overloads(flag_gems, op.gems_names)
     reached: set[str] = set()
@@ -42,8 +52,18 @@ def test_param(flag_gems, fl_device, fl_settings, param_op, param, value, param_
             finally:
                 reached.update(seen)
 
-    assert_agrees(op, dispatched, x, case.dim, keepdim, f"{what}, through torch dispatch", exact_index=True,
-                  torch_kwargs=torch_kwargs)
+    assert_agrees(
+        op,
+        dispatched,
+        x,
+        case.dim,
+        keepdim,
+        f"{what}, through torch dispatch",
+        exact_index=True,
+        torch_kwargs=torch_kwargs,
+    )
     if not reached:
-        pytest.skip(f"{op.name}({what}): torch dispatch reached none of FlagGems' {', '.join(names)} "
-                    "(torch's own kernel served it: nothing of FlagGems to check)")
+        pytest.skip(
+            f"{op.name}({what}): torch dispatch reached none of FlagGems' {', '.join(names)} "
+            "(torch's own kernel served it: nothing of FlagGems to check)"
+        )

@@ -16,8 +16,14 @@ def test_path(flag_gems, fl_device, path_op, path, path_case, dtype):
     x = make_input(path_case, dtype, fl_device, op=op)
     if path.entry is None:
         kwargs = dict(path.kwargs)  # vector_norm's ord: each ord its kernel
-        assert_agrees(op, lambda: op.call(x, path.dim, **kwargs), x, path.dim, torch_kwargs=kwargs,
-                      what=f"{path.name}: {path.shape} dim={path.dim}")
+        assert_agrees(
+            op,
+            lambda: op.call(x, path.dim, **kwargs),
+            x,
+            path.dim,
+            torch_kwargs=kwargs,
+            what=f"{path.name}: {path.shape} dim={path.dim}",
+        )
         return
     check_backward(op, op.fn(path.entry), x, path.dim, f"{path.name}: {path.shape} dim={path.dim}")
 
@@ -37,5 +43,10 @@ def check_backward(op, backward, x, dim, what: str, layout: str = "contiguous") 
     got = backward(grad_output, output, dim, x.dtype).detach().cpu().double()
     assert got.shape == want.shape, f"{what}: gradient of shape {tuple(got.shape)}, torch {tuple(want.shape)}"
     tol = tolerance(str(x.dtype).removeprefix("torch."), x.shape[dim], "along")
-    torch.testing.assert_close(got, want, rtol=tol["rtol"] * 8, atol=tol["atol"] * 8 * max(1.0, float(grad64.abs().max())),
-                               msg=lambda m: f"{what}: {m}")
+    torch.testing.assert_close(
+        got,
+        want,
+        rtol=tol["rtol"] * 8,
+        atol=tol["atol"] * 8 * max(1.0, float(grad64.abs().max())),
+        msg=lambda m: f"{what}: {m}",
+    )

@@ -56,5 +56,6 @@ def test_fresh_process(flag_gems, fl_device, fl_settings, any_op, process_case, 
         assert not isinstance(got, str), f"{temperature} cache: the fresh process raised {got}"
         if op.kind != "index":
             check(op, got, x, case.dim)
-        assert torch.equal(got.nan_to_num(), here.nan_to_num()), \
+        assert torch.equal(got.nan_to_num(), here.nan_to_num()), (
             f"{temperature} cache: a fresh process gave other bits than this one"
+        )

@@ -32,5 +32,11 @@ def plant(x, dim, values):
 def test_special_values(flag_gems, fl_device, fl_settings, any_op, special_case, values):
     op, case = any_op, fitted(special_case, any_op, fl_settings.sweep)
     x = on_device(plant(make_input(case, "float32", "cpu", op=op), case.dim, VALUES[values]), fl_device, op)
-    assert_agrees(op, lambda: op.call(x, case.dim), x, case.dim, what=f"{values} along dim {case.dim} of {case.shape}",
-                  exact_index=True)
+    assert_agrees(
+        op,
+        lambda: op.call(x, case.dim),
+        x,
+        case.dim,
+        what=f"{values} along dim {case.dim} of {case.shape}",
+        exact_index=True,
+    )

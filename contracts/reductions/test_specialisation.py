@@ -32,8 +32,13 @@ def test_interleaved_sizes(flag_gems, fl_device, fl_settings, any_op, form, firs
     for i, case in enumerate(SEQUENCES[form](_sizes_of(op.kind))):
         case = fitted(case, op, fl_settings.sweep)
         x = make_input(case, "float32", fl_device, seed=i, op=op if op.kind == "index" else None)
-        assert_agrees(op, lambda x=x, c=case: op.call(x, c.dim), x, case.dim, what=
-                      f"call {i + 1} of the sequence, {case.shape} dim={case.dim}")
+        assert_agrees(
+            op,
+            lambda x=x, c=case: op.call(x, c.dim),
+            x,
+            case.dim,
+            what=f"call {i + 1} of the sequence, {case.shape} dim={case.dim}",
+        )
 
 
 @pytest.mark.parametrize("form, first", FORMS)

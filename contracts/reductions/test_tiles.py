@@ -35,7 +35,9 @@ def _along(values, case):
     if case.dim is None:
         return values.view(case.shape).contiguous()
     d = case.dim % len(case.shape)
-    return values.view([values.numel() if i == d else 1 for i in range(len(case.shape))]).expand(case.shape).contiguous()
+    return (
+        values.view([values.numel() if i == d else 1 for i in range(len(case.shape))]).expand(case.shape).contiguous()
+    )
 
 
 def _length(case):
@@ -47,7 +49,8 @@ def _patterns(op, case):
     pinned), one value in the last tile that decides the slice: a kernel that drops or repeats
     a tile, or a block of a dim=None pass, shows however little the other values move it."""
     return list(_crossing(op, case)) or [
-        ("a value in the last tile decides the slice", _planted(case.shape, case.dim, [_length(case) - 1], 1000.0))]
+        ("a value in the last tile decides the slice", _planted(case.shape, case.dim, [_length(case) - 1], 1000.0))
+    ]
 
 
 def _crossing(op, case):
@@ -97,5 +100,11 @@ def test_tile_values(flag_gems, fl_device, tile_op, tile_case):
     op, case = tile_op, tile_case
     for what, values in _patterns(op, case):
         x = on_device(values, fl_device, op)
-        assert_agrees(op, lambda x=x: op.call(x, case.dim), x, case.dim, what=f"{what}: {case.shape} dim={case.dim}",
-                      exact_index=True)
+        assert_agrees(
+            op,
+            lambda x=x: op.call(x, case.dim),
+            x,
+            case.dim,
+            what=f"{what}: {case.shape} dim={case.dim}",
+            exact_index=True,
+        )

@@ -42,48 +42,98 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     names = metafunc.fixturenames
     if "tensor_op" in names and "case" in names and "dtype" in names:
         params = [param(op, case, dtype) for op in ops for case in op.cases[settings.sweep] for dtype in DTYPES]
-        params += [param(op, op.cases[settings.sweep][0], dtype) for op in ops for dtype in HALF_DTYPES
-                   if op.family == MATMUL or not op.accumulates]  # FlagGems' atomics take no half types on every line
+        params += [
+            param(op, op.cases[settings.sweep][0], dtype)
+            for op in ops
+            for dtype in HALF_DTYPES
+            if op.family == MATMUL or not op.accumulates
+        ]  # FlagGems' atomics take no half types on every line
         metafunc.parametrize("tensor_op,case,dtype", params)
     elif "tensor_op" in names and "case" in names:
-        metafunc.parametrize("tensor_op,case", [pytest.param(op, case, id=f"{op.name}-{case.id}") for op in ops
-                                                for case in op.cases[settings.sweep]])
+        metafunc.parametrize(
+            "tensor_op,case",
+            [pytest.param(op, case, id=f"{op.name}-{case.id}") for op in ops for case in op.cases[settings.sweep]],
+        )
     elif "tensor_op" in names and "empty_case" in names:
-        metafunc.parametrize("tensor_op,empty_case", [pytest.param(op, case, id=f"{op.name}-{label}")
-                                                      for op in ops for label, case in empty_cases(op)])
+        metafunc.parametrize(
+            "tensor_op,empty_case",
+            [pytest.param(op, case, id=f"{op.name}-{label}") for op in ops for label, case in empty_cases(op)],
+        )
     elif "tensor_op" in names and "layout" in names:
-        metafunc.parametrize("tensor_op,layout", [pytest.param(op, layout, id=f"{op.name}-{layout}") for op in ops
-                                                  for layout in op.layouts if layout != "contiguous"])
+        metafunc.parametrize(
+            "tensor_op,layout",
+            [
+                pytest.param(op, layout, id=f"{op.name}-{layout}")
+                for op in ops
+                for layout in op.layouts
+                if layout != "contiguous"
+            ],
+        )
     elif "tensor_op" in names and "first_case" in names:  # each op's first case (every FlagGems op enabled)
-        metafunc.parametrize("tensor_op,first_case", [pytest.param(op, op.cases[settings.sweep][0],
-                                                                   id=f"{op.name}-{op.cases[settings.sweep][0].id}")
-                                                      for op in ops])
+        metafunc.parametrize(
+            "tensor_op,first_case",
+            [
+                pytest.param(op, op.cases[settings.sweep][0], id=f"{op.name}-{op.cases[settings.sweep][0].id}")
+                for op in ops
+            ],
+        )
     elif "tensor_op" in names and "out_op" not in names:
         metafunc.parametrize("tensor_op", ops, ids=[op.name for op in ops])
     if "long_case" in names:  # each matmul's first case with K past several K tiles, every float dtype
-        metafunc.parametrize("matmul_op,long_case,dtype", [param(op, long_k(op.cases["quick"][0]), dtype)
-                                                           for op in ops if op.family == MATMUL
-                                                           for dtype in (*DTYPES, *HALF_DTYPES)])
+        metafunc.parametrize(
+            "matmul_op,long_case,dtype",
+            [
+                param(op, long_k(op.cases["quick"][0]), dtype)
+                for op in ops
+                if op.family == MATMUL
+                for dtype in (*DTYPES, *HALF_DTYPES)
+            ],
+        )
     if "biased_op" in names:  # the ops that add a bias (addmm), on their first case
-        metafunc.parametrize("biased_op,case", [pytest.param(op, op.cases[settings.sweep][0], id=op.name)
-                                                for op in ops if op.bias])
+        metafunc.parametrize(
+            "biased_op,case", [pytest.param(op, op.cases[settings.sweep][0], id=op.name) for op in ops if op.bias]
+        )
     if "param" in names:  # every argument value of every op, on its first case
-        metafunc.parametrize("param_op,param,value,param_case", [
-            pytest.param(op, p, v, op.cases[settings.sweep][0], id=f"{op.name}-{p.name}={v}")
-            for op in ops for p in op.params for v in p.values])
+        metafunc.parametrize(
+            "param_op,param,value,param_case",
+            [
+                pytest.param(op, p, v, op.cases[settings.sweep][0], id=f"{op.name}-{p.name}={v}")
+                for op in ops
+                for p in op.params
+                for v in p.values
+            ],
+        )
     if "out_op" in names:
         metafunc.parametrize("out_op", [op for op in ops if op.out], ids=[op.name for op in ops if op.out])
     if "grid_case" in names:
-        metafunc.parametrize("grid_op,grid_case", [pytest.param(op, case, id=f"{op.name}-{case.id}")
-                                                   for op in ops for case in op.grid])
+        metafunc.parametrize(
+            "grid_op,grid_case", [pytest.param(op, case, id=f"{op.name}-{case.id}") for op in ops for case in op.grid]
+        )
     if "large_case" in names:  # hardware: the device holds what the ledger counts (registry: TensorOp.large)
-        metafunc.parametrize("large_op,large_case", [
-            pytest.param(op, case, id=f"{op.name}-{case.id}", marks=pytest.mark.requires_device_memory(of(op).memory_gib(op, case) + 4))
-            for op in ops for case in op.large])
+        metafunc.parametrize(
+            "large_op,large_case",
+            [
+                pytest.param(
+                    op,
+                    case,
+                    id=f"{op.name}-{case.id}",
+                    marks=pytest.mark.requires_device_memory(of(op).memory_gib(op, case) + 4),
+                )
+                for op in ops
+                for case in op.large
+            ],
+        )
     if "path" in names:
         version = flag_gems_version()
-        metafunc.parametrize("path_op,path", [pytest.param(op, path, id=f"{op.name}-{slug(path.name)}")
-                                              for op in ops for path in op.paths if path.in_version(version)])
+        metafunc.parametrize(
+            "path_op,path",
+            [
+                pytest.param(op, path, id=f"{op.name}-{slug(path.name)}")
+                for op in ops
+                for path in op.paths
+                if path.in_version(version)
+            ],
+        )
 
 
 def call_of(params: dict, contract: str, routed: bool) -> TensorCall | None:

@@ -9,5 +9,12 @@ from pytest_fl_contract.families.tensorops import check
 
 
 def test_partial_sums_past_the_result(flag_gems, fl_device, matmul_op, long_case, dtype):
-    check(matmul_op, long_case, matmul_op.operands(long_case, values="cancelling"), device=fl_device, dtype=dtype,
-          gems=flag_gems, what=f"K's halves cancel, {dtype}: ")
+    check(
+        matmul_op,
+        long_case,
+        matmul_op.operands(long_case, values="cancelling"),
+        device=fl_device,
+        dtype=dtype,
+        gems=flag_gems,
+        what=f"K's halves cancel, {dtype}: ",
+    )

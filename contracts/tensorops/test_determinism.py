@@ -25,4 +25,5 @@ def test_determinism(flag_gems, fl_device, fl_poison, tensor_op, case):
     for fill, result in zip(FILLS[1:], results[1:]):
         assert torch.equal(_bits(results[0]), _bits(result)), (
             f"{tensor_op.name} {case.id}: the result changed after the device memory was filled with {fill} "
-            f"({int((results[0] != result).sum())} element(s); NaN now: {int(result.isnan().sum())})")
+            f"({int((results[0] != result).sum())} element(s); NaN now: {int(result.isnan().sum())})"
+        )

@@ -6,5 +6,12 @@ from pytest_fl_contract.families.tensorops import check
 
 
 def test_empty(flag_gems, fl_device, tensor_op, empty_case):
-    check(tensor_op, empty_case, tensor_op.operands(empty_case), device=fl_device, dtype="float32", gems=flag_gems,
-          what=f"{empty_case.id}: ")
+    check(
+        tensor_op,
+        empty_case,
+        tensor_op.operands(empty_case),
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        what=f"{empty_case.id}: ",
+    )

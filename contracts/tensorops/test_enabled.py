@@ -12,7 +12,22 @@ pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operat
 
 def test_every_op_enabled(flag_gems, fl_device, tensor_op, first_case):
     ops = tensor_op.operands(first_case)
-    check(tensor_op, first_case, ops, device=fl_device, dtype="float32", gems=flag_gems, enabling="everything",
-          what="every FlagGems op enabled: ")
-    check_gradients(tensor_op, first_case, ops, device=fl_device, gems=flag_gems, enabling="everything",
-                    what="every FlagGems op enabled: ")
+    check(
+        tensor_op,
+        first_case,
+        ops,
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        enabling="everything",
+        what="every FlagGems op enabled: ",
+    )
+    check_gradients(
+        tensor_op,
+        first_case,
+        ops,
+        device=fl_device,
+        gems=flag_gems,
+        enabling="everything",
+        what="every FlagGems op enabled: ",
+    )

@@ -42,8 +42,9 @@ def test_generated(flag_gems, fl_device, fl_settings, request, tensor_op):
     ran = []
 
     @seed(lane_seed(lane, 0))
-    @settings(max_examples=BUDGET[fl_settings.sweep], deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=BUDGET[fl_settings.sweep], deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(case=cases(op))
     def draw(case):
         call = TensorCall(case, routed=wrapped, contract="generated")

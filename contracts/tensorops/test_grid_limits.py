@@ -18,6 +18,8 @@ def test_grid_limits(flag_gems, fl_device, request, grid_op, grid_case):
         *batch, _, _, n = case.shape
         padded = 4 * 256 * n * (batch[0] if batch else 1) / 2**30
         if wraps(session_of(request.config), op) and padded > PADDED_GIB:
-            pytest.skip(f"{op.name} {case.id}: the matmul route copies B with K padded to 256 rows "
-                        f"({padded:.0f} GiB): hardware lanes run it")
+            pytest.skip(
+                f"{op.name} {case.id}: the matmul route copies B with K padded to 256 rows "
+                f"({padded:.0f} GiB): hardware lanes run it"
+            )
     check(op, case, op.operands(case), device=fl_device, dtype="float32", gems=flag_gems, what=f"{case.id}: ")

@@ -12,8 +12,16 @@ def test_guard_bands(flag_gems, fl_device, path_op, path):
     operands = guardbands.banded_copy(guard, path_op.operands(path.case))
     try:
         with guardbands.guarded(guard):
-            check(path_op, path.case, operands, device=fl_device, dtype="float32", gems=flag_gems,
-                  layout=path.layout, what=f"{path.name}: ")
+            check(
+                path_op,
+                path.case,
+                operands,
+                device=fl_device,
+                dtype="float32",
+                gems=flag_gems,
+                layout=path.layout,
+                what=f"{path.name}: ",
+            )
     finally:
         fault = guardbands.settle(fl_device)
     message = guardbands.verdict(f"{path_op.name} {path.name}", guard, fault)

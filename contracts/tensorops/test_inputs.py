@@ -14,10 +14,13 @@ def test_inputs_are_left_alone(flag_gems, fl_device, tensor_op, case):
     for key, was in before.items():
         now = ops[key].detach().cpu()
         changed = ~((was == now) | (was.isnan() & now.isnan())) if was.is_floating_point() else was != now
-        assert not bool(changed.any()), f"{tensor_op.name} {case.id}: the call changed its {key} ({int(changed.sum())} element(s))"
+        assert not bool(changed.any()), (
+            f"{tensor_op.name} {case.id}: the call changed its {key} ({int(changed.sum())} element(s))"
+        )
     s = result.untyped_storage()
     for key, t in ops.items():
         if isinstance(t, torch.Tensor) and t.numel() and result.numel():
             o = t.untyped_storage()
-            assert not (s.data_ptr() < o.data_ptr() + o.nbytes() and o.data_ptr() < s.data_ptr() + s.nbytes()), \
+            assert not (s.data_ptr() < o.data_ptr() + o.nbytes() and o.data_ptr() < s.data_ptr() + s.nbytes()), (
                 f"{tensor_op.name} {case.id}: the result shares storage with its {key}"
+            )

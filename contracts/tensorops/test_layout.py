@@ -7,5 +7,13 @@ from pytest_fl_contract.families.tensorops import check
 
 def test_layout(flag_gems, fl_device, tensor_op, layout):
     for case in tensor_op.cases["quick"][:2]:
-        check(tensor_op, case, tensor_op.operands(case), device=fl_device, dtype="float32", gems=flag_gems,
-              layout=layout, what=f"{layout}: ")
+        check(
+            tensor_op,
+            case,
+            tensor_op.operands(case),
+            device=fl_device,
+            dtype="float32",
+            gems=flag_gems,
+            layout=layout,
+            what=f"{layout}: ",
+        )

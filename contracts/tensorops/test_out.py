@@ -6,5 +6,13 @@ from pytest_fl_contract.families.tensorops import check
 
 def test_out(flag_gems, fl_device, out_op):
     for case in out_op.cases["quick"]:
-        check(out_op, case, out_op.operands(case), device=fl_device, dtype="float32", gems=flag_gems, out=True,
-              what="out=: ")
+        check(
+            out_op,
+            case,
+            out_op.operands(case),
+            device=fl_device,
+            dtype="float32",
+            gems=flag_gems,
+            out=True,
+            what="out=: ",
+        )

@@ -11,13 +11,29 @@ from pytest_fl_contract.families.tensorops import check
 
 
 def test_param(flag_gems, fl_device, param_op, param, value, param_case):
-    check(param_op, param_case, param_op.operands(param_case), device=fl_device, dtype="float32", gems=flag_gems,
-          arguments=param.kwargs(value), what=f"{param.name}={value!r}: ")
+    check(
+        param_op,
+        param_case,
+        param_op.operands(param_case),
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        arguments=param.kwargs(value),
+        what=f"{param.name}={value!r}: ",
+    )
 
 
 @pytest.mark.parametrize("values", ["nonfinite_bias"])  # a known defect's predicate reads it (TensorCall.values)
 def test_beta_zero_reads_no_bias(flag_gems, fl_device, biased_op, case, values):
     ops = biased_op.operands(case)
     ops["bias"][0], ops["bias"][-1] = float("nan"), float("inf")
-    check(biased_op, case, ops, device=fl_device, dtype="float32", gems=flag_gems, arguments={"beta": 0},
-          what="beta=0 with NaN and inf in the bias: ")
+    check(
+        biased_op,
+        case,
+        ops,
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        arguments={"beta": 0},
+        what="beta=0 with NaN and inf in the bias: ",
+    )

@@ -6,5 +6,13 @@ from pytest_fl_contract.families.tensorops import check
 
 
 def test_path(flag_gems, fl_device, path_op, path):
-    check(path_op, path.case, path_op.operands(path.case), device=fl_device, dtype="float32", gems=flag_gems,
-          layout=path.layout, what=f"{path.name}: ")
+    check(
+        path_op,
+        path.case,
+        path_op.operands(path.case),
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        layout=path.layout,
+        what=f"{path.name}: ",
+    )

@@ -18,12 +18,17 @@ def test_matmul_paths_are_kept(flag_gems, fl_device, fl_settings, fl_workaround,
     if fl_workaround is None:
         pytest.skip("this lane runs without a workaround")
     module = sys.modules[path_op.module]
-    routed = [qualname.rsplit(".", 1)[-1] for qualname in fl_workaround.entries
-              if qualname.rsplit(".", 1)[0] == path_op.module]
+    routed = [
+        qualname.rsplit(".", 1)[-1]
+        for qualname in fl_workaround.entries
+        if qualname.rsplit(".", 1)[0] == path_op.module
+    ]
     if not routed:
         pytest.skip(f"the workaround leaves {path_op.name}")
     for attr in routed:
-        assert hasattr(getattr(module, attr), "__fl_original__"), f"{path_op.module}.{attr} is not the workaround's wrapper"
+        assert hasattr(getattr(module, attr), "__fl_original__"), (
+            f"{path_op.module}.{attr} is not the workaround's wrapper"
+        )
     if fl_settings.emulation is None:
         return
     from pytest_fl_contract.emulation.device import DEVICE

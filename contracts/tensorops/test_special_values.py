@@ -10,5 +10,12 @@ from pytest_fl_contract.families.tensorops import check
 @pytest.mark.parametrize("values", ["nan", "pos_inf", "neg_inf", "huge"])
 def test_special_values(flag_gems, fl_device, tensor_op, values):
     case = tensor_op.cases["quick"][0]
-    check(tensor_op, case, tensor_op.operands(case, values=values), device=fl_device, dtype="float32", gems=flag_gems,
-          what=f"{values} in one element: ")
+    check(
+        tensor_op,
+        case,
+        tensor_op.operands(case, values=values),
+        device=fl_device,
+        dtype="float32",
+        gems=flag_gems,
+        what=f"{values} in one element: ",
+    )

@@ -25,8 +25,15 @@ def _varied(op, case, n):
 def test_interleaved_sizes(flag_gems, fl_device, tensor_op, first_case):
     for i, n in enumerate(SIZES):
         case = _varied(tensor_op, first_case, n)
-        check(tensor_op, case, tensor_op.operands(case, seed=i), device=fl_device, dtype="float32", gems=flag_gems,
-              what=f"call {i + 1} of the sequence, {case.id}: ")
+        check(
+            tensor_op,
+            case,
+            tensor_op.operands(case, seed=i),
+            device=fl_device,
+            dtype="float32",
+            gems=flag_gems,
+            what=f"call {i + 1} of the sequence, {case.id}: ",
+        )
 
 
 def test_an_earlier_result_survives_a_later_call(flag_gems, fl_device, tensor_op, first_case):

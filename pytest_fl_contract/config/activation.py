@@ -39,8 +39,9 @@ def peek(args: Sequence[str], flag: str) -> str | None:
     return found
 
 
-def activation(plugins: Sequence[str], given: Sequence[str], environ: Mapping[str, str],
-               ini_platform: str | None) -> str | None:
+def activation(
+    plugins: Sequence[str], given: Sequence[str], environ: Mapping[str, str], ini_platform: str | None
+) -> str | None:
     """Why a run asked for the plugin, or None: installed, it stays out of a run that names no
     platform (``--platform``, ``FL_PLATFORM``, ini ``fl_platform``), does not load it by name
     (``-p fl_contract``, ``PYTEST_PLUGINS``) and gives none of its ``--fl-*`` options.

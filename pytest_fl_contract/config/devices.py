@@ -83,8 +83,9 @@ class Plan:
         return f"{len(self.ids)} devices ({self.source}), one per worker round robin: {spread}"
 
 
-def plan(asked: Asked, var: str, environ: Mapping[str, str], count: Callable[[], int], *,
-         emulated: bool = False) -> Plan | None:
+def plan(
+    asked: Asked, var: str, environ: Mapping[str, str], count: Callable[[], int], *, emulated: bool = False
+) -> Plan | None:
     """The devices ``asked`` names on this host, or None for one device (today's run).
 
     Where ``var`` is set its list is the host's devices (a runner that was given a few cards
@@ -133,11 +134,14 @@ def pinned(tx: Sequence[str], chosen: Plan) -> list[str]:
     specs = expand(tx)
     remote = next((s for s in specs if "popen" not in s.split("//")), None)
     if remote is not None:
-        raise FlContractError(f"--fl-devices spreads local xdist workers over this host's devices; --tx {remote!r} "
-                              "is not one")
+        raise FlContractError(
+            f"--fl-devices spreads local xdist workers over this host's devices; --tx {remote!r} is not one"
+        )
     if len(specs) < len(chosen.ids):
-        raise FlContractError(f"--fl-devices: {len(chosen.ids)} devices but {len(specs)} xdist workers: give each "
-                              f"device one (-n {len(chosen.ids)} or more, or -n auto)")
+        raise FlContractError(
+            f"--fl-devices: {len(chosen.ids)} devices but {len(specs)} xdist workers: give each "
+            f"device one (-n {len(chosen.ids)} or more, or -n auto)"
+        )
     return [spec + "".join(f"//env:{k}={v}" for k, v in chosen.env_of(w).items()) for w, spec in enumerate(specs)]
 
 
@@ -174,8 +178,10 @@ def runtime_count(device_type: str, timeout: float = 120.0) -> int:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
         return int(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        raise FlContractError(f"--fl-devices: cannot count the {device_type} devices (torch.{device_type}.device_count() "
-                              "in a child process failed): list them in the platform's visible-devices variable") from None
+        raise FlContractError(
+            f"--fl-devices: cannot count the {device_type} devices (torch.{device_type}.device_count() "
+            "in a child process failed): list them in the platform's visible-devices variable"
+        ) from None
 
 
 def variable(visible_devices: str | None, emulated: bool) -> str | None:

@@ -26,11 +26,30 @@ CAPABILITIES = ("device_cast", "fp64", "bf16", "int64")
 DTYPE_CAPABILITY = {"bfloat16": "bf16", "float64": "fp64", "int64": "int64"}
 ENTRY_POINT_GROUP = "fl_contract.platforms"
 _PLATFORM_KEYS = {
-    "description", "aliases", "vendor", "device_type", "capabilities", "defects", "exclude_defects",
-    "emulation", "copy_source", "visible_devices",
+    "description",
+    "aliases",
+    "vendor",
+    "device_type",
+    "capabilities",
+    "defects",
+    "exclude_defects",
+    "emulation",
+    "copy_source",
+    "visible_devices",
 }
-_DEFECT_KEYS = {"id", "whose", "description", "feature", "seen", "seen_on", "ops", "workaround", "faults", "fails_with",
-                "trigger"}
+_DEFECT_KEYS = {
+    "id",
+    "whose",
+    "description",
+    "feature",
+    "seen",
+    "seen_on",
+    "ops",
+    "workaround",
+    "faults",
+    "fails_with",
+    "trigger",
+}
 WHOSE = ("compiler", "flag_gems")
 # launch_resources: the defect shows where a launch's config (the one FlagGems' tuner picks on
 # this device) needs more than the device has - decided when the call runs, by the error the
@@ -39,8 +58,15 @@ TRIGGERS = ("launch_resources",)
 # A known-defect xfail holds only for the failures its defect produces: the contract's own
 # assertion always, and the exception types a defect lists.  These never are a defect's:
 # they say the lane's environment is broken, not its kernels.
-NEVER_A_DEFECT = ("ImportError", "ModuleNotFoundError", "BaseException", "Exception", "KeyboardInterrupt",
-                  "SystemExit", "OSError")
+NEVER_A_DEFECT = (
+    "ImportError",
+    "ModuleNotFoundError",
+    "BaseException",
+    "Exception",
+    "KeyboardInterrupt",
+    "SystemExit",
+    "OSError",
+)
 
 
 @dataclass(frozen=True)
@@ -179,8 +205,11 @@ def _validate_defect(defect: Any, source: str, where: str, whose: str | None = N
         raise _fail(source, f"{where}.faults", "expected true or false")
     for name in _check_str_list(defect.get("fails_with", []), source, f"{where}.fails_with"):
         if not name.isidentifier() or name in NEVER_A_DEFECT:
-            raise _fail(source, f"{where}.fails_with", f"{name!r} is not an exception type a defect can "
-                        f"raise (never: {', '.join(NEVER_A_DEFECT)})")
+            raise _fail(
+                source,
+                f"{where}.fails_with",
+                f"{name!r} is not an exception type a defect can raise (never: {', '.join(NEVER_A_DEFECT)})",
+            )
     return defect
 
 
@@ -240,9 +269,13 @@ def _validate_entry(name: str, entry: Any, source: str) -> dict[str, Any]:
         if set(emu) != {"profile"} or not isinstance(emu["profile"], str):
             raise _fail(source, f"{where}.emulation", "expected {profile: NAME}")
     if entry.get("visible_devices") is not None and not (
-            isinstance(entry["visible_devices"], str) and VARIABLE.match(entry["visible_devices"])):
-        raise _fail(source, f"{where}.visible_devices", "expected an environment variable's name "
-                    "(CUDA_VISIBLE_DEVICES, ...) or null")
+        isinstance(entry["visible_devices"], str) and VARIABLE.match(entry["visible_devices"])
+    ):
+        raise _fail(
+            source,
+            f"{where}.visible_devices",
+            "expected an environment variable's name (CUDA_VISIBLE_DEVICES, ...) or null",
+        )
     if "copy_source" in entry:
         cs = _check_mapping(entry["copy_source"], source, f"{where}.copy_source")
         if set(cs) != {"path", "pattern"} or not all(isinstance(v, str) for v in cs.values()):
@@ -270,8 +303,9 @@ def parse_document(data: Any, source: str) -> dict[str, dict[str, Any]]:
         raise _fail(source, f"platforms.{CATALOGUE}", "not a platform name")
     catalogue: dict[str, dict[str, Any]] = {}
     for key, entry in _check_mapping(doc.get("defects", {}), source, "defects").items():
-        catalogue[str(key)] = _validate_defect({"id": str(key), **_check_mapping(entry, source, f"defects.{key}")},
-                                               source, f"defects.{key}")
+        catalogue[str(key)] = _validate_defect(
+            {"id": str(key), **_check_mapping(entry, source, f"defects.{key}")}, source, f"defects.{key}"
+        )
     for entry in _validate_defects(doc.get("flag_gems_defects", []), source, "flag_gems_defects", "flag_gems"):
         catalogue[entry["id"]] = entry
     for entry in raw.values():
@@ -342,12 +376,18 @@ def _build(raw: dict[str, dict[str, Any]], sources: tuple[str, ...]) -> Registry
             if alias == name:
                 continue  # a platform named as itself: nothing to resolve
             if alias in platforms:
-                raise _fail(sources[-1], f"platforms.{name}.aliases",
-                            f"alias {alias!r} is the name of platform {alias!r} itself: an alias names it or the "
-                            "platform, not both (rename one)")
+                raise _fail(
+                    sources[-1],
+                    f"platforms.{name}.aliases",
+                    f"alias {alias!r} is the name of platform {alias!r} itself: an alias names it or the "
+                    "platform, not both (rename one)",
+                )
             if owner and owner != name:
-                raise _fail(sources[-1], f"platforms.{name}.aliases", f"alias {alias!r} is already an alias of "
-                            f"platform {owner!r}")
+                raise _fail(
+                    sources[-1],
+                    f"platforms.{name}.aliases",
+                    f"alias {alias!r} is already an alias of platform {owner!r}",
+                )
             aliases[alias] = name
     return Registry(platforms=platforms, sources=sources, _aliases=aliases, defects=catalogue)
 
@@ -356,21 +396,33 @@ def _defect(entry: dict[str, Any], source: str) -> Defect:
     if not entry.get("description"):
         raise _fail(source, f"defects.{entry['id']}.description", "required string")
     seen = tuple(entry.get("seen", ())) + ((entry["seen_on"],) if entry.get("seen_on") else ())
-    return Defect(entry["id"], " ".join(entry["description"].split()), tuple(entry.get("ops", ())),
-                  entry.get("workaround"), entry.get("faults", False), tuple(entry.get("fails_with", ())),
-                  entry.get("whose", "compiler"), " ".join(entry.get("feature", "").split()), seen,
-                  entry.get("trigger"))
+    return Defect(
+        entry["id"],
+        " ".join(entry["description"].split()),
+        tuple(entry.get("ops", ())),
+        entry.get("workaround"),
+        entry.get("faults", False),
+        tuple(entry.get("fails_with", ())),
+        entry.get("whose", "compiler"),
+        " ".join(entry.get("feature", "").split()),
+        seen,
+        entry.get("trigger"),
+    )
 
 
-def _with_common(name: str, entry: dict[str, Any], catalogue: Mapping[str, Defect], inherited: list[Defect],
-                 source: str) -> list[Defect]:
+def _with_common(
+    name: str, entry: dict[str, Any], catalogue: Mapping[str, Defect], inherited: list[Defect], source: str
+) -> list[Defect]:
     """A platform's own defects (ids of the catalogue), then FlagGems' own ones it does not
     list or exclude."""
     own = []
     for defect_id in entry.get("defects", []):
         if defect_id not in catalogue:
-            raise _fail(source, f"platforms.{name}.defects", f"unknown defect {defect_id!r}: define it under "
-                        "defects: (id, whose, description)")
+            raise _fail(
+                source,
+                f"platforms.{name}.defects",
+                f"unknown defect {defect_id!r}: define it under defects: (id, whose, description)",
+            )
         own.append(catalogue[defect_id])
     skip = {d.id for d in own} | set(entry.get("exclude_defects", []))
     return own + [d for d in inherited if d.id not in skip]
@@ -410,8 +462,12 @@ def load_registry(extra_files: list[str] | tuple[str, ...] = (), *, entry_points
 # -- detection ------------------------------------------------------------------------
 
 _QUICK_ATTRS = (  # as flag_gems' DeviceDetector._get_vendor_from_quick_cmd
-    ("mlu", "cambricon"), ("musa", "mthreads"), ("corex", "iluvatar"),
-    ("npu", "ascend"), ("ptpu", "sunrise"), ("gcu", "enflame"),
+    ("mlu", "cambricon"),
+    ("musa", "mthreads"),
+    ("corex", "iluvatar"),
+    ("npu", "ascend"),
+    ("ptpu", "sunrise"),
+    ("gcu", "enflame"),
 )
 
 

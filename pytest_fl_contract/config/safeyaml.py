@@ -91,8 +91,11 @@ def expanded_size(node: Node, budget: int = MAX_NODES) -> int:
         for child in children:
             total += size(child)
             if total > budget:
-                what = (f"aliases expand to more than {budget} values" if aliased else
-                        f"holds more than {budget} values (a manifest is a few hundred)")
+                what = (
+                    f"aliases expand to more than {budget} values"
+                    if aliased
+                    else f"holds more than {budget} values (a manifest is a few hundred)"
+                )
                 raise YamlInputError(f"{what}: refused", current.start_mark.line + 1)
         open_nodes.discard(key)
         sizes[key] = total
@@ -132,7 +135,9 @@ class SourceLoader(_BASE):  # type: ignore[misc, valid-type]
 
 
 def _construct_mapping(loader: SourceLoader, node: yaml.MappingNode) -> Map:
-    own = sum(1 for key, _ in node.value if not (isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:merge"))
+    own = sum(
+        1 for key, _ in node.value if not (isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:merge")
+    )
     loader.flatten_mapping(node)  # merged pairs first, then the mapping's own
     merged = len(node.value) - own
     out = Map()

@@ -133,20 +133,26 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
     if opts.wrapped_only and emulation is None:
         raise FlContractError("--fl-wrapped-only is for emulated lanes (--fl-emulate): on hardware every op runs")
     if opts.unreached_sweeps_only and (emulation is None or "masked_2d_row_load" not in emulation.defects):
-        raise FlContractError("--fl-unreached-sweeps-only is for emulated lanes with masked_2d_row_load injected "
-                              "(the source scan it relies on reads for that defect)")
+        raise FlContractError(
+            "--fl-unreached-sweeps-only is for emulated lanes with masked_2d_row_load injected "
+            "(the source scan it relies on reads for that defect)"
+        )
     sweep = opts.sweep or ("quick" if emulation else "full")
     if sweep not in SWEEPS:
         raise FlContractError(f"unknown sweep {sweep!r}; known: {', '.join(SWEEPS)}")
     if opts.autotune is not None and opts.autotune not in AUTOTUNE_MODES:
         raise FlContractError(f"unknown --fl-autotune {opts.autotune!r}; known: {', '.join(AUTOTUNE_MODES)}")
     if opts.autotune is not None and emulation is not None:
-        raise FlContractError("--fl-autotune is for hardware lanes: the emulator times nothing and runs each tuner's first config")
+        raise FlContractError(
+            "--fl-autotune is for hardware lanes: the emulator times nothing and runs each tuner's first config"
+        )
     devices = device_plan.parse(opts.devices)
     devices_var = device_plan.variable(platform.visible_devices, emulation is not None)
     if devices not in (None, 1) and devices_var is None:
-        raise FlContractError(f"--fl-devices {devices}: platform {platform.name} names no visible-devices variable "
-                              "(visible_devices: in the platform registry), so a worker cannot be given one device")
+        raise FlContractError(
+            f"--fl-devices {devices}: platform {platform.name} names no visible-devices variable "
+            "(visible_devices: in the platform registry), so a worker cannot be given one device"
+        )
     return Settings(
         registry=registry,
         platform=platform,
@@ -167,5 +173,7 @@ def resolve(opts: Options, registry: Registry, environ: Mapping[str, str] | None
 
 def versions() -> dict[str, str]:
     """Installed versions, read from metadata: nothing is imported."""
-    return {dist: installed_version(dist) or "not installed" for dist in ("torch", "triton", "flag_gems",
-                                                                           "pytest-fl-contract")}
+    return {
+        dist: installed_version(dist) or "not installed"
+        for dist in ("torch", "triton", "flag_gems", "pytest-fl-contract")
+    }

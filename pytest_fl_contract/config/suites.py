@@ -47,5 +47,18 @@ def cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
 def pytest_argv(suites: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
     """``python -m pytest`` over the packaged suites, isolated from the caller's configuration."""
     base = root()
-    return [sys.executable, "-m", "pytest", "-p", "fl_contract", "-c", str(base / "pytest.ini"),
-            "--rootdir", str(base), "-o", f"cache_dir={cache_dir() / 'pytest'}", *map(str, paths(suites)), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "fl_contract",
+        "-c",
+        str(base / "pytest.ini"),
+        "--rootdir",
+        str(base),
+        "-o",
+        f"cache_dir={cache_dir() / 'pytest'}",
+        *map(str, paths(suites)),
+        *extra,
+    ]

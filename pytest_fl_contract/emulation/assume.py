@@ -18,13 +18,27 @@ import ast
 from typing import Any
 
 DEFECT = "equivalent_kernels_differ"
-_DROPPED = ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and",
-            "atomic_or", "atomic_xor")
+_DROPPED = (
+    "store",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "atomic_xchg",
+    "atomic_cas",
+    "atomic_and",
+    "atomic_or",
+    "atomic_xor",
+)
 
 
 def _tl(node: ast.AST, names: tuple[str, ...]) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == "tl")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in names
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "tl"
+    )
 
 
 def _assumes_in_branch(stmt: ast.stmt) -> bool:

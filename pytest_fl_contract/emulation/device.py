@@ -43,8 +43,14 @@ from . import assume
 # compile that is wrong once, masked lanes that do not take other=; and a store dropped after a
 # branch holding tl.assume (issue 59: emulation/assume.py, the equivalent-kernel probes' class).
 # And a masked store that lets one lane past its bound through (the guard bands' class).
-INJECTABLE = ("masked_2d_row_load", "scalar_bound_at_first_launch", "cold_first_launch", "masked_load_other",
-              "equivalent_kernels_differ", "store_past_tensor")
+INJECTABLE = (
+    "masked_2d_row_load",
+    "scalar_bound_at_first_launch",
+    "cold_first_launch",
+    "masked_load_other",
+    "equivalent_kernels_differ",
+    "store_past_tensor",
+)
 
 
 class EmulatedDeviceFault(RuntimeError):
@@ -89,7 +95,9 @@ class Device:
     watch: list[tuple[int, int]] | None = None  # when a list: (lowest, highest) address of each load
     launches: list[tuple[str, dict[str, Any]]] | None = None  # when a list: (kernel, its constexpr values)
     injecting: bool = False  # a defect was enabled in this process: its counters are reported
-    first_scalars: dict[tuple[Any, ...], dict[str, int]] = field(default_factory=dict)  # kernel specialisation -> scalars
+    first_scalars: dict[tuple[Any, ...], dict[str, int]] = field(
+        default_factory=dict
+    )  # kernel specialisation -> scalars
     compiled: set[tuple[Any, ...]] = field(default_factory=set)  # kernel specialisations launched once
     installed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -221,8 +229,9 @@ def _mask_of(mask: Any) -> Any:
     return mask if isinstance(mask, np.ndarray) else np.asarray(mask.data)
 
 
-def _rebind(executor: Any, key: tuple[Any, ...], bound: dict[str, Any], args: list[Any],
-            kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+def _rebind(
+    executor: Any, key: tuple[Any, ...], bound: dict[str, Any], args: list[Any], kwargs: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
     """A kernel specialised on its first launch: every int scalar argument of a later launch
     of the same specialisation (the same constexprs) takes the first launch's value (FlagGems
     #4099: var_mean on Iluvatar kept the first N it saw)."""
@@ -317,10 +326,10 @@ def install() -> None:
         itemsize = ti._get_np_dtype(ptrs.get_element_ty()).itemsize
         bad = outside(ptrs.data, wanted, itemsize)
         if not bad.any():
-            return original_store(self, ptrs, value, ti.TensorHandle(wanted, ti.tl.int1), cache_modifier,
-                                  eviction_policy)
-        original_store(self, ptrs, value, ti.TensorHandle(wanted & ~bad, ti.tl.int1), cache_modifier,
-                       eviction_policy)
+            return original_store(
+                self, ptrs, value, ti.TensorHandle(wanted, ti.tl.int1), cache_modifier, eviction_policy
+            )
+        original_store(self, ptrs, value, ti.TensorHandle(wanted & ~bad, ti.tl.int1), cache_modifier, eviction_policy)
         DEVICE.counters.oob_stores += int(bad.sum())
         _note(int(bad.sum()))
         raise EmulatedDeviceFault(

@@ -110,8 +110,9 @@ class Native:
         self.names = {a.name for a in schema.arguments if str(a.type) == "Tensor"}
 
     def _tensor_slots(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-        return [a for i, a in enumerate(args) if i < len(self.positions) and self.positions[i]] + \
-            [v for k, v in kwargs.items() if k in self.names]
+        return [a for i, a in enumerate(args) if i < len(self.positions) and self.positions[i]] + [
+            v for k, v in kwargs.items() if k in self.names
+        ]
 
     def host_scalars(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """Every Tensor the schema takes came as a Python number: wrapped scalars, which live
@@ -123,8 +124,9 @@ class Native:
         import torch
 
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-        args = tuple(_as_operand(a, tensors) if i < len(self.positions) and self.positions[i] else a
-                     for i, a in enumerate(args))
+        args = tuple(
+            _as_operand(a, tensors) if i < len(self.positions) and self.positions[i] else a for i, a in enumerate(args)
+        )
         kwargs = {k: _as_operand(v, tensors) if k in self.names else v for k, v in kwargs.items()}
         return self.kernel.call_boxed(self.keys, *args, **kwargs)
 
@@ -159,8 +161,13 @@ def install() -> None:
     original = torch.library.Library.impl
 
     def impl(self: Any, op_name: Any, fn: Any, dispatch_key: str = "", *args: Any, **kwargs: Any) -> Any:
-        if (getattr(self, "ns", None) == "aten" and dispatch_key == "CPU" and isinstance(op_name, str)
-                and callable(fn) and _from_flag_gems(fn)):
+        if (
+            getattr(self, "ns", None) == "aten"
+            and dispatch_key == "CPU"
+            and isinstance(op_name, str)
+            and callable(fn)
+            and _from_flag_gems(fn)
+        ):
             native = _native(f"aten::{op_name}")
             if native is not None:
                 fn = guarded(op_name, fn, native)
@@ -207,14 +214,24 @@ def _recompiled(module: types.ModuleType, tree: ast.Module, path: str) -> int:
         if not isinstance(fn, types.FunctionType) or code is None or code.co_filename != path or code.co_freevars:
             continue
         rewrite = _HostType()
-        plain = ast.FunctionDef(name=node.name, args=node.args, body=node.body, decorator_list=[],
-                                returns=node.returns, type_comment=None, **_type_params(node))
+        plain = ast.FunctionDef(
+            name=node.name,
+            args=node.args,
+            body=node.body,
+            decorator_list=[],
+            returns=node.returns,
+            type_comment=None,
+            **_type_params(node),
+        )
         plain = rewrite.visit(ast.copy_location(plain, node))
         if not rewrite.changed:
             continue
         namespace: dict[str, Any] = {}
-        exec(compile(ast.fix_missing_locations(ast.Module([plain], [])), path, "exec"),  # noqa: S102
-             vars(module), namespace)
+        exec(
+            compile(ast.fix_missing_locations(ast.Module([plain], [])), path, "exec"),  # noqa: S102
+            vars(module),
+            namespace,
+        )
         fn.__code__ = namespace[node.name].__code__
         done += 1
     return done

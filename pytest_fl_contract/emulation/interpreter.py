@@ -201,14 +201,30 @@ def _patch_libentry(module: ModuleType) -> None:
         def run(self, *args: Any, **kwargs: Any) -> Any:
             return self.fn.run(*args, **kwargs)
 
-    def libtuner(configs, key, prune_configs_by=None, reset_to_zero=None,
-                 restore_value=None, pre_hook=None, post_hook=None, warmup=25, rep=100,
-                 use_cuda_graph=False, do_bench=None, strategy="default", policy="default",
-                 **flagtune: Any):  # 5.4's flagtune_* (its tuning database): nothing to tune here
+    def libtuner(
+        configs,
+        key,
+        prune_configs_by=None,
+        reset_to_zero=None,
+        restore_value=None,
+        pre_hook=None,
+        post_hook=None,
+        warmup=25,
+        rep=100,
+        use_cuda_graph=False,
+        do_bench=None,
+        strategy="default",
+        policy="default",
+        **flagtune: Any,
+    ):  # 5.4's flagtune_* (its tuning database): nothing to tune here
         return triton.autotune(
-            configs=configs, key=key, prune_configs_by=prune_configs_by,
-            reset_to_zero=reset_to_zero, restore_value=restore_value,
-            pre_hook=pre_hook, post_hook=post_hook,
+            configs=configs,
+            key=key,
+            prune_configs_by=prune_configs_by,
+            reset_to_zero=reset_to_zero,
+            restore_value=restore_value,
+            pre_hook=pre_hook,
+            post_hook=post_hook,
         )
 
     module.LibEntry = InterpretedLibEntry  # type: ignore[attr-defined]
@@ -427,8 +443,10 @@ def compiled_nan_semantics(interpreter: Any) -> None:
     reduce_ops = interpreter.ReduceOps
     original = reduce_ops.min_max
     ninf, pinf = float("-inf"), float("inf")
-    by_op = {np.argmax: (_argext_dropping_nan(np.argmax, ninf), _value_dropping_nan(np.max)),
-             np.argmin: (_argext_dropping_nan(np.argmin, pinf), _value_dropping_nan(np.min))}
+    by_op = {
+        np.argmax: (_argext_dropping_nan(np.argmax, ninf), _value_dropping_nan(np.max)),
+        np.argmin: (_argext_dropping_nan(np.argmin, pinf), _value_dropping_nan(np.min)),
+    }
 
     def min_max(self: Any, input: Any, val_reduce_op: Any, idx_reduce_op: Any = None) -> Any:
         if idx_reduce_op in by_op:
@@ -497,11 +515,13 @@ def vectorised_reduce_scan(interpreter: Any) -> None:
                 n = datas[0].shape[axis]
                 even = slice(0, n - n % 2, 2)
                 odd = slice(1, n - n % 2, 2)
-                paired = combine(self, dtypes, [_along(d, axis, even) for d in datas],
-                                 [_along(d, axis, odd) for d in datas])
+                paired = combine(
+                    self, dtypes, [_along(d, axis, even) for d in datas], [_along(d, axis, odd) for d in datas]
+                )
                 if n % 2:
-                    paired = [np.concatenate([p, _along(d, axis, slice(n - 1, n))], axis=axis)
-                              for p, d in zip(paired, datas)]
+                    paired = [
+                        np.concatenate([p, _along(d, axis, slice(n - 1, n))], axis=axis) for p, d in zip(paired, datas)
+                    ]
                 datas = paired
         except Exception:  # control flow on tensor values: the per-element path runs it
             return per_element_reduce(self, input)
@@ -532,8 +552,9 @@ def vectorised_reduce_scan(interpreter: Any) -> None:
                 # combine runs over all n (a block shape must be a power of two, n - step is
                 # not): the first ``step`` lanes pair with copies of themselves, then are dropped
                 head = [_along(d, axis, slice(0, step)) for d in datas]
-                shifted = [np.concatenate([h, _along(d, axis, slice(0, n - step))], axis=axis)
-                           for h, d in zip(head, datas)]
+                shifted = [
+                    np.concatenate([h, _along(d, axis, slice(0, n - step))], axis=axis) for h, d in zip(head, datas)
+                ]
                 with np.errstate(all="ignore"):
                     full = combine(self, dtypes, shifted, datas)
                 datas = [np.concatenate([h, _along(f, axis, slice(step, n))], axis=axis) for h, f in zip(head, full)]
@@ -612,23 +633,79 @@ def _libdevice_table() -> dict[str, Callable[..., Any]]:
     erfc = np.vectorize(math.erfc, otypes=[np.float64])
     lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
     tgamma = np.vectorize(lambda v: math.gamma(v) if v > 0 or v != math.floor(v) else math.nan, otypes=[np.float64])
-    _LIBDEVICE.update({
-        "pow": np.power, "powi": np.power, "powif": np.power, "fabs": np.abs, "abs": np.abs, "llabs": np.abs,
-        "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1,
-        "exp10": lambda x: np.power(10.0, x), "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
-        "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
-        "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh,
-        "acosh": np.arccosh, "atanh": np.arctanh, "erf": erf, "erfc": erfc, "lgamma": lgamma, "tgamma": tgamma,
-        "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.round, "rint": np.rint,
-        "nearbyint": np.rint, "fmod": np.fmod, "remainder": np.remainder, "fmin": np.fmin, "fmax": np.fmax,
-        "min": np.minimum, "max": np.maximum, "umin": np.minimum, "umax": np.maximum, "llmin": np.minimum,
-        "llmax": np.maximum, "hypot": np.hypot, "copysign": np.copysign, "cbrt": np.cbrt, "signbit": np.signbit,
-        "isnan": np.isnan, "isinf": np.isinf, "isfinited": np.isfinite, "finitef": np.isfinite,
-        "div_rn": np.divide, "fdiv_rn": np.divide, "fast_dividef": np.divide, "fast_expf": np.exp,
-        "fast_logf": np.log, "fast_powf": np.power, "fast_tanhf": np.tanh, "fma": lambda a, b, c: a * b + c,
-        "fma_rn": lambda a, b, c: a * b + c, "nextafter": np.nextafter, "ldexp": np.ldexp,
-        **{f"{p}div_{mode}": _directed_division(mode) for p in ("", "f") for mode in ("rz", "rd", "ru")},
-    })
+    _LIBDEVICE.update(
+        {
+            "pow": np.power,
+            "powi": np.power,
+            "powif": np.power,
+            "fabs": np.abs,
+            "abs": np.abs,
+            "llabs": np.abs,
+            "sqrt": np.sqrt,
+            "rsqrt": lambda x: 1.0 / np.sqrt(x),
+            "exp": np.exp,
+            "exp2": np.exp2,
+            "expm1": np.expm1,
+            "exp10": lambda x: np.power(10.0, x),
+            "log": np.log,
+            "log2": np.log2,
+            "log10": np.log10,
+            "log1p": np.log1p,
+            "sin": np.sin,
+            "cos": np.cos,
+            "tan": np.tan,
+            "asin": np.arcsin,
+            "acos": np.arccos,
+            "atan": np.arctan,
+            "atan2": np.arctan2,
+            "sinh": np.sinh,
+            "cosh": np.cosh,
+            "tanh": np.tanh,
+            "asinh": np.arcsinh,
+            "acosh": np.arccosh,
+            "atanh": np.arctanh,
+            "erf": erf,
+            "erfc": erfc,
+            "lgamma": lgamma,
+            "tgamma": tgamma,
+            "floor": np.floor,
+            "ceil": np.ceil,
+            "trunc": np.trunc,
+            "round": np.round,
+            "rint": np.rint,
+            "nearbyint": np.rint,
+            "fmod": np.fmod,
+            "remainder": np.remainder,
+            "fmin": np.fmin,
+            "fmax": np.fmax,
+            "min": np.minimum,
+            "max": np.maximum,
+            "umin": np.minimum,
+            "umax": np.maximum,
+            "llmin": np.minimum,
+            "llmax": np.maximum,
+            "hypot": np.hypot,
+            "copysign": np.copysign,
+            "cbrt": np.cbrt,
+            "signbit": np.signbit,
+            "isnan": np.isnan,
+            "isinf": np.isinf,
+            "isfinited": np.isfinite,
+            "finitef": np.isfinite,
+            "div_rn": np.divide,
+            "fdiv_rn": np.divide,
+            "fast_dividef": np.divide,
+            "fast_expf": np.exp,
+            "fast_logf": np.log,
+            "fast_powf": np.power,
+            "fast_tanhf": np.tanh,
+            "fma": lambda a, b, c: a * b + c,
+            "fma_rn": lambda a, b, c: a * b + c,
+            "nextafter": np.nextafter,
+            "ldexp": np.ldexp,
+            **{f"{p}div_{mode}": _directed_division(mode) for p in ("", "f") for mode in ("rz", "rd", "ru")},
+        }
+    )
     return _LIBDEVICE
 
 
@@ -665,8 +742,10 @@ def _libdevice_fn(symbol: str) -> Callable[..., Any]:
     for candidate in (name, name[:-1] if name.endswith("f") else None):
         if candidate and candidate in table:
             return table[candidate]
-    raise NotImplementedError(f"libdevice {symbol} has no host implementation in the CPU emulator "
-                              "(pytest_fl_contract.emulation.interpreter._LIBDEVICE)")
+    raise NotImplementedError(
+        f"libdevice {symbol} has no host implementation in the CPU emulator "
+        "(pytest_fl_contract.emulation.interpreter._LIBDEVICE)"
+    )
 
 
 def host_libdevice(interpreter: Any) -> None:
@@ -684,8 +763,9 @@ def host_libdevice(interpreter: Any) -> None:
     tl = interpreter.tl
     semantic = interpreter.interpreter_semantic
 
-    def create_extern_elementwise(self: Any, lib_name: str, lib_path: str, symbol: str, args: list[Any],
-                                  ret_type: Any, is_pure: bool) -> Any:
+    def create_extern_elementwise(
+        self: Any, lib_name: str, lib_path: str, symbol: str, args: list[Any], ret_type: Any, is_pure: bool
+    ) -> Any:
         scalar = getattr(ret_type, "scalar", ret_type)
         np_dtype = interpreter._get_np_dtype(scalar)
         datas = [a.data if hasattr(a, "data") else np.asarray(a) for a in args]
@@ -847,8 +927,10 @@ def waiting_programs_last(interpreter: Any) -> None:
         if state["reverse"]:
             state["spins"] += 1
             if state["spins"] > SPIN_LIMIT:
-                raise RuntimeError(f"a program spun {SPIN_LIMIT} compare-and-swaps on a flag no program set "
-                                   "(the interpreter runs programs one at a time: it waits on an earlier one)")
+                raise RuntimeError(
+                    f"a program spun {SPIN_LIMIT} compare-and-swaps on a flag no program set "
+                    "(the interpreter runs programs one at a time: it waits on an earlier one)"
+                )
         return cas(self, *args, **kwargs)
 
     executor.__call__ = launched
@@ -924,6 +1006,7 @@ def strided_buffers(interpreter: Any) -> None:
 
 # -- activation ----------------------------------------------------------------------
 
+
 def device_grid_limits(interpreter: Any, limits: tuple[int, int, int]) -> None:
     """Refuse a launch whose grid the device would refuse.  The interpreter loops over any
     grid, so a kernel that puts a tensor extent on grid axis y (FlagGems' argmin and
@@ -934,8 +1017,10 @@ def device_grid_limits(interpreter: Any, limits: tuple[int, int, int]) -> None:
 
     def checked(nx: int, ny: int, nz: int) -> None:
         if nx > limits[0] or ny > limits[1] or nz > limits[2]:
-            raise RuntimeError(f"Triton Error [CUDA]: invalid argument (emulated launch: grid ({nx}, {ny}, {nz}) "
-                               f"past the device's limits {limits})")
+            raise RuntimeError(
+                f"Triton Error [CUDA]: invalid argument (emulated launch: grid ({nx}, {ny}, {nz}) "
+                f"past the device's limits {limits})"
+            )
         set_grid_dim(nx, ny, nz)
 
     builder.set_grid_dim = checked

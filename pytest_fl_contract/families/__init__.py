@@ -29,11 +29,13 @@ class Family(Protocol):
 
     suite: str
 
-    def inputs(self, row: Any, case: Any, *, seed: int = 0, device: str = "cpu", dtype: str = "float32",
-               backward: bool = False) -> Any: ...
+    def inputs(
+        self, row: Any, case: Any, *, seed: int = 0, device: str = "cpu", dtype: str = "float32", backward: bool = False
+    ) -> Any: ...
 
-    def outputs(self, row: Any, case: Any, inputs: Any, *, gems: Any = None, backward: bool = False,
-                enabling: str = "include") -> dict[str, Any]: ...
+    def outputs(
+        self, row: Any, case: Any, inputs: Any, *, gems: Any = None, backward: bool = False, enabling: str = "include"
+    ) -> dict[str, Any]: ...
 
     def tolerance(self, row: Any, case: Any, dtype: str, output: str, on_device: bool = False) -> dict[str, float]:
         """assert_close tolerances of ``output`` against float64 (``on_device``: against torch's
@@ -46,7 +48,11 @@ def of(row: Any) -> Family:
     """The family behaviour of a registry row (its ``suite``)."""
     from . import layers, reductions, tensorops
 
-    families: dict[str, Family] = {"reductions": reductions.FAMILY, "layers": layers.FAMILY, "tensorops": tensorops.FAMILY}
+    families: dict[str, Family] = {
+        "reductions": reductions.FAMILY,
+        "layers": layers.FAMILY,
+        "tensorops": tensorops.FAMILY,
+    }
     try:
         return families[row.suite]
     except KeyError:

@@ -73,10 +73,16 @@ def overloads(gems: Any, names: Iterable[str]) -> tuple[str, ...]:
     is one of them; the argument forms that reach the others are reached only through
     dispatch."""
     wanted = set(names)
-    bases = {str(item[0]).split(".")[0] for item in gems._FULL_CONFIG
-             if len(item) >= 2 and getattr(item[1], "__name__", None) in wanted}
-    found = {getattr(item[1], "__name__", "") for item in gems._FULL_CONFIG
-             if len(item) >= 2 and str(item[0]).split(".")[0] in bases}
+    bases = {
+        str(item[0]).split(".")[0]
+        for item in gems._FULL_CONFIG
+        if len(item) >= 2 and getattr(item[1], "__name__", None) in wanted
+    }
+    found = {
+        getattr(item[1], "__name__", "")
+        for item in gems._FULL_CONFIG
+        if len(item) >= 2 and str(item[0]).split(".")[0] in bases
+    }
     return tuple(sorted((found - {""}) | wanted))
 
 

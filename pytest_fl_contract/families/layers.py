@@ -75,10 +75,22 @@ def plant(x: Any, values: str) -> None:
 GRADS = ("x", "weight", "bias")  # the leaves a backward case differentiates, unless it says fewer
 
 
-def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any = None,
-        backward: bool = False, transposed: bool = False, enabling: str = "include",
-        options: Mapping[str, Any] | None = None, grads: tuple[str, ...] = GRADS, on_device: bool = False,
-        between: Inputs | None = None) -> dict[str, Any]:
+def run(
+    layer: Layer,
+    case: LayerCase,
+    inputs: Inputs,
+    *,
+    device: str,
+    dtype: str,
+    gems: Any = None,
+    backward: bool = False,
+    transposed: bool = False,
+    enabling: str = "include",
+    options: Mapping[str, Any] | None = None,
+    grads: tuple[str, ...] = GRADS,
+    on_device: bool = False,
+    between: Inputs | None = None,
+) -> dict[str, Any]:
     """The layer on ``inputs`` in ``dtype`` on ``device`` (``gems``: the flag_gems module,
     whose entry points serve the call, with the row's or every op enabled (``enabling``);
     None: torch itself), with the gradients of the leaves ``grads`` names when ``backward``:
@@ -104,10 +116,14 @@ def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: st
         x = x.transpose(0, -1).contiguous().transpose(0, -1)
     x = x.to(device).detach().requires_grad_(backward and "x" in grads)
     weight, bias = leaf(inputs.weight, "weight"), leaf(inputs.bias, "bias")
-    stats = None if inputs.stats is None or not with_stats else \
-        tuple(s.to(device=device, dtype=dt).clone() for s in inputs.stats)
-    wanted = {layer.forward} | ({layer.backward} if backward and gems is not None and dispatched(gems, layer.backward)
-                                  else set())
+    stats = (
+        None
+        if inputs.stats is None or not with_stats
+        else tuple(s.to(device=device, dtype=dt).clone() for s in inputs.stats)
+    )
+    wanted = {layer.forward} | (
+        {layer.backward} if backward and gems is not None and dispatched(gems, layer.backward) else set()
+    )
     count: Any = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
     scope = use_gems(gems, layer.gems_names, enabling) if gems is not None else contextlib.nullcontext()
     with count as seen, torch.backends.cudnn.flags(enabled=False), scope:
@@ -122,19 +138,30 @@ def run(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: st
         del later
     if gems is not None and x.numel():
         missing = sorted(wanted - seen)
-        assert not missing, (f"{layer.name}: torch dispatch never reached FlagGems' {', '.join(missing)} "
-                             f"({scope_text(layer.gems_names, enabling)}): the contract tested torch's own kernels")
+        assert not missing, (
+            f"{layer.name}: torch dispatch never reached FlagGems' {', '.join(missing)} "
+            f"({scope_text(layer.gems_names, enabling)}): the contract tested torch's own kernels"
+        )
     out = {"y": y.detach()}
     if backward:
-        out.update(dx=x.grad if "x" in grads else None, dweight=None if weight is None or "weight" not in grads else
-                   weight.grad, dbias=None if bias is None or "bias" not in grads else bias.grad)
+        out.update(
+            dx=x.grad if "x" in grads else None,
+            dweight=None if weight is None or "weight" not in grads else weight.grad,
+            dbias=None if bias is None or "bias" not in grads else bias.grad,
+        )
     if stats is not None:
         out.update(running_mean=stats[0], running_var=stats[1])
     return {k: (None if v is None else v.detach() if on_device else v.detach().cpu()) for k, v in out.items()}
 
 
-def reference(layer: Layer, case: LayerCase, inputs: Inputs, backward: bool = False,
-              options: Mapping[str, Any] | None = None, grads: tuple[str, ...] = GRADS) -> dict[str, Any]:
+def reference(
+    layer: Layer,
+    case: LayerCase,
+    inputs: Inputs,
+    backward: bool = False,
+    options: Mapping[str, Any] | None = None,
+    grads: tuple[str, ...] = GRADS,
+) -> dict[str, Any]:
     """torch in float64 on the CPU, autograd included."""
     return run(layer, case, inputs, device="cpu", dtype="float64", backward=backward, options=options, grads=grads)
 
@@ -156,7 +183,9 @@ def tolerance(dtype: str, n: int) -> dict[str, float]:
     return {"rtol": rtol, "atol": atol}
 
 
-def compare(layer: Layer, case: LayerCase, got: dict[str, Any], want: dict[str, Any], dtype: str, what: str = "") -> None:
+def compare(
+    layer: Layer, case: LayerCase, got: dict[str, Any], want: dict[str, Any], dtype: str, what: str = ""
+) -> None:
     """Each output as torch has it: present where torch has it, the same shape and dtype
     family, values within ``tolerance`` (NaN and inf exactly where float64 has them)."""
 
@@ -165,11 +194,16 @@ def compare(layer: Layer, case: LayerCase, got: dict[str, Any], want: dict[str, 
             continue
         value = got.get(key)
         assert value is not None, f"{what}{layer.name}: FlagGems gave no {key} (torch: {tuple(ref.shape)})"
-        assert tuple(value.shape) == tuple(ref.shape), \
+        assert tuple(value.shape) == tuple(ref.shape), (
             f"{what}{layer.name}: {key} has shape {tuple(value.shape)}, torch {tuple(ref.shape)}"
+        )
         rounded = ref.to(value.dtype).double()  # what a right answer in the result's dtype can be
-        assert_within(value.double(), rounded, tolerance(dtype, layer.terms(case, key)),
-                      msg=lambda m, k=key: f"{what}{layer.name}: {k}: {m}")
+        assert_within(
+            value.double(),
+            rounded,
+            tolerance(dtype, layer.terms(case, key)),
+            msg=lambda m, k=key: f"{what}{layer.name}: {k}: {m}",
+        )
 
 
 def rounded(inputs: Inputs, dtype: str) -> Inputs:
@@ -186,22 +220,57 @@ def rounded(inputs: Inputs, dtype: str) -> Inputs:
     return Inputs(r(inputs.x), r(inputs.weight), r(inputs.bias), r(inputs.grad), stats)
 
 
-def check(layer: Layer, case: LayerCase, inputs: Inputs, *, device: str, dtype: str, gems: Any,
-          backward: bool = False, transposed: bool = False, what: str = "", enabling: str = "include",
-          options: Mapping[str, Any] | None = None, grads: tuple[str, ...] = GRADS) -> None:
+def check(
+    layer: Layer,
+    case: LayerCase,
+    inputs: Inputs,
+    *,
+    device: str,
+    dtype: str,
+    gems: Any,
+    backward: bool = False,
+    transposed: bool = False,
+    what: str = "",
+    enabling: str = "include",
+    options: Mapping[str, Any] | None = None,
+    grads: tuple[str, ...] = GRADS,
+) -> None:
     """FlagGems through dispatch against torch in float64 (the same inputs, rounded to the
     call's dtype, the same ``options`` and differentiated ``grads``); where torch refuses the
     call, FlagGems must refuse it too."""
     inputs = rounded(inputs, dtype)
     kind, want = outcome(lambda: reference(layer, case, inputs, backward, options, grads))
     if kind == "raises":
-        got_kind, got = outcome(lambda: run(layer, case, inputs, device=device, dtype=dtype, gems=gems,
-                                            backward=backward, transposed=transposed, enabling=enabling,
-                                            options=options, grads=grads))
+        got_kind, got = outcome(
+            lambda: run(
+                layer,
+                case,
+                inputs,
+                device=device,
+                dtype=dtype,
+                gems=gems,
+                backward=backward,
+                transposed=transposed,
+                enabling=enabling,
+                options=options,
+                grads=grads,
+            )
+        )
         assert got_kind == "raises", f"{what}{layer.name}: torch raises {want}, FlagGems returned a result"
         return
-    got = run(layer, case, inputs, device=device, dtype=dtype, gems=gems, backward=backward, transposed=transposed,
-              enabling=enabling, options=options, grads=grads)
+    got = run(
+        layer,
+        case,
+        inputs,
+        device=device,
+        dtype=dtype,
+        gems=gems,
+        backward=backward,
+        transposed=transposed,
+        enabling=enabling,
+        options=options,
+        grads=grads,
+    )
     compare(layer, case, got, want, dtype, what)
 
 
@@ -211,22 +280,39 @@ class LayerFamily:
 
     suite = "layers"
 
-    def inputs(self, row: Layer, case: LayerCase, *, seed: int = 0, device: str = "cpu", dtype: str = "float32",
-               backward: bool = False) -> dict[str, Any]:
+    def inputs(
+        self,
+        row: Layer,
+        case: LayerCase,
+        *,
+        seed: int = 0,
+        device: str = "cpu",
+        dtype: str = "float32",
+        backward: bool = False,
+    ) -> dict[str, Any]:
         """Seeded inputs drawn where they are used (a large case's gigabytes never cross the bus)."""
         import torch
 
         dt = getattr(torch, dtype)
         g = torch.Generator(device=device).manual_seed(seed)
         channels = row.channels(case)
-        return {"x": torch.randn(case.shape, generator=g, device=device, dtype=dt),
-                "weight": torch.rand(channels, generator=g, device=device, dtype=dt) + 0.5,
-                "bias": torch.randn(channels, generator=g, device=device, dtype=dt) * 0.1 if "bias" in row.affine
-                else None,
-                "grad": torch.randn(case.shape, generator=g, device=device, dtype=dt) if backward else None}
+        return {
+            "x": torch.randn(case.shape, generator=g, device=device, dtype=dt),
+            "weight": torch.rand(channels, generator=g, device=device, dtype=dt) + 0.5,
+            "bias": torch.randn(channels, generator=g, device=device, dtype=dt) * 0.1 if "bias" in row.affine else None,
+            "grad": torch.randn(case.shape, generator=g, device=device, dtype=dt) if backward else None,
+        }
 
-    def outputs(self, row: Layer, case: LayerCase, inputs: dict[str, Any], *, gems: Any = None, backward: bool = False,
-                enabling: str = "include") -> dict[str, Any]:
+    def outputs(
+        self,
+        row: Layer,
+        case: LayerCase,
+        inputs: dict[str, Any],
+        *,
+        gems: Any = None,
+        backward: bool = False,
+        enabling: str = "include",
+    ) -> dict[str, Any]:
         """The layer on ``inputs`` where they are (``gems``: through FlagGems' entry points;
         None: torch's own), its gradients too when ``backward``; a call that never reached
         FlagGems raises."""
@@ -236,8 +322,16 @@ class LayerFamily:
             return None if t is None else t.detach().requires_grad_(backward)
 
         x, weight, bias = leaf(inputs["x"]), leaf(inputs["weight"]), leaf(inputs["bias"])
-        stats = running_stats(inputs["weight"].numel(), torch.Generator(device=inputs["weight"].device).manual_seed(1),
-                              str(inputs["weight"].device), inputs["weight"].dtype) if row.running_stats else None
+        stats = (
+            running_stats(
+                inputs["weight"].numel(),
+                torch.Generator(device=inputs["weight"].device).manual_seed(1),
+                str(inputs["weight"].device),
+                inputs["weight"].dtype,
+            )
+            if row.running_stats
+            else None
+        )
         wanted = {row.forward} if gems is not None else set()
         count: Any = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
         scope = use_gems(gems, row.gems_names, enabling) if gems is not None else contextlib.nullcontext()
@@ -253,7 +347,9 @@ class LayerFamily:
             found.update(dx=x.grad, dweight=weight.grad, **({"dbias": bias.grad} if bias is not None else {}))
         return found
 
-    def tolerance(self, row: Layer, case: LayerCase, dtype: str, output: str, on_device: bool = False) -> dict[str, float]:
+    def tolerance(
+        self, row: Layer, case: LayerCase, dtype: str, output: str, on_device: bool = False
+    ) -> dict[str, float]:
         """The contracts' tolerance against float64; ``on_device`` (against torch's own result
         on the device, at sizes no float64 copy fits) also an ulp of a half dtype for each of
         sqrt(n) folded terms: FlagGems keeps a row's mean and rstd in the input's dtype (torch

@@ -143,26 +143,37 @@ def check(op: Op, got: Any, x: Any, d: int, keepdim: bool = False) -> None:
         in_range = bool(((got >= 0) & (got < x.shape[d])).all())
         assert in_range, f"{op.name} index out of range [0, {x.shape[d]}): {got.flatten()[:8].tolist()}"
         idx = got if keepdim else got.unsqueeze(d)
-        assert_close(ref_in.gather(d, idx), best, rtol=0, atol=0,
-                     msg=lambda m: f"{op.name} points at a value other than the {op.extreme}imum: {m}")
+        assert_close(
+            ref_in.gather(d, idx),
+            best,
+            rtol=0,
+            atol=0,
+            msg=lambda m: f"{op.name} points at a value other than the {op.extreme}imum: {m}",
+        )
         return
     cpu = x.detach().cpu()
     # the shape by arithmetic: torch's meta kernels import sympy on first use, 3.4 s of an
     # H200 worker's first case (benchmarks/results/h200-worker-profile.txt)
     shape = list(cpu.shape)
     if not op.keeps_shape:
-        shape[d % len(shape): d % len(shape) + 1] = [1] if keepdim else []
+        shape[d % len(shape) : d % len(shape) + 1] = [1] if keepdim else []
     assert tuple(got.shape) == tuple(shape), f"shape {tuple(got.shape)} != expected {tuple(shape)}"
     tol = tolerance(str(x.dtype).removeprefix("torch."), x.shape[d], op.kind)
     for src, dst in blocks(tuple(cpu.shape), d, keepdim, op.kind):
         # NaN exactly where the reference has it (the std of a single element); a block's
         # indices are its own: the message says where the block starts in the result
         where = ", ".join(f"{c.start}:{c.stop}" if c.start is not None else ":" for c in dst)
-        assert_close(got[dst].double(), op.reference(cpu[src], d, keepdim), **tol,
-                     msg=(lambda m, w=where: f"{m}\n(indices within the result's block [{w}])") if dst else None)
+        assert_close(
+            got[dst].double(),
+            op.reference(cpu[src], d, keepdim),
+            **tol,
+            msg=(lambda m, w=where: f"{m}\n(indices within the result's block [{w}])") if dst else None,
+        )
 
 
-def blocks(shape: tuple[int, ...], dim: Any, keepdim: bool, kind: str) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
+def blocks(
+    shape: tuple[int, ...], dim: Any, keepdim: bool, kind: str
+) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
     """(input index, result index) pairs (``slabs``) over which a call's float64 reference is
     made and compared: 2**27 elements in float64 at once are 1 GiB of fresh pages, 3.4 -
     6.3 s on one thread for a grid-limit case (mostly page faults), where slabs of 2**20
@@ -188,12 +199,21 @@ class ReductionFamily:
 
     suite = "reductions"
 
-    def inputs(self, row: Op, case: Case, *, seed: int = 0, device: str = "cpu", dtype: str = "float32",
-               backward: bool = False) -> dict[str, Any]:
+    def inputs(
+        self, row: Op, case: Case, *, seed: int = 0, device: str = "cpu", dtype: str = "float32", backward: bool = False
+    ) -> dict[str, Any]:
         return {"x": make_input(case, dtype, device, seed, row)}
 
-    def outputs(self, row: Op, case: Case, inputs: dict[str, Any], *, gems: Any = None, backward: bool = False,
-                enabling: str = "include") -> dict[str, Any]:
+    def outputs(
+        self,
+        row: Op,
+        case: Case,
+        inputs: dict[str, Any],
+        *,
+        gems: Any = None,
+        backward: bool = False,
+        enabling: str = "include",
+    ) -> dict[str, Any]:
         """torch's call of the op where the input is (``gems``: through FlagGems' registration;
         None: torch's own); a call that never reached FlagGems raises."""
         import contextlib

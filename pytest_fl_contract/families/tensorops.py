@@ -102,14 +102,25 @@ def prepared(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layo
     import torch
 
     dt = getattr(torch, dtype)
-    moved = {k: (v.to(dt).to(device) if k in FLOATS else v.to(device) if hasattr(v, "to") else v)
-             for k, v in ops.items()}
+    moved = {
+        k: (v.to(dt).to(device) if k in FLOATS else v.to(device) if hasattr(v, "to") else v) for k, v in ops.items()
+    }
     return lay_out(op, moved, layout)
 
 
-def run(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layout: str = "contiguous", gems: Any = None,
-        out: bool = False, enabling: str = "include", arguments: dict[str, Any] | None = None,
-        on_device: bool = False) -> Any:
+def run(
+    op: TensorOp,
+    ops: dict[str, Any],
+    *,
+    device: str,
+    dtype: str,
+    layout: str = "contiguous",
+    gems: Any = None,
+    out: bool = False,
+    enabling: str = "include",
+    arguments: dict[str, Any] | None = None,
+    on_device: bool = False,
+) -> Any:
     """The op on ``ops`` through torch dispatch (``gems``: FlagGems' entry points serve it; None:
     torch itself), the result on the CPU; ``out``: through its out= form, which must return
     the buffer it was given.  A call that never reached FlagGems fails."""
@@ -118,7 +129,9 @@ def run(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layout: s
     given = prepared(op, ops, device=device, dtype=dtype, layout=layout)
     buffer = None
     if out:
-        shape = op.call(torch, prepared(op, ops, device="cpu", dtype="float64", layout=layout), **(arguments or {})).shape
+        shape = op.call(
+            torch, prepared(op, ops, device="cpu", dtype="float64", layout=layout), **(arguments or {})
+        ).shape
         buffer = torch.full(shape, float("nan"), dtype=getattr(torch, dtype), device=device)
     wanted = {op.entry + ("_out" if out else "")} if gems is not None else set()
     count: Any = counted(gems, wanted) if gems is not None else contextlib.nullcontext(set())
@@ -127,14 +140,18 @@ def run(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, layout: s
         result = op.call(torch, given, buffer, **(arguments or {}))
     if gems is not None and result.numel():
         missing = sorted(wanted - seen)
-        assert not missing, (f"{op.name}: torch dispatch never reached FlagGems' {', '.join(missing)} "
-                             f"({scope_text(op.gems_names, enabling)}): the contract tested torch's own kernels")
+        assert not missing, (
+            f"{op.name}: torch dispatch never reached FlagGems' {', '.join(missing)} "
+            f"({scope_text(op.gems_names, enabling)}): the contract tested torch's own kernels"
+        )
     if buffer is not None:
         assert result.data_ptr() == buffer.data_ptr(), f"{op.name}(out=): returned a tensor that is not out"
     return result.detach() if on_device else result.detach().cpu()
 
 
-def reference(op: TensorOp, ops: dict[str, Any], layout: str = "contiguous", arguments: dict[str, Any] | None = None) -> Any:
+def reference(
+    op: TensorOp, ops: dict[str, Any], layout: str = "contiguous", arguments: dict[str, Any] | None = None
+) -> Any:
     return run(op, ops, device="cpu", dtype="float64", layout=layout, arguments=arguments)
 
 
@@ -160,39 +177,73 @@ def tolerance(op: TensorOp, case: TensorCase, dtype: str) -> dict[str, float]:
 def compare(op: TensorOp, case: TensorCase, got: Any, want: Any, dtype: str, what: str = "") -> None:
     import torch
 
-    assert tuple(got.shape) == tuple(want.shape), f"{what}{op.name}: shape {tuple(got.shape)}, torch {tuple(want.shape)}"
+    assert tuple(got.shape) == tuple(want.shape), (
+        f"{what}{op.name}: shape {tuple(got.shape)}, torch {tuple(want.shape)}"
+    )
     assert got.dtype == getattr(torch, dtype), f"{what}{op.name}: dtype {got.dtype}, torch {dtype}"
-    assert_within(got.double(), want.to(got.dtype).double(), tolerance(op, case, dtype),
-                  msg=lambda m: f"{what}{op.name} {case.id}: {m}")
+    assert_within(
+        got.double(),
+        want.to(got.dtype).double(),
+        tolerance(op, case, dtype),
+        msg=lambda m: f"{what}{op.name} {case.id}: {m}",
+    )
 
 
-def check(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, device: str, dtype: str, gems: Any,
-          layout: str = "contiguous", out: bool = False, what: str = "", enabling: str = "include",
-          arguments: dict[str, Any] | None = None) -> None:
+def check(
+    op: TensorOp,
+    case: TensorCase,
+    ops: dict[str, Any],
+    *,
+    device: str,
+    dtype: str,
+    gems: Any,
+    layout: str = "contiguous",
+    out: bool = False,
+    what: str = "",
+    enabling: str = "include",
+    arguments: dict[str, Any] | None = None,
+) -> None:
     """FlagGems through dispatch against torch in float64 (``arguments``: a swept parameter,
     given to both); where torch refuses the call, FlagGems must refuse it too."""
     ops = rounded(ops, dtype)
     kind, want = outcome(lambda: reference(op, ops, layout, arguments))
     if kind == "raises":
-        got_kind, _ = outcome(lambda: run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out,
-                                          enabling=enabling, arguments=arguments))
+        got_kind, _ = outcome(
+            lambda: run(
+                op,
+                ops,
+                device=device,
+                dtype=dtype,
+                layout=layout,
+                gems=gems,
+                out=out,
+                enabling=enabling,
+                arguments=arguments,
+            )
+        )
         assert got_kind == "raises", f"{what}{op.name}: torch raises {want}, FlagGems returned a result"
         return
-    got = run(op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out, enabling=enabling,
-              arguments=arguments)
+    got = run(
+        op, ops, device=device, dtype=dtype, layout=layout, gems=gems, out=out, enabling=enabling, arguments=arguments
+    )
     compare(op, case, got, want, dtype, what)
 
 
-def gradients(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, gems: Any = None,
-              enabling: str = "include") -> dict[str, Any]:
+def gradients(
+    op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, gems: Any = None, enabling: str = "include"
+) -> dict[str, Any]:
     """The float operands' gradients of the op's call through autograd (``gems``: under its
     registration; None: torch itself), the upstream gradient seeded by the result's shape."""
     import torch
 
     given = prepared(op, ops, device=device, dtype=dtype, layout="contiguous")
-    leaves = {k: v.detach().clone().requires_grad_() for k, v in given.items()
-              if k in FLOATS and hasattr(v, "is_floating_point") and v.is_floating_point()}
+    leaves = {
+        k: v.detach().clone().requires_grad_()
+        for k, v in given.items()
+        if k in FLOATS and hasattr(v, "is_floating_point") and v.is_floating_point()
+    }
     given.update(leaves)
+
     def scope() -> Any:
         return use_gems(gems, op.gems_names, enabling) if gems is not None else contextlib.nullcontext()
 
@@ -205,8 +256,16 @@ def gradients(op: TensorOp, ops: dict[str, Any], *, device: str, dtype: str, gem
     return {k: (None if v.grad is None else v.grad.detach().cpu()) for k, v in leaves.items()}
 
 
-def check_gradients(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, device: str, gems: Any,
-                    enabling: str = "include", what: str = "") -> None:
+def check_gradients(
+    op: TensorOp,
+    case: TensorCase,
+    ops: dict[str, Any],
+    *,
+    device: str,
+    gems: Any,
+    enabling: str = "include",
+    what: str = "",
+) -> None:
     """Each float operand's fp32 gradient against float64 autograd of the same values: a
     gradient folds the other operand's extents (a matmul's M or N), so its tolerance is the
     forward's over the case's largest extent."""
@@ -221,10 +280,15 @@ def check_gradients(op: TensorOp, case: TensorCase, ops: dict[str, Any], *, devi
         if ref is None:
             continue
         shape = None if value is None else tuple(value.shape)
-        assert value is not None and shape == tuple(ref.shape), \
+        assert value is not None and shape == tuple(ref.shape), (
             f"{what}{op.name}: gradient of {key} has shape {shape}, torch {tuple(ref.shape)}"
-        assert_within(value.double(), ref.to(value.dtype).double(), tolerance(op, widest, "float32"),
-                      msg=lambda m, k=key: f"{what}{op.name} {case.id}: gradient of {k}: {m}")
+        )
+        assert_within(
+            value.double(),
+            ref.to(value.dtype).double(),
+            tolerance(op, widest, "float32"),
+            msg=lambda m, k=key: f"{what}{op.name} {case.id}: gradient of {k}: {m}",
+        )
 
 
 class TensorOpFamily:
@@ -233,15 +297,31 @@ class TensorOpFamily:
 
     suite = "tensorops"
 
-    def inputs(self, row: TensorOp, case: TensorCase, *, seed: int = 0, device: str = "cpu", dtype: str = "float32",
-               backward: bool = False) -> dict[str, Any]:
+    def inputs(
+        self,
+        row: TensorOp,
+        case: TensorCase,
+        *,
+        seed: int = 0,
+        device: str = "cpu",
+        dtype: str = "float32",
+        backward: bool = False,
+    ) -> dict[str, Any]:
         import torch
 
         dt = getattr(torch, dtype)
         return {k: (v.to(dt) if k in FLOATS else v) for k, v in row.operands(case, seed, device=device).items()}
 
-    def outputs(self, row: TensorOp, case: TensorCase, inputs: dict[str, Any], *, gems: Any = None,
-                backward: bool = False, enabling: str = "include") -> dict[str, Any]:
+    def outputs(
+        self,
+        row: TensorOp,
+        case: TensorCase,
+        inputs: dict[str, Any],
+        *,
+        gems: Any = None,
+        backward: bool = False,
+        enabling: str = "include",
+    ) -> dict[str, Any]:
         import torch
 
         wanted = {row.entry} if gems is not None else set()
@@ -254,7 +334,9 @@ class TensorOpFamily:
             raise RuntimeError(f"torch dispatch never reached FlagGems' {', '.join(missing)}: torch's own kernels ran")
         return found
 
-    def tolerance(self, row: TensorOp, case: TensorCase, dtype: str, output: str, on_device: bool = False) -> dict[str, float]:
+    def tolerance(
+        self, row: TensorOp, case: TensorCase, dtype: str, output: str, on_device: bool = False
+    ) -> dict[str, float]:
         return tolerance(row, case, dtype)
 
     def memory_gib(self, row: TensorOp, case: TensorCase) -> float:
@@ -263,4 +345,17 @@ class TensorOpFamily:
 
 FAMILY = TensorOpFamily()
 
-__all__ = ["FAMILY", "INDEX", "MATMUL", "check", "check_gradients", "gradients", "compare", "lay_out", "reference", "run", "tolerance", "wraps"]
+__all__ = [
+    "FAMILY",
+    "INDEX",
+    "MATMUL",
+    "check",
+    "check_gradients",
+    "gradients",
+    "compare",
+    "lay_out",
+    "reference",
+    "run",
+    "tolerance",
+    "wraps",
+]

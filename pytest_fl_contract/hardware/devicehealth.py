@@ -108,7 +108,11 @@ class DeviceWatch:
 
                 decision = item.stash.get(DECISION, None)
                 if not expected_fault(self.platform, decision.defect if decision else None):
-                    under = f"known defect {decision.defect}, which the registry does not list as faulting" if decision else "an xfail mark"
+                    under = (
+                        f"known defect {decision.defect}, which the registry does not list as faulting"
+                        if decision
+                        else "an xfail mark"
+                    )
                     rep.outcome, rep.longrepr = "failed", f"device fault under {under}: {self.lost[2]}"
                     del rep.wasxfail
         return rep
@@ -129,8 +133,10 @@ class DeviceWatch:
             return
         if _worker(self._session.config):
             _exit()  # a fault in teardown: that report is forwarded, then the worker goes
-        self._session.shouldfail = (f"device lost in {nodeid} ({self.lost[2]}); the cases after it did not run "
-                                    "(with -n a worker is replaced instead)")
+        self._session.shouldfail = (
+            f"device lost in {nodeid} ({self.lost[2]}); the cases after it did not run "
+            "(with -n a worker is replaced instead)"
+        )
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
@@ -158,7 +164,8 @@ class DeviceWatch:
         if self.never_ran:
             terminalreporter.write_line(
                 f"fl-contract: {self.never_ran} collected cases never ran (xdist stopped replacing workers: "
-                "see --max-worker-restart); the run fails", red=True,
+                "see --max-worker-restart); the run fails",
+                red=True,
             )
 
 

@@ -34,10 +34,23 @@ def job(settings: Settings, family: str, backward: bool, directory: str | Path) 
     emulation = (settings.emulation.profile, settings.emulation.defects) if settings.emulation else None
     temperatures = ("cold",) if emulation else ("cold", "warm")  # the interpreter compiles nothing
     base = Path(directory) / f"{NAME}-{family}"
-    batches = [(t, asdict(isolation.RowBatch(calls(family, settings.sweep, backward), device_of(settings),
-                                             f"{base}-{t}.pt", settings.workaround, emulation,
-                                             cache_dir=f"{base}-triton-cache", autotune=settings.autotune.mode)))
-               for t in temperatures]
+    batches = [
+        (
+            t,
+            asdict(
+                isolation.RowBatch(
+                    calls(family, settings.sweep, backward),
+                    device_of(settings),
+                    f"{base}-{t}.pt",
+                    settings.workaround,
+                    emulation,
+                    cache_dir=f"{base}-triton-cache",
+                    autotune=settings.autotune.mode,
+                )
+            ),
+        )
+        for t in temperatures
+    ]
     return shared.Job(str(directory), f"{NAME}-{family}", f"{__name__}:run", batches)
 
 
@@ -52,8 +65,9 @@ def run(batches: list[tuple[str, dict[str, Any]]]) -> dict[str, tuple[str | None
     return out
 
 
-def results(got: dict[str, tuple[str | None, str]], family: str, sweep: str,
-            backward: bool) -> dict[str, tuple[dict[tuple[str, str], Any], str]]:
+def results(
+    got: dict[str, tuple[str | None, str]], family: str, sweep: str, backward: bool
+) -> dict[str, tuple[dict[tuple[str, str], Any], str]]:
     """{temperature: ({(row, case id): outputs or the error}, why none)} from ``run``'s files."""
     import torch
 
@@ -105,4 +119,5 @@ def check(row: Any, case: Any, here: dict[str, Any], fresh: dict[str, tuple[dict
             assert _same(got[key], mine, tolerance), (
                 f"{row.name} {case.id} {key}: a fresh process ({temperature} cache) gave other results than this "
                 f"one{'' if exact else f' past its tolerance {tolerance}'} (shape {tuple(got[key].shape)} "
-                f"{got[key].dtype}, here {tuple(mine.shape)} {mine.dtype})")
+                f"{got[key].dtype}, here {tuple(mine.shape)} {mine.dtype})"
+            )

@@ -30,10 +30,24 @@ from typing import Any
 
 FILL = 0xA5  # a byte no float, int or bool result of a small contract case is made of
 BAND = 256  # bytes each side: a multiple of every dtype's size, wider than one 64-lane fp32 tile row
-ALLOCATING = ("empty.memory_format", "empty_strided.default", "empty_like.default", "new_empty.default",
-              "new_empty_strided.default", "zeros.default", "zeros_like.default", "new_zeros.default",
-              "ones.default", "ones_like.default", "new_ones.default", "full.default", "full_like.default",
-              "new_full.default", "clone.default", "_to_copy.default")
+ALLOCATING = (
+    "empty.memory_format",
+    "empty_strided.default",
+    "empty_like.default",
+    "new_empty.default",
+    "new_empty_strided.default",
+    "zeros.default",
+    "zeros_like.default",
+    "new_zeros.default",
+    "ones.default",
+    "ones_like.default",
+    "new_ones.default",
+    "full.default",
+    "full_like.default",
+    "new_full.default",
+    "clone.default",
+    "_to_copy.default",
+)
 
 
 def byte_ranges(offsets: Sequence[int]) -> tuple[tuple[int, int], ...]:
@@ -61,8 +75,10 @@ class Breach:
     ranges: tuple[tuple[int, int], ...]
 
     def __str__(self) -> str:
-        where = ", ".join(f"bytes [{a}, {b})" + (" before" if b <= 0 else " past the end" if a >= self.nbytes else "")
-                          for a, b in self.ranges)
+        where = ", ".join(
+            f"bytes [{a}, {b})" + (" before" if b <= 0 else " past the end" if a >= self.nbytes else "")
+            for a, b in self.ranges
+        )
         return f"{self.allocation} ({self.nbytes} bytes): written outside at {where}"
 
 
@@ -81,7 +97,7 @@ def _caller() -> str:
     while frame is not None:
         name = frame.f_code.co_filename
         if "flag_gems" in name:
-            return f"{name[name.rindex('flag_gems'):]}:{frame.f_lineno}"
+            return f"{name[name.rindex('flag_gems') :]}:{frame.f_lineno}"
         if fallback is None and "torch" not in name and __name__.replace(".", "/") not in name:
             fallback = f"{name.rsplit('/', 1)[-1]}:{frame.f_lineno}"
         frame = frame.f_back
@@ -107,7 +123,7 @@ def banded(like: Any, label: str = "") -> tuple[Any, _Banded | None]:
     size = like.element_size()
     nbytes = _span(like.shape, like.stride()) * size
     buffer = torch.full((BAND + nbytes + BAND,), FILL, dtype=torch.uint8, device=like.device)
-    payload = buffer[BAND:BAND + nbytes].view(like.dtype).as_strided(like.shape, like.stride())
+    payload = buffer[BAND : BAND + nbytes].view(like.dtype).as_strided(like.shape, like.stride())
     with torch.no_grad():
         payload.copy_(like)
     if like.requires_grad:
@@ -121,7 +137,7 @@ def _breach(record: _Banded) -> Breach | None | str:
 
     if tuple(record.payload.shape) != record.shape:
         return f"{record.label}: resized to {list(record.payload.shape)} after allocation, its band not checked"
-    band = torch.cat([record.buffer[:BAND], record.buffer[BAND + record.nbytes:]]).cpu()
+    band = torch.cat([record.buffer[:BAND], record.buffer[BAND + record.nbytes :]]).cpu()
     changed = (band != FILL).nonzero().flatten().tolist()
     if not changed:
         return None

@@ -71,7 +71,8 @@ def _verdict(argv: list[str], timeout: float) -> Verdict:
         return Verdict(bool(result["ok"]), str(result["detail"]))
     tail = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
     error = next((ln for ln in reversed(tail) if "CUDA error" in ln or "illegal memory" in ln), None) or next(
-        (ln for ln in reversed(tail) if "error" in ln.lower()), tail[-1] if tail else "")
+        (ln for ln in reversed(tail) if "error" in ln.lower()), tail[-1] if tail else ""
+    )
     how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
     return Verdict(False, f"the call killed its process ({how}): {error.strip()[:300]}")
 
@@ -97,8 +98,9 @@ class RowSpec:
 
 
 def run_row(spec: RowSpec, timeout: float = 900) -> Verdict:
-    return _verdict([sys.executable, "-m", "pytest_fl_contract.hardware.isolation", "--row",
-                     json.dumps(asdict(spec))], timeout)
+    return _verdict(
+        [sys.executable, "-m", "pytest_fl_contract.hardware.isolation", "--row", json.dumps(asdict(spec))], timeout
+    )
 
 
 def excess(got: Any, want: Any, rtol: float, atol: float, elements: int = 1 << 26) -> float:
@@ -107,7 +109,7 @@ def excess(got: Any, want: Any, rtol: float, atol: float, elements: int = 1 << 2
     g, w = got.reshape(-1), want.reshape(-1)
     worst = 0.0
     for start in range(0, w.numel(), elements):
-        a, b = g[start:start + elements].float(), w[start:start + elements].float()
+        a, b = g[start : start + elements].float(), w[start : start + elements].float()
         ratio = a.sub(b).abs_().div_(b.abs().mul_(rtol).add_(atol)).nan_to_num_(nan=math.inf)
         worst = max(worst, float(ratio.max()))
     return worst
@@ -141,14 +143,19 @@ def _row_child(spec: RowSpec) -> dict[str, Any]:
     for key, want in theirs.items():
         got = ours.get(key)
         if got is None or tuple(got.shape) != tuple(want.shape):
-            return {"ok": False, "detail": f"{key}: shape {None if got is None else tuple(got.shape)}, "
-                                           f"torch {tuple(want.shape)}"}
+            return {
+                "ok": False,
+                "detail": f"{key}: shape {None if got is None else tuple(got.shape)}, torch {tuple(want.shape)}",
+            }
         tol = family.tolerance(row, case, spec.dtype, key, on_device=True)
         errors[key] = excess(got, want, 2 * tol["rtol"], tol["atol"])
     off = {k: v for k, v in errors.items() if v > 1}
     shown = ", ".join(f"{k} {v:.3g}" for k, v in (off or errors).items())
-    return {"ok": not off, "detail": f"{'off' if off else 'within'} torch's result on the device by "
-                                     f"{shown} of the tolerance (1: at its edge)"}
+    return {
+        "ok": not off,
+        "detail": f"{'off' if off else 'within'} torch's result on the device by "
+        f"{shown} of the tolerance (1: at its edge)",
+    }
 
 
 def _child(spec: Spec) -> dict[str, Any]:
@@ -206,9 +213,14 @@ class Batch:
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Batch:
-        return Batch(**{**data, "calls": tuple((c[0], tuple(c[1]), c[2], c[3]) for c in data["calls"]),
-                        "sources": tuple(map(tuple, data.get("sources", ()))),
-                        "emulation": (data["emulation"][0], tuple(data["emulation"][1])) if data["emulation"] else None})
+        return Batch(
+            **{
+                **data,
+                "calls": tuple((c[0], tuple(c[1]), c[2], c[3]) for c in data["calls"]),
+                "sources": tuple(map(tuple, data.get("sources", ()))),
+                "emulation": (data["emulation"][0], tuple(data["emulation"][1])) if data["emulation"] else None,
+            }
+        )
 
 
 def run_batch(batch: Batch, timeout: float = 600) -> str:
@@ -244,6 +256,7 @@ def _batch_child(batch: Batch) -> None:
     import torch
 
     from ..registry import ROWS
+
     if batch.workaround:
         importlib.import_module(batch.workaround).install()
     ROWS.load_sources(batch.sources)
@@ -277,10 +290,14 @@ class RowBatch:
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> RowBatch:
-        return RowBatch(**{**data, "calls": tuple((c[0], c[1], c[2], c[3]) for c in data["calls"]),
-                           "sources": tuple(map(tuple, data.get("sources", ()))),
-                           "emulation": (data["emulation"][0], tuple(data["emulation"][1]))
-                           if data["emulation"] else None})
+        return RowBatch(
+            **{
+                **data,
+                "calls": tuple((c[0], c[1], c[2], c[3]) for c in data["calls"]),
+                "sources": tuple(map(tuple, data.get("sources", ()))),
+                "emulation": (data["emulation"][0], tuple(data["emulation"][1])) if data["emulation"] else None,
+            }
+        )
 
 
 def case_of(row: Any, fields: dict[str, Any]) -> Any:
@@ -341,8 +358,10 @@ def _rows_child(batch: RowBatch) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "--row":
         data = json.loads(sys.argv[2])
-        print(json.dumps(_row_child(RowSpec(**{**data, "sources": tuple(map(tuple, data.get("sources", ())))}))),
-              flush=True)
+        print(
+            json.dumps(_row_child(RowSpec(**{**data, "sources": tuple(map(tuple, data.get("sources", ())))}))),
+            flush=True,
+        )
     elif sys.argv[1] == "--rows":
         _rows_child(RowBatch.from_json(json.loads(sys.argv[2])))
     elif sys.argv[1] == "--batch":
@@ -350,5 +369,13 @@ if __name__ == "__main__":
         _batch_child(Batch.from_json(data))
     else:
         data = json.loads(sys.argv[1])
-        print(json.dumps(_child(Spec(**{**data, "shape": tuple(data["shape"]),
-                                        "sources": tuple(map(tuple, data.get("sources", ())))}))), flush=True)
+        print(
+            json.dumps(
+                _child(
+                    Spec(
+                        **{**data, "shape": tuple(data["shape"]), "sources": tuple(map(tuple, data.get("sources", ())))}
+                    )
+                )
+            ),
+            flush=True,
+        )

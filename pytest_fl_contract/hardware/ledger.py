@@ -51,8 +51,15 @@ def alive(pid: int) -> bool:
     return True
 
 
-def admit(claims: list[Claim], need: float, budget: float, is_alive: Callable[[int], bool] = alive, *,
-          device: str = "", host_budget: float = float("inf")) -> bool:
+def admit(
+    claims: list[Claim],
+    need: float,
+    budget: float,
+    is_alive: Callable[[int], bool] = alive,
+    *,
+    device: str = "",
+    host_budget: float = float("inf"),
+) -> bool:
     """Whether a case needing ``need`` GiB on ``device`` may start beside the live claims:
     within its device's budget and, over every device's claims, the host's (each check
     passes for a case that would be alone there)."""
@@ -75,8 +82,9 @@ def host_total_gib() -> float | None:
 
 
 class Ledger:
-    def __init__(self, path: Path, budget: float, poll: float = 0.2, device: str = "",
-                 host_budget: float = float("inf")) -> None:
+    def __init__(
+        self, path: Path, budget: float, poll: float = 0.2, device: str = "", host_budget: float = float("inf")
+    ) -> None:
         self.path, self.budget, self.poll = path, budget, poll
         self.device, self.host_budget = device, host_budget
 
@@ -102,8 +110,11 @@ class Ledger:
         """Wait for room, claim it; returns the seconds waited."""
         start = time.monotonic()
         claim = Claim(os.getpid(), nodeid, gib, self.device)
-        while not self._edit(lambda cs: [*cs, claim] if admit(cs, gib, self.budget, device=self.device,
-                                                                  host_budget=self.host_budget) else None):
+        while not self._edit(
+            lambda cs: (
+                [*cs, claim] if admit(cs, gib, self.budget, device=self.device, host_budget=self.host_budget) else None
+            )
+        ):
             time.sleep(self.poll)
         return time.monotonic() - start
 
@@ -135,8 +146,9 @@ class LedgerOwner:
 class LedgerPlugin:
     """Registered on hardware lanes run with xdist: all workers of a run share one file."""
 
-    def __init__(self, runid: str, device_type: str, pick_device: Callable[[], Any] = lambda: None,
-                 device: str = "") -> None:
+    def __init__(
+        self, runid: str, device_type: str, pick_device: Callable[[], Any] = lambda: None, device: str = ""
+    ) -> None:
         self.path = ledger_path(runid)
         self.device_type = device_type
         self.pick_device = pick_device  # the worker's own device first: never a context on device 0
@@ -154,8 +166,12 @@ class LedgerPlugin:
             except Exception:  # no such module or no device: the host alone bounds it
                 pass
             if self.device:  # a budget per device, and the host's over them all
-                self._ledger = Ledger(self.path, budget_gib(device_total, None), device=self.device,
-                                      host_budget=budget_gib(None, host_total_gib()))
+                self._ledger = Ledger(
+                    self.path,
+                    budget_gib(device_total, None),
+                    device=self.device,
+                    host_budget=budget_gib(None, host_total_gib()),
+                )
             else:
                 self._ledger = Ledger(self.path, budget_gib(device_total, host_total_gib()))
         return self._ledger
@@ -168,7 +184,9 @@ class LedgerPlugin:
         mark = item.get_closest_marker("requires_device_memory")
         if mark is not None and mark.args and isinstance(mark.args[0], (int, float)) and mark.args[0] > 0:
             waited = self._get().acquire(item.nodeid, float(mark.args[0]))
-            if waited >= 0.1 and item.config.getini("junit_family") == "xunit1":  # per-case properties are valid there only
+            if (
+                waited >= 0.1 and item.config.getini("junit_family") == "xunit1"
+            ):  # per-case properties are valid there only
                 item.user_properties.append(("fl_memory_wait_s", f"{waited:.1f}"))
         return (yield)
 

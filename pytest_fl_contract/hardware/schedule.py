@@ -63,8 +63,9 @@ def first_batch(cases: int, workers: int, maxschedchunk: int | None) -> int:
     return max(min(cases // workers // 4, cases if maxschedchunk is None else maxschedchunk), 2)
 
 
-def longest_first(nodeids: Sequence[str], durations: Mapping[str, float], workers: int = 1,
-                  batch: int = 2) -> list[int]:
+def longest_first(
+    nodeids: Sequence[str], durations: Mapping[str, float], workers: int = 1, batch: int = 2
+) -> list[int]:
     """Indices of ``nodeids``, longest recorded first (stable; a case never timed counts as
     the median, so a new case neither jumps the queue nor waits for the end).  Unchanged
     when under half the cases were ever timed: the record is of some other selection.

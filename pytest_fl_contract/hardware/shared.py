@@ -89,8 +89,9 @@ def start(job: Job) -> subprocess.Popen[bytes] | None:
     argv = [sys.executable, "-m", "pytest_fl_contract.hardware.shared", json.dumps(job.__dict__), str(os.getpid())]
     try:
         Path(job.directory).mkdir(parents=True, exist_ok=True)
-        helper = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, start_new_session=True)
+        helper = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True
+        )
     except OSError:
         return None
     assert helper.stdout is not None
@@ -112,13 +113,28 @@ def stop(helper: subprocess.Popen[bytes] | None, grace: float = 5.0) -> None:
         helper.wait()
 
 
-def whole_file_selected(args: Iterable[str], invocation_dir: Path, file: Path, *, keyword: str = "",
-                        markexpr: str = "", deselect: Iterable[str] = (), last_failed: bool = False) -> bool:
+def whole_file_selected(
+    args: Iterable[str],
+    invocation_dir: Path,
+    file: Path,
+    *,
+    keyword: str = "",
+    markexpr: str = "",
+    deselect: Iterable[str] = (),
+    last_failed: bool = False,
+) -> bool:
     """Whether a run with these arguments runs every case of ``file``: an argument names it
     or a directory above it (not one node of it), and no -k, -m, --deselect or --lf narrows
     the run.  Only then is the work of its cases worth starting before collection."""
-    if keyword or markexpr or last_failed or any(str(d).split("::")[0] and Path(invocation_dir, str(d).split("::")[0])
-                                                 .resolve() == file.resolve() for d in deselect):
+    if (
+        keyword
+        or markexpr
+        or last_failed
+        or any(
+            str(d).split("::")[0] and Path(invocation_dir, str(d).split("::")[0]).resolve() == file.resolve()
+            for d in deselect
+        )
+    ):
         return False
     target = file.resolve()
     for arg in args:

@@ -22,17 +22,24 @@ def distributed(option: Any) -> bool:
     return getattr(option, "dist", "no") != "no" and bool(getattr(option, "tx", None))
 
 
-def pin_workers(option: Any, settings: Settings, environ: Mapping[str, str],
-                count: Callable[[], int] | None = None) -> Plan | None:
+def pin_workers(
+    option: Any, settings: Settings, environ: Mapping[str, str], count: Callable[[], int] | None = None
+) -> Plan | None:
     """Pin each of xdist's workers (``option.tx``) to one device; returns the plan, or None
     where the lane has one device (its specs are left exactly as they were)."""
     if not distributed(option):
-        raise FlContractError(f"--fl-devices {settings.devices} spreads a lane's xdist workers over devices, and "
-                              "this run has none: add -n N (pytest-xdist), or leave --fl-devices out")
+        raise FlContractError(
+            f"--fl-devices {settings.devices} spreads a lane's xdist workers over devices, and "
+            "this run has none: add -n N (pytest-xdist), or leave --fl-devices out"
+        )
     assert settings.devices_var is not None  # resolve() refused a platform without one
-    chosen = plan(settings.devices, settings.devices_var, environ,
-                  count or (lambda: runtime_count(settings.platform.device_type)),
-                  emulated=settings.emulation is not None)
+    chosen = plan(
+        settings.devices,
+        settings.devices_var,
+        environ,
+        count or (lambda: runtime_count(settings.platform.device_type)),
+        emulated=settings.emulation is not None,
+    )
     if chosen is not None:
         option.tx = pinned(option.tx, chosen)
     return chosen

@@ -168,5 +168,7 @@ def lane_plan(lane: Lane, environ: Mapping[str, str] = os.environ, cwd: str | No
 
     envs = [{**environ, **lane.env, **step.env} for step in lane.steps if _compiles(lane, step)]
     specs = [PACKAGE_VAR.sub(lambda m: environ.get(m.group(1), m.group(0)), spec) for spec in lane.packages]
-    return TritonCache(_outermost(path for env in envs for path in cache_dirs(env, cwd)),
-                       cache_key(lane.name, lane.platform, packages=specs))
+    return TritonCache(
+        _outermost(path for env in envs for path in cache_dirs(env, cwd)),
+        cache_key(lane.name, lane.platform, packages=specs),
+    )

@@ -94,8 +94,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     if args.rerun_failures < 0:
         raise FlContractError(f"--rerun-failures {args.rerun_failures}: a count of re-runs, 0 or more")
-    run = run_lane(lane, reports, only=args.step, fail_fast=args.fail_fast, output_cap=cap,
-                   rerun_failures=args.rerun_failures)
+    run = run_lane(
+        lane, reports, only=args.step, fail_fast=args.fail_fast, output_cap=cap, rerun_failures=args.rerun_failures
+    )
     trouble = publish(run.markdown)
     for line in (trouble, run.problem):
         if line:
@@ -104,8 +105,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         _stderr(f"lane {lane.name} skipped: {run.skipped} (exit {run.exit_code}: it ran nothing)")
     if run.cancelled:
         not_started = sum(r.verdict == "not run" for r in run.results)
-        _stderr(f"cancelled by {signal_name(run.cancelled)}: {not_started} step(s) not run; "
-                f"every step is in {shown(run.report)}")
+        _stderr(
+            f"cancelled by {signal_name(run.cancelled)}: {not_started} step(s) not run; "
+            f"every step is in {shown(run.report)}"
+        )
     return run.exit_code
 
 
@@ -218,9 +221,12 @@ def cmd_merge(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise FlContractError(f"--output {shown(output)}: cannot write: {exc.strerror}") from None
     state = "every lane got its verdict" if not merged.failures else f"{len(merged.failures)} problem(s)"
-    trouble = publish(junit.summary_markdown(f"fl-contract lanes: {len(lanes)} merged into {md_text(output.name)}, "
-                                             f"{state}", merged.rows)
-                      + scoreboard.report_lines(merged.report, str(output), output.stem))
+    trouble = publish(
+        junit.summary_markdown(
+            f"fl-contract lanes: {len(lanes)} merged into {md_text(output.name)}, {state}", merged.rows
+        )
+        + scoreboard.report_lines(merged.report, str(output), output.stem)
+    )
     for line in ([trouble] if trouble else []) + merged.failures:
         _stderr(line)
     return 1 if merged.failures else 0
@@ -236,12 +242,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--step", help="run only this step")
     run.add_argument("--reports", default="reports", help="report directory (default reports/)")
     run.add_argument("--fail-fast", action="store_true", help="stop at the first step that does not get its verdict")
-    run.add_argument("--output-cap", metavar="BYTES",
-                     help="bytes of each step's output its JUnit case keeps, head and tail (default: the manifest's "
-                          "defaults.output_cap, else 64k); the step's .log keeps all of it")
-    run.add_argument("--rerun-failures", type=int, default=0, metavar="N",
-                     help="re-run each failing case N times in fresh processes and label it deterministic or "
-                          "nondeterministic (it stays a failure either way)")
+    run.add_argument(
+        "--output-cap",
+        metavar="BYTES",
+        help="bytes of each step's output its JUnit case keeps, head and tail (default: the manifest's "
+        "defaults.output_cap, else 64k); the step's .log keeps all of it",
+    )
+    run.add_argument(
+        "--rerun-failures",
+        type=int,
+        default=0,
+        metavar="N",
+        help="re-run each failing case N times in fresh processes and label it deterministic or "
+        "nondeterministic (it stays a failure either way)",
+    )
     run.set_defaults(fn=cmd_run)
     report = sub.add_parser("report", help="summarise existing JUnit files")
     report.add_argument("files", nargs="+")
@@ -253,8 +267,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     mat = sub.add_parser(
         "matrix", help="the lanes as CI jobs: a GitHub Actions matrix (JSON) or a GitLab child pipeline"
     )
-    mat.add_argument("--format", choices=("github", "gitlab"), default="github",
-                     help="github: strategy.matrix JSON on one line (default); gitlab: child-pipeline YAML")
+    mat.add_argument(
+        "--format",
+        choices=("github", "gitlab"),
+        default="github",
+        help="github: strategy.matrix JSON on one line (default); gitlab: child-pipeline YAML",
+    )
     mat.add_argument(
         "--lanes",
         default="*",
@@ -270,9 +288,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="all",
         help="hosted: lanes on GitHub-hosted ubuntu-* labels (the CPU lanes); self-hosted: the others",
     )
-    mat.add_argument("--package", metavar="NAME_OR_PATH",
-                     help="gitlab: what the jobs pip install (a name or a path, no version; the [cpu] extra is "
-                          "added for CPU lanes; default: pytest-fl-contract==this version)")
+    mat.add_argument(
+        "--package",
+        metavar="NAME_OR_PATH",
+        help="gitlab: what the jobs pip install (a name or a path, no version; the [cpu] extra is "
+        "added for CPU lanes; default: pytest-fl-contract==this version)",
+    )
     mat.add_argument(
         "--hosted-tag",
         action="append",

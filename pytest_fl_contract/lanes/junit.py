@@ -144,8 +144,9 @@ def skipped_suite(lane: str, step: str, message: str) -> Report:
     return single_case(lane, step, 0.0, Result("skipped", message, "fl-contract.not-run"))
 
 
-def command_suite(lane: str, step: str, verdict: str, message: str, output: str, seconds: float,
-                  note: str = "") -> Report:
+def command_suite(
+    lane: str, step: str, verdict: str, message: str, output: str, seconds: float, note: str = ""
+) -> Report:
     """A command step (no pytest) as one case: passed, failed (non-zero exit) or error
     (crash, timeout, cancel: the verdict says error, so the case does too); ``note``, what
     the runner saw beside it (the processes it left and were killed), is its system-out."""
@@ -186,10 +187,17 @@ def under_lane(report: Report, lane: str) -> Report:
     def suite_name(name: str) -> str:
         return name if name == lane or name.startswith(f"{lane}/") else f"{lane}/{name}" if name else lane
 
-    return replace(report, suites=tuple(
-        replace(suite, name=suite_name(suite.name),
-                cases=tuple(replace(case, classname=classname(case.classname)) for case in suite.cases))
-        for suite in report.suites))
+    return replace(
+        report,
+        suites=tuple(
+            replace(
+                suite,
+                name=suite_name(suite.name),
+                cases=tuple(replace(case, classname=classname(case.classname)) for case in suite.cases),
+            )
+            for suite in report.suites
+        ),
+    )
 
 
 # -- reading --------------------------------------------------------------------------
@@ -261,8 +269,9 @@ class _Bounded(ET.TreeBuilder):
     def start(self, tag: Any, attrs: Any) -> ET.Element:
         self.seen += 1
         if self.seen > MAX_ELEMENTS:
-            raise ValueError(f"{self.name}: more than {MAX_ELEMENTS} XML elements: refused (a lane report has a few "
-                             "per case)")
+            raise ValueError(
+                f"{self.name}: more than {MAX_ELEMENTS} XML elements: refused (a lane report has a few per case)"
+            )
         return super().start(tag, attrs)
 
 
@@ -363,8 +372,12 @@ def _case(element: ET.Element, notes: list[str]) -> Case:
     out = "".join(child.text or "" for child in element if child.tag == "system-out")
     err = "".join(child.text or "" for child in element if child.tag == "system-err")
     seconds = _number(element.get("time"), f"case {one_line(name, 60)!r}", notes)
-    properties = tuple((p.get("name") or "", p.get("value") or p.text or "")
-                       for child in element if child.tag == "properties" for p in child.iter("property"))
+    properties = tuple(
+        (p.get("name") or "", p.get("value") or p.text or "")
+        for child in element
+        if child.tag == "properties"
+        for p in child.iter("property")
+    )
     return Case(name, element.get("classname") or "", seconds or 0.0, results, out, err, properties)
 
 
@@ -411,12 +424,17 @@ def _tally(cases: Iterable[Case]) -> dict[str, tuple[int, int]]:
     outcomes = Counter(case.outcome for case in cases)
     elements = Counter(r.kind for case in cases for r in case.results)
     unique = len({(case.classname, case.name) for case in cases})
-    by_case = {"failures": outcomes["failed"], "errors": outcomes["error"],
-               "skipped": outcomes["skipped"] + outcomes["xfailed"]}
+    by_case = {
+        "failures": outcomes["failed"],
+        "errors": outcomes["error"],
+        "skipped": outcomes["skipped"] + outcomes["xfailed"],
+    }
     by_element = {"failures": elements["failure"], "errors": elements["error"], "skipped": elements["skipped"]}
     results = sum(max(len([r for r in case.results if r.kind in RESULT_KINDS]), 1) for case in cases)
-    return {"tests": (unique, max(len(cases), results)),
-            **{k: (min(v, by_element[k]), max(v, by_element[k])) for k, v in by_case.items()}}
+    return {
+        "tests": (unique, max(len(cases), results)),
+        **{k: (min(v, by_element[k]), max(v, by_element[k])) for k, v in by_case.items()},
+    }
 
 
 # -- writing --------------------------------------------------------------------------
@@ -468,8 +486,9 @@ def _suite_element(suite: Suite, cap: int) -> ET.Element:
     return element
 
 
-def to_bytes(report: Report, name: str | None = None, cap: int = TEXT_CAP,
-             caps: Mapping[str, int] | None = None) -> bytes:
+def to_bytes(
+    report: Report, name: str | None = None, cap: int = TEXT_CAP, caps: Mapping[str, int] | None = None
+) -> bytes:
     """The report as xunit2 that ``junit-10.xsd`` accepts; ``<testsuites>`` carries name,
     tests, failures, errors and time, never ``skipped`` (the schema has no such attribute).
     ``caps``: per suite name, the characters each text keeps (a step's ``output_cap``)."""
@@ -486,8 +505,9 @@ def to_bytes(report: Report, name: str | None = None, cap: int = TEXT_CAP,
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
-def write(report: Report, path: Path, name: str | None = None, cap: int = TEXT_CAP,
-          caps: Mapping[str, int] | None = None) -> None:
+def write(
+    report: Report, path: Path, name: str | None = None, cap: int = TEXT_CAP, caps: Mapping[str, int] | None = None
+) -> None:
     """Atomically: the file holds the whole report or what it held before (a full disk)."""
     files.write_atomic(path, to_bytes(report, name, cap, caps))
 
@@ -596,12 +616,13 @@ def case_ident(classname: str, name: str, lane: str, fallback_lane: str, tags: d
     ``rows_of`` and a re-run's relabelling share."""
     for prefix in (f"{lane}.", f"{fallback_lane}."):
         if classname.startswith(prefix):
-            classname = classname[len(prefix):]
+            classname = classname[len(prefix) :]
             break
     # a report pytest wrote under another prefix (--fl-junit-prefix, the platform by default)
     parts = classname.split(".")
-    found = next((f"{'.'.join(parts[i:])}::{name}" for i in range(len(parts))
-                  if f"{'.'.join(parts[i:])}::{name}" in tags), None)
+    found = next(
+        (f"{'.'.join(parts[i:])}::{name}" for i in range(len(parts)) if f"{'.'.join(parts[i:])}::{name}" in tags), None
+    )
     return found or f"{classname}::{name}", classname
 
 
@@ -625,11 +646,17 @@ def _op_tags(report: Report) -> list[str | None]:
 
 def summary_markdown(title: str, rows: list[tuple[StepCounts, str]]) -> str:
     """rows: (counts, verdict).  A lane engineer reads this at a glance."""
-    out = [f"### {title}", "", "| step | verdict | passed | failed | errors | skipped | xfailed | xpassed | seconds |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        f"### {title}",
+        "",
+        "| step | verdict | passed | failed | errors | skipped | xfailed | xpassed | seconds |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for c, verdict in rows:
-        out.append(f"| {_cell(c.name)} | {_cell(verdict)} | {c.passed} | {c.failed - c.xpassed} | {c.errors} | "
-                   f"{c.skipped} | {c.xfailed} | {c.xpassed} | {c.seconds:.1f} |")
+        out.append(
+            f"| {_cell(c.name)} | {_cell(verdict)} | {c.passed} | {c.failed - c.xpassed} | {c.errors} | "
+            f"{c.skipped} | {c.xfailed} | {c.xpassed} | {c.seconds:.1f} |"
+        )
     for c, _ in rows:
         out += c.summary.markdown(c.name)
         out += [f"- {_cell(c.name)}: {_cell(problem)}" for problem in c.problems]

@@ -30,10 +30,39 @@ MIN_OUTPUT_CAP, MAX_OUTPUT_CAP = 1024, 256 * 1024 * 1024
 SETUP_STEP = "setup"  # the name the lane's ``setup:`` commands run under
 PACKAGES_STEP = "packages"  # the name the lane's ``packages:`` install runs under
 TOP_KEYS = {"version", "defaults", "shared_steps", "lanes"}
-LANE_KEYS = {"platform", "description", "display_name", "runner_labels", "image", "env", "setup", "packages",
-             "timeout_minutes", "pytest_args", "steps", "baseline", "flaggems_tests_from"}
-STEP_KEYS = {"name", "use", "contracts", "flaggems_tests", "pytest", "command", "compare", "args", "shell", "env",
-             "timeout", "allow_failure", "expect", "catch", "description", "output_cap"}
+LANE_KEYS = {
+    "platform",
+    "description",
+    "display_name",
+    "runner_labels",
+    "image",
+    "env",
+    "setup",
+    "packages",
+    "timeout_minutes",
+    "pytest_args",
+    "steps",
+    "baseline",
+    "flaggems_tests_from",
+}
+STEP_KEYS = {
+    "name",
+    "use",
+    "contracts",
+    "flaggems_tests",
+    "pytest",
+    "command",
+    "compare",
+    "args",
+    "shell",
+    "env",
+    "timeout",
+    "allow_failure",
+    "expect",
+    "catch",
+    "description",
+    "output_cap",
+}
 DEFAULT_KEYS = {"timeout", "output_cap"}
 TEXT_KEYS = ("description", "display_name", "image")  # lane keys whose value is text, and nothing else
 # Names the runner gives its own files in a reports directory (``baselines/LANE.xml``, a lane's
@@ -182,8 +211,15 @@ def _text_problem(raw: Any, key: str) -> str | None:
         return None
     value = raw[key]
     if not isinstance(value, str):
-        what = "null" if value is None else "a list" if isinstance(value, list) else \
-            "a mapping" if isinstance(value, dict) else type(value).__name__
+        what = (
+            "null"
+            if value is None
+            else "a list"
+            if isinstance(value, list)
+            else "a mapping"
+            if isinstance(value, dict)
+            else type(value).__name__
+        )
         return f"{key} must be text, got {what}: {_show(safeyaml.plain(value))}"
     if "\0" in value:
         return f"{key} cannot hold a NUL byte"
@@ -247,8 +283,12 @@ def _parse_step(
         if problem:
             raise err(_line(raw, "flaggems_tests"), problem, lane, name)
         if "contracts" in merged or "command" in merged:
-            raise err(_line(raw, "flaggems_tests"), "flaggems_tests runs pytest: it cannot go with 'contracts' or "
-                      "'command'", lane, name)
+            raise err(
+                _line(raw, "flaggems_tests"),
+                "flaggems_tests runs pytest: it cannot go with 'contracts' or 'command'",
+                lane,
+                name,
+            )
         merged.setdefault("pytest", [])
     if "contracts" in merged:
         from ..config.suites import SUITES
@@ -271,13 +311,22 @@ def _parse_step(
     if "args" in merged:
         extra = safeyaml.texts(merged["args"])
         if kind != "pytest" or not _str_list(extra):
-            raise err(_line(raw, "args"), "args: a list of pytest arguments added to a pytest step's (after "
-                      "a shared step's)", lane, name)
+            raise err(
+                _line(raw, "args"),
+                "args: a list of pytest arguments added to a pytest step's (after a shared step's)",
+                lane,
+                name,
+            )
         value = [*value, *extra] if _str_list(value) else value
     if kind == "compare":
         if not (_str_list(value) and len(value) == 2 and value[0] != value[1]):
-            raise err(_line(raw, "compare"), "compare names two earlier pytest steps of the lane: [REFERENCE, "
-                      "STEP]; the step fails unless both fail exactly the same cases", lane, name)
+            raise err(
+                _line(raw, "compare"),
+                "compare names two earlier pytest steps of the lane: [REFERENCE, "
+                "STEP]; the step fails unless both fail exactly the same cases",
+                lane,
+                name,
+            )
         if merged.get("expect", "pass") != "pass" or "shell" in merged:
             raise err(_line(raw, "compare"), "a compare step takes neither expect nor shell", lane, name)
     shell = merged.get("shell", False)
@@ -318,12 +367,22 @@ def _parse_step(
     if expect not in ("pass", "fail"):
         raise err(_line(raw, "expect"), f"expect must be 'pass' or 'fail', got {_show(expect)}", lane, name)
     if expect == "fail" and kind == "command":
-        raise err(_line(raw, "expect"), "expect: fail needs a pytest step: a command's exit status cannot tell a "
-                  "caught defect from a broken environment (a typo exits 127 too)", lane, name)
+        raise err(
+            _line(raw, "expect"),
+            "expect: fail needs a pytest step: a command's exit status cannot tell a "
+            "caught defect from a broken environment (a typo exits 127 too)",
+            lane,
+            name,
+        )
     catch = merged.get("catch", [])
     if not (_str_list(catch) and all(catch)) or (catch and expect != "fail"):
-        raise err(_line(raw, "catch"), "catch must be a list of op names, on an expect: fail step (each op must "
-                  "fail a contract for the defect to count as caught)", lane, name)
+        raise err(
+            _line(raw, "catch"),
+            "catch must be a list of op names, on an expect: fail step (each op must "
+            "fail a contract for the defect to count as caught)",
+            lane,
+            name,
+        )
     if "description" in merged:
         described = safeyaml.as_written(merged, "description", merged["description"])
         problem = _text_problem({"description": described}, "description")
@@ -331,11 +390,23 @@ def _parse_step(
             raise err(_line(raw, "description"), problem, lane, name)
     cap = merged.get("output_cap", default_cap)
     if not _output_cap(cap):
-        raise err(_line(raw, "output_cap"), f"output_cap must be bytes in [{MIN_OUTPUT_CAP}, {MAX_OUTPUT_CAP}]",
-                  lane, name)
-    return Step(name, kind, value if isinstance(value, str) else tuple(value), tuple(suites), shell,
-                {k: str(v) for k, v in env.items()}, float(timeout), allow, expect, cap, tuple(catch),
-                flaggems_tests=tuple(selection))
+        raise err(
+            _line(raw, "output_cap"), f"output_cap must be bytes in [{MIN_OUTPUT_CAP}, {MAX_OUTPUT_CAP}]", lane, name
+        )
+    return Step(
+        name,
+        kind,
+        value if isinstance(value, str) else tuple(value),
+        tuple(suites),
+        shell,
+        {k: str(v) for k, v in env.items()},
+        float(timeout),
+        allow,
+        expect,
+        cap,
+        tuple(catch),
+        flaggems_tests=tuple(selection),
+    )
 
 
 def parse(text: str, path: str, registry: Registry) -> Manifest:
@@ -386,8 +457,11 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
         if not isinstance(lane_name, str) or not NAME_RE.match(lane_name):
             raise err(line, f"lane name {_show(lane_name)} must match {NAME_RULE}")
         if lane_name in RESERVED_NAMES:
-            raise err(line, f"lane name {lane_name!r} is the runner's own in a reports directory (its {lane_name}/ "
-                      "keeps the lanes' last green runs); rename the lane")
+            raise err(
+                line,
+                f"lane name {lane_name!r} is the runner's own in a reports directory (its {lane_name}/ "
+                "keeps the lanes' last green runs); rename the lane",
+            )
         if not isinstance(raw, dict):
             raise err(line, "a lane must be a mapping", lane_name)
         for key in raw:
@@ -416,13 +490,25 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
                 raise err(_line(raw, "runner_labels"), f"runner_labels: {_show(label)} {refused}", lane_name)
         for spec in raw.get("packages", ()):
             if not spec.strip() or spec.lstrip().startswith("-") or "$" in PACKAGE_VAR.sub("", spec):
-                raise err(_line(raw, "packages"), f"packages: {_show(spec)} is not a pip spec (a wheel path, a "
-                          "version or a URL; ${VAR} for one the lane is given)", lane_name)
+                raise err(
+                    _line(raw, "packages"),
+                    f"packages: {_show(spec)} is not a pip spec (a wheel path, a "
+                    "version or a URL; ${VAR} for one the lane is given)",
+                    lane_name,
+                )
         tests_from = raw.get("flaggems_tests_from", "")
-        if "flaggems_tests_from" in raw and (not isinstance(tests_from, str) or not tests_from.strip()
-                                             or _has_nul(tests_from) or "$" in PACKAGE_VAR.sub("", tests_from)):
-            raise err(_line(raw, "flaggems_tests_from"), "flaggems_tests_from: a FlagGems wheel or directory that "
-                      "ships flaggems_tests (${VAR} for one the lane is given)", lane_name)
+        if "flaggems_tests_from" in raw and (
+            not isinstance(tests_from, str)
+            or not tests_from.strip()
+            or _has_nul(tests_from)
+            or "$" in PACKAGE_VAR.sub("", tests_from)
+        ):
+            raise err(
+                _line(raw, "flaggems_tests_from"),
+                "flaggems_tests_from: a FlagGems wheel or directory that "
+                "ships flaggems_tests (${VAR} for one the lane is given)",
+                lane_name,
+            )
         for key in ("pytest_args", "setup", "packages"):
             if _has_nul(raw.get(key)):
                 raise err(_line(raw, key), f"{key} cannot hold a NUL byte", lane_name)
@@ -449,14 +535,26 @@ def parse(text: str, path: str, registry: Registry) -> Manifest:
                 earlier = {s.name: s for s in steps}
                 bad = [n for n in step.args if n not in earlier or earlier[n].kind != "pytest"]
                 if bad:
-                    raise err(step_line, f"compare: {_show(bad[0])} is not an earlier pytest step of this lane",
-                              lane_name, step.name)
+                    raise err(
+                        step_line,
+                        f"compare: {_show(bad[0])} is not an earlier pytest step of this lane",
+                        lane_name,
+                        step.name,
+                    )
             if step.name == PACKAGES_STEP and raw.get("packages"):
-                raise err(step_line, "the name 'packages' is the lane's package install's own; rename the step",
-                          lane_name, step.name)
+                raise err(
+                    step_line,
+                    "the name 'packages' is the lane's package install's own; rename the step",
+                    lane_name,
+                    step.name,
+                )
             if step.name == SETUP_STEP and raw.get("setup"):
-                raise err(step_line, "the name 'setup' is the lane's setup: commands' own; rename the step",
-                          lane_name, step.name)
+                raise err(
+                    step_line,
+                    "the name 'setup' is the lane's setup: commands' own; rename the step",
+                    lane_name,
+                    step.name,
+                )
             steps.append(step)
         lanes[lane_name] = Lane(
             name=lane_name,

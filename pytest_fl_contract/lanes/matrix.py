@@ -85,7 +85,10 @@ def _patterns(text: str) -> tuple[list[str], list[str]]:
 
 
 def select(
-    manifest: Manifest, lanes: str = "*", platform: str | None = None, runners: str = "all",
+    manifest: Manifest,
+    lanes: str = "*",
+    platform: str | None = None,
+    runners: str = "all",
     registry: Registry | None = None,
 ) -> list[Lane]:
     """The lanes ``--lanes``, ``--platform`` and ``--runners`` pick, in manifest order; an
@@ -111,7 +114,8 @@ def select(
         chosen.append(lane)
     if not chosen:
         how = " ".join(
-            [f"--lanes {lanes!r}"] + ([f"--platform {platform!r}"] if platform else [])
+            [f"--lanes {lanes!r}"]
+            + ([f"--platform {platform!r}"] if platform else [])
             + ([f"--runners {runners}"] if runners != "all" else [])
         )
         raise FlContractError(
@@ -133,10 +137,13 @@ def job(lane: Lane) -> tuple[LaneJob, str | None]:
     limit = MAX_JOB_MINUTES[hosted]
     notice = None
     if wanted > limit:
-        notice = (f"lane {lane.name}: its steps may take {budget:g} min, past the {limit}-minute job limit of "
-                  "its runners: the job can be stopped before the lane writes its report")
-    return LaneJob(lane.name, lane.platform, lane.runner_labels, hosted, min(wanted, limit), budget, lane.image,
-                   lane.inputs()), notice
+        notice = (
+            f"lane {lane.name}: its steps may take {budget:g} min, past the {limit}-minute job limit of "
+            "its runners: the job can be stopped before the lane writes its report"
+        )
+    return LaneJob(
+        lane.name, lane.platform, lane.runner_labels, hosted, min(wanted, limit), budget, lane.image, lane.inputs()
+    ), notice
 
 
 def cpu_torch(dist: str = DIST) -> str:
@@ -157,25 +164,32 @@ def check_github(jobs: list[LaneJob]) -> None:
     """Over GitHub's 256 jobs a matrix fails the workflow run before any lane starts: refused
     in one line, so it is never emitted."""
     if len(jobs) > GITHUB_MAX_JOBS:
-        raise FlContractError(f"{len(jobs)} lanes selected: a GitHub Actions matrix holds at most {GITHUB_MAX_JOBS} "
-                              "jobs; split them over several matrices with --lanes or --platform")
+        raise FlContractError(
+            f"{len(jobs)} lanes selected: a GitHub Actions matrix holds at most {GITHUB_MAX_JOBS} "
+            "jobs; split them over several matrices with --lanes or --platform"
+        )
 
 
 def github(jobs: list[LaneJob], torch: str) -> dict[str, Any]:
     """The ``strategy.matrix`` of the reusable workflow's lane job: ``{"include": [row, ...]}``
     (``check_github``: never more jobs than GitHub runs)."""
     check_github(jobs)
-    return {"include": [{
-        "lane": j.lane,
-        "platform": j.platform,
-        "runs_on": list(j.labels),
-        "hosted": j.hosted,
-        "timeout": j.timeout,
-        "extras": "cpu" if j.hosted else "",
-        "torch": torch if j.hosted else "",
-        "image": j.image,
-        "inputs": ",".join(j.inputs),
-    } for j in jobs]}
+    return {
+        "include": [
+            {
+                "lane": j.lane,
+                "platform": j.platform,
+                "runs_on": list(j.labels),
+                "hosted": j.hosted,
+                "timeout": j.timeout,
+                "extras": "cpu" if j.hosted else "",
+                "torch": torch if j.hosted else "",
+                "image": j.image,
+                "inputs": ",".join(j.inputs),
+            }
+            for j in jobs
+        ]
+    }
 
 
 def _version() -> str:
@@ -190,8 +204,9 @@ def _gitlab_timeout(minutes: int) -> str:
     return " ".join(part for part in (f"{hours}h" if hours else "", f"{rest}m" if rest else "") if part)
 
 
-def gitlab(jobs: list[LaneJob], torch: str, manifest_arg: str | None, package: str | None,
-           hosted_tags: tuple[str, ...] = ()) -> dict[str, Any]:
+def gitlab(
+    jobs: list[LaneJob], torch: str, manifest_arg: str | None, package: str | None, hosted_tags: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """A child pipeline: one job ``lane:NAME`` per lane (the prefix keeps a lane called
     ``image`` or ``variables`` from being read as a keyword), tags from its labels (less
     GitHub's ``self-hosted``, which GitLab runners do not carry), its JUnit as the job's report."""
@@ -201,8 +216,14 @@ def gitlab(jobs: list[LaneJob], torch: str, manifest_arg: str | None, package: s
         spec = f"{package}{extras}" if package else f"{DIST}{extras}=={_version()}"
         install = [f"python3 -m pip install {shlex.quote(torch)} --index-url {PYTORCH_CPU_INDEX}"] if j.hosted else []
         install.append(f"python3 -m pip install {shlex.quote(spec)}")
-        argv = ["fl-contract", *(["--manifest", manifest_arg] if manifest_arg else []), "run", j.lane,
-                "--reports", "reports"]
+        argv = [
+            "fl-contract",
+            *(["--manifest", manifest_arg] if manifest_arg else []),
+            "run",
+            j.lane,
+            "--reports",
+            "reports",
+        ]
         body: dict[str, Any] = {"stage": "test"}
         image = j.image or (GITLAB_HOSTED_IMAGE if j.hosted else "")
         if image:
@@ -221,7 +242,9 @@ def gitlab(jobs: list[LaneJob], torch: str, manifest_arg: str | None, package: s
 def gitlab_text(pipeline: dict[str, Any], source: str) -> str:
     from .migrate import comment
 
-    head = (f"# generated by fl-contract matrix --format gitlab from {comment(source)}: {len(pipeline)} lane job(s);\n"
-            "# run it as a child pipeline (trigger: include: artifact); a lane exits 4 (its job fails) when an "
-            "input it needs is not set\n")
+    head = (
+        f"# generated by fl-contract matrix --format gitlab from {comment(source)}: {len(pipeline)} lane job(s);\n"
+        "# run it as a child pipeline (trigger: include: artifact); a lane exits 4 (its job fails) when an "
+        "input it needs is not set\n"
+    )
     return head + yaml.safe_dump(pipeline, sort_keys=False, width=10_000, allow_unicode=False)

@@ -56,9 +56,11 @@ def check_output(directory: Path, output: Path) -> None:
     overwrote it), or any file standing where one is."""
     target = Path(os.path.realpath(output))
     if target.parent == Path(os.path.realpath(directory)) and target.suffix == ".xml" and NAME_RE.match(target.stem):
-        raise FlContractError(f"--output {safeyaml.shown(output)}: in --reports {safeyaml.shown(directory)} it is (or "
-                              f"would be read as) the report of lane {target.stem}; write the merged report outside "
-                              "--reports")
+        raise FlContractError(
+            f"--output {safeyaml.shown(output)}: in --reports {safeyaml.shown(directory)} it is (or "
+            f"would be read as) the report of lane {target.stem}; write the merged report outside "
+            "--reports"
+        )
 
 
 def lane_names(directory: Path, lanes: str | None, output: Path | None = None) -> list[str]:
@@ -75,8 +77,9 @@ def lane_names(directory: Path, lanes: str | None, output: Path | None = None) -
     if not directory.is_dir():
         raise FlContractError(f"--reports {safeyaml.shown(directory)}: not a directory")
     skip = output.resolve() if output is not None else None
-    names = sorted(p.stem for p in directory.glob("*.xml")
-                   if p.is_file() and NAME_RE.match(p.stem) and p.resolve() != skip)
+    names = sorted(
+        p.stem for p in directory.glob("*.xml") if p.is_file() and NAME_RE.match(p.stem) and p.resolve() != skip
+    )
     if not names:
         raise FlContractError(f"no lane reports (LANE.xml) in {safeyaml.shown(directory)}")
     return names
@@ -90,8 +93,16 @@ def lane_problems(report: junit.Report) -> list[str]:
     groups: dict[str, list[junit.Suite]] = {}
     records: dict[str, dict[str, Any]] = {}
     for suite in report.suites:
-        record = next((r for name, value in suite.properties if name == verdict.STEP_PROPERTY
-                       for r in [verdict.read_record(value)] if r), None)
+        record = next(
+            (
+                r
+                for name, value in suite.properties
+                if name == verdict.STEP_PROPERTY
+                for r in [verdict.read_record(value)]
+                if r
+            ),
+            None,
+        )
         step = record["step"] if record else suite.name
         groups.setdefault(step, []).append(suite)
         if record:
@@ -106,10 +117,14 @@ def lane_problems(report: junit.Report) -> list[str]:
         catch = tuple(c for c in catch if isinstance(c, str)) if isinstance(catch, list) else ()
         wanted = verdict.expectation(expect, state, junit.count(part, step), catch)
         if not wanted.ok and not (record and record.get("allow_failure") is True):
-            problems.append(f"step {step}: {state}" + (f" (expected to fail: {wanted.note})" if expect == "fail" else ""))
+            problems.append(
+                f"step {step}: {state}" + (f" (expected to fail: {wanted.note})" if expect == "fail" else "")
+            )
         elif record and record.get("ok") is not wanted.ok and not record.get("allow_failure"):
-            problems.append(f"step {step}: recorded as {'ok' if record.get('ok') else 'failed'}, but its cases say "
-                            f"{'ok' if wanted.ok else 'not'}")
+            problems.append(
+                f"step {step}: recorded as {'ok' if record.get('ok') else 'failed'}, but its cases say "
+                f"{'ok' if wanted.ok else 'not'}"
+            )
     return problems
 
 
@@ -127,11 +142,14 @@ def merge(directory: Path, lanes: list[str]) -> Merged:
         trouble = None
         report = None
         if lane_running(directory, lane):
-            trouble = (f"lane {lane} is still running into {safeyaml.shown(directory)}: its report is not this run's "
-                       "until the run ends")
+            trouble = (
+                f"lane {lane} is still running into {safeyaml.shown(directory)}: its report is not this run's "
+                "until the run ends"
+            )
         elif not path.is_file():
-            trouble = (f"no report {path.name}: its job uploaded no reports/ (cancelled, timed out, or its runner "
-                       "was lost)")
+            trouble = (
+                f"no report {path.name}: its job uploaded no reports/ (cancelled, timed out, or its runner was lost)"
+            )
         else:
             try:
                 report = junit.read(path)

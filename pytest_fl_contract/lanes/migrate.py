@@ -36,8 +36,11 @@ MAPPED = {
 }
 MAX_TESTS = 10_000  # steps of one imported lane: about 8 YAML values each, inside safeyaml.MAX_NODES
 CONTRACT_NAME = "op_contracts"  # the shipped manifest's step: an imported lane's cases meet the CPU lanes'
-CONTRACT_STEP = {"contracts": ["reductions", "layers", "tensorops"], "pytest": ["-p", "xdist", "-n", "auto"],
-                 "timeout": 2700}
+CONTRACT_STEP = {
+    "contracts": ["reductions", "layers", "tensorops"],
+    "pytest": ["-p", "xdist", "-n", "auto"],
+    "timeout": 2700,
+}
 
 
 def name_of(text: str, fallback: str = "step") -> str:
@@ -133,8 +136,11 @@ def convert(path: Path, registry: Registry) -> tuple[str, dict[str, Any], dict[s
     if not isinstance(tests, list):
         raise _fail(path, "integration_tests must be a list of {name, command}")
     if len(tests) > MAX_TESTS:
-        raise _fail(path, f"{len(tests)} integration_tests: a lane takes at most {MAX_TESTS} steps (a manifest "
-                    f"holds at most {safeyaml.MAX_NODES} values); split the file")
+        raise _fail(
+            path,
+            f"{len(tests)} integration_tests: a lane takes at most {MAX_TESTS} steps (a manifest "
+            f"holds at most {safeyaml.MAX_NODES} values); split the file",
+        )
     taken = {CONTRACT_NAME} | ({schema.SETUP_STEP} if "setup" in lane else set())
     tried: dict[str, int] = {}
     steps = []

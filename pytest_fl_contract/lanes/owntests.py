@@ -29,6 +29,7 @@ ALL = "all"
 def families() -> dict[str, list[tuple[str, tuple[str, ...]]]]:
     """Family -> its rows, each (name, the test names FlagGems may file it under)."""
     from ..registry import ROWS
+
     found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     for row in ROWS.rows():
         names = (row.name, row.module.rsplit(".", 1)[-1], *row.gems_names)
@@ -41,8 +42,9 @@ def check_selection(selection: Sequence[str]) -> str | None:
     known = families()
     unknown = [s for s in selection if s != ALL and s not in known]
     if not selection or unknown:
-        return (f"flaggems_tests names families of the registry ({', '.join(sorted(known))}) or {ALL}"
-                + (f"; unknown: {unknown[0]!r}" if unknown else ""))
+        return f"flaggems_tests names families of the registry ({', '.join(sorted(known))}) or {ALL}" + (
+            f"; unknown: {unknown[0]!r}" if unknown else ""
+        )
     return None
 
 
@@ -58,8 +60,10 @@ def directory(env: Mapping[str, str]) -> Path:
     spec = importlib.util.find_spec(PACKAGE)
     if spec is not None and spec.submodule_search_locations:
         return Path(list(spec.submodule_search_locations)[0])
-    raise FlContractError(f"no FlagGems tests to run: {PACKAGE} is in none of {', '.join(tried) or 'no lane directory'}"
-                          " and not importable (flaggems_tests_from: names a FlagGems wheel that ships them)")
+    raise FlContractError(
+        f"no FlagGems tests to run: {PACKAGE} is in none of {', '.join(tried) or 'no lane directory'}"
+        " and not importable (flaggems_tests_from: names a FlagGems wheel that ships them)"
+    )
 
 
 def files(selection: Sequence[str], where: Path) -> list[Path]:

@@ -53,15 +53,22 @@ class Rerun:
         which = f" ({', '.join(flaky[:3])}{', ...' if len(flaky) > 3 else ''})" if flaky else ""
         deterministic = self.asked - len(flaky) - len(unproven)
         unsaid = f", {len(unproven)} not re-run by any round" if unproven else ""
-        return (f"re-ran {self.asked} failing case(s) {self.rounds} time(s) in fresh processes: "
-                f"{deterministic} deterministic, {len(flaky)} nondeterministic result{which}{unsaid}{lost}{skipped}")
+        return (
+            f"re-ran {self.asked} failing case(s) {self.rounds} time(s) in fresh processes: "
+            f"{deterministic} deterministic, {len(flaky)} nondeterministic result{which}{unsaid}{lost}{skipped}"
+        )
 
 
 def failing_keys(report: junit.Report, lane: str) -> list[str]:
     """Failures and errors worth a re-run: not a strict xpass (a known defect that no
     longer shows is no flake), not the runner's own error case of a crashed step."""
-    return sorted({row.key.partition("/")[2] for row in rows_of(report, lane)
-                   if row.outcome in ("failed", "error") and not row.key.partition("/")[2].startswith(f"{row.step}::")})
+    return sorted(
+        {
+            row.key.partition("/")[2]
+            for row in rows_of(report, lane)
+            if row.outcome in ("failed", "error") and not row.key.partition("/")[2].startswith(f"{row.step}::")
+        }
+    )
 
 
 RAN = ("passed", "failed", "error", "xpassed")  # outcomes of a round that ran the case
@@ -118,8 +125,10 @@ def label(report: junit.Report, lane: str, result: Rerun) -> junit.Report:
                 what = f"deterministic: failed {runs} of {runs} re-runs"
             else:
                 what = f"not re-run: none of the {result.rounds} round(s) ran it"
-            results = tuple(replace(r, message=f"{RERUN} {what}; {r.message}") if r.kind in ("failure", "error")
-                            else r for r in case.results)
+            results = tuple(
+                replace(r, message=f"{RERUN} {what}; {r.message}") if r.kind in ("failure", "error") else r
+                for r in case.results
+            )
             cases.append(replace(case, results=results))
         return replace(suite, cases=tuple(cases))
 

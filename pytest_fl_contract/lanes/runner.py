@@ -95,8 +95,10 @@ def package_specs(lane: Lane, environ: Mapping[str, str]) -> list[str]:
     specs = [PACKAGE_VAR.sub(lambda m: environ[m.group(1)], spec).strip() for spec in lane.packages]
     for raw, spec in zip(lane.packages, specs):
         if not spec or spec.startswith("-") or "\0" in spec or "\n" in spec:
-            raise FlContractError(f"lane {lane.name}: packages: {raw!r} expands to {spec[:80]!r}, which is not a pip "
-                                  "spec (a wheel path, a version or a URL)")
+            raise FlContractError(
+                f"lane {lane.name}: packages: {raw!r} expands to {spec[:80]!r}, which is not a pip "
+                "spec (a wheel path, a version or a URL)"
+            )
     return specs
 
 
@@ -105,12 +107,21 @@ def package_step(lane: Lane, site: str, environ: Mapping[str, str]) -> Step:
     ``--target``, no dependencies: the lane brings them); a pip that "passes" and installs
     nothing fails the step."""
     specs = package_specs(lane, environ)
-    check = ("import pathlib, sys; sys.exit(0 if any(pathlib.Path(sys.argv[1]).glob('*.dist-info')) else "
-             "'pip installed nothing into the lane directory')")
-    script = ('"$0" -m pip install -q --disable-pip-version-check --no-deps --no-compile --target "$1" "${@:2}" '
-              '&& "$0" -c "$FL_CHECK_INSTALLED" "$1"')
-    return Step(PACKAGES_STEP, "command", ("bash", "-c", script, sys.executable, site, *specs), timeout=PACKAGES_TIMEOUT,
-                env={"FL_CHECK_INSTALLED": check})
+    check = (
+        "import pathlib, sys; sys.exit(0 if any(pathlib.Path(sys.argv[1]).glob('*.dist-info')) else "
+        "'pip installed nothing into the lane directory')"
+    )
+    script = (
+        '"$0" -m pip install -q --disable-pip-version-check --no-deps --no-compile --target "$1" "${@:2}" '
+        '&& "$0" -c "$FL_CHECK_INSTALLED" "$1"'
+    )
+    return Step(
+        PACKAGES_STEP,
+        "command",
+        ("bash", "-c", script, sys.executable, site, *specs),
+        timeout=PACKAGES_TIMEOUT,
+        env={"FL_CHECK_INSTALLED": check},
+    )
 
 
 def expanded(args: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
@@ -123,8 +134,15 @@ def expanded(args: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
 def step_argv(lane: Lane, step: Step, report: Path) -> list[str] | str:
     if step.kind == "command":
         return step.args if isinstance(step.args, str) else list(step.args)
-    lane_args = ["--platform", lane.platform, "--fl-junit-prefix", lane.name, f"--junitxml={report}",
-                 *lane.pytest_args, *step.args]
+    lane_args = [
+        "--platform",
+        lane.platform,
+        "--fl-junit-prefix",
+        lane.name,
+        f"--junitxml={report}",
+        *lane.pytest_args,
+        *step.args,
+    ]
     if step.suites:
         from ..config.suites import pytest_argv
 
@@ -185,17 +203,22 @@ def _ended(step: Step, argv: list[str] | str, run: Execution) -> tuple[str, str]
 def _own_properties(report: junit.Report) -> junit.Report:
     """A step's report without the properties only the runner writes (a step cannot
     record its own verdict)."""
-    return replace(report, suites=tuple(replace(s, properties=tuple(p for p in s.properties
-                                                                    if p[0] != verdict.STEP_PROPERTY))
-                                        for s in report.suites))
+    return replace(
+        report,
+        suites=tuple(
+            replace(s, properties=tuple(p for p in s.properties if p[0] != verdict.STEP_PROPERTY))
+            for s in report.suites
+        ),
+    )
 
 
 def _with_record(report: junit.Report, record: tuple[str, str]) -> junit.Report:
     return replace(report, suites=tuple(replace(s, properties=(*s.properties, record)) for s in report.suites))
 
 
-def _rerun_failures(lane: Lane, step: Step, xml: junit.Report, env: dict[str, str], log_dir: Path,
-                    cancel: Cancel, deadline: float) -> tuple[junit.Report, str | None]:
+def _rerun_failures(
+    lane: Lane, step: Step, xml: junit.Report, env: dict[str, str], log_dir: Path, cancel: Cancel, deadline: float
+) -> tuple[junit.Report, str | None]:
     """Each failing case again, ``step.rerun`` times in fresh processes (lanes/rerun.py),
     each round inside what is left of the step's own time (``deadline``, monotonic): re-runs
     never carry the lane past its budget."""
@@ -229,8 +252,9 @@ def _this_run(lane: Lane, name: str, earlier: Mapping[str, StepResult]):
     return cases.from_report(result.xml, lane.name, f"{lane.name}/{name} (this run)")
 
 
-def _compare_step(lane: Lane, step: Step, reports: Path, progress: TextIO,
-                  earlier: Mapping[str, StepResult] | None = None) -> StepResult:
+def _compare_step(
+    lane: Lane, step: Step, reports: Path, progress: TextIO, earlier: Mapping[str, StepResult] | None = None
+) -> StepResult:
     """Two earlier steps of this run of the lane held alike: the step passes when both fail
     exactly the same cases, none of the reference's is missing from the other, and some case
     passed in both (``compare.Comparison.holds``: equal nothing is no agreement); its case
@@ -246,9 +270,11 @@ def _compare_step(lane: Lane, step: Step, reports: Path, progress: TextIO,
     else:
         differ = result.differs
         state = "passed" if result.holds(same_failures=True) else "failed"
-        detail = (f"{step.args[1]} fails {'other' if differ else 'the same'} cases than {step.args[0]}: "
-                  f"{len(result.of('new_failures'))} more, {len(result.of('fixed'))} fewer, "
-                  f"{len(result.of('still_failing'))} in both, {result.passed_in_both} passed in both")
+        detail = (
+            f"{step.args[1]} fails {'other' if differ else 'the same'} cases than {step.args[0]}: "
+            f"{len(result.of('new_failures'))} more, {len(result.of('fixed'))} fewer, "
+            f"{len(result.of('still_failing'))} in both, {result.passed_in_both} passed in both"
+        )
         lost = {kind: len(result.of(kind)) for kind in ("hidden", "new_xfails", "disappeared") if result.of(kind)}
         if lost:
             detail += "; " + ", ".join(f"{n} {compare.TITLES[kind]}" for kind, n in lost.items())
@@ -267,8 +293,15 @@ def _compare_step(lane: Lane, step: Step, reports: Path, progress: TextIO,
     return StepResult(step, state, wanted.ok or step.allow_failure, detail, time.monotonic() - start, report, xml)
 
 
-def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Cancel | None = None,
-             token: str | None = None, earlier: Mapping[str, StepResult] | None = None) -> StepResult:
+def run_step(
+    lane: Lane,
+    step: Step,
+    reports: Path,
+    progress: TextIO,
+    cancel: Cancel | None = None,
+    token: str | None = None,
+    earlier: Mapping[str, StepResult] | None = None,
+) -> StepResult:
     """One step; ``earlier``: this run's results so far (what a compare step compares)."""
     cancel = cancel or Cancel()
     lane_dir = reports / lane.name
@@ -331,8 +364,9 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
             assert xml is not None and run.code is not None
             state, detail = verdict.pytest_verdict(run.code, junit.count(xml, step.name))
         if state == "failed" and step.rerun > 0 and xml is not None:
-            xml, note = _rerun_failures(lane, step, xml, env, log_dir=lane_dir, cancel=cancel,
-                                        deadline=started + step.timeout)
+            xml, note = _rerun_failures(
+                lane, step, xml, env, log_dir=lane_dir, cancel=cancel, deadline=started + step.timeout
+            )
             if note:
                 notes.append(note)
         if state == "error":  # keep what the step said: its output becomes an error case
@@ -342,8 +376,14 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
     counts = junit.count(xml, step.name)
     wanted = verdict.expectation(step.expect, state, counts, step.catch)
     try:
-        junit.write(_with_record(xml, verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok,
-                                                     tuple(notes), step.catch)), report, cap=text_cap(step))
+        junit.write(
+            _with_record(
+                xml,
+                verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok, tuple(notes), step.catch),
+            ),
+            report,
+            cap=text_cap(step),
+        )
     except OSError as exc:
         problem = f"cannot write {report.name}: {exc.strerror}"
         if state != "error":
@@ -352,34 +392,46 @@ def run_step(lane: Lane, step: Step, reports: Path, progress: TextIO, cancel: Ca
             wanted = verdict.expectation(step.expect, state, junit.count(xml, step.name), step.catch)
         else:
             notes.append(problem)
-    xml = _with_record(xml, verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok, tuple(notes),
-                                         step.catch))
+    xml = _with_record(
+        xml, verdict.record(step.name, step.expect, step.allow_failure, state, wanted.ok, tuple(notes), step.catch)
+    )
     if notes:
         detail = f"{detail}; {'; '.join(notes)}"
     shown = state if step.expect == "pass" else f"{state} (expected to fail: {wanted.note})"
-    _say(progress, f"[{lane.name}] {step.name}: end {shown}, {detail}, {run.seconds:.1f}s"
-         + (" (failure allowed)" if not wanted.ok and step.allow_failure else ""))
+    _say(
+        progress,
+        f"[{lane.name}] {step.name}: end {shown}, {detail}, {run.seconds:.1f}s"
+        + (" (failure allowed)" if not wanted.ok and step.allow_failure else ""),
+    )
     return StepResult(step, state, wanted.ok or step.allow_failure, detail, run.seconds, report, xml)
 
 
-def broken(lane: Lane, step: Step, reports: Path, exc: BaseException, progress: TextIO,
-           plain: bool = False) -> StepResult:
+def broken(
+    lane: Lane, step: Step, reports: Path, exc: BaseException, progress: TextIO, plain: bool = False
+) -> StepResult:
     """The step runner itself failed (a bug of ours, or a lane that broke its own report
     directory beyond repair), or the step could not be made (``plain``: bad input, said as
     it is): still an error case, so LANE.xml lists the step."""
-    detail = junit.one_line(str(exc), 300) if plain else \
-        f"fl-contract runner error: {type(exc).__name__}: {junit.one_line(str(exc), 300)}"
+    detail = (
+        junit.one_line(str(exc), 300)
+        if plain
+        else f"fl-contract runner error: {type(exc).__name__}: {junit.one_line(str(exc), 300)}"
+    )
     _say(progress, f"[{lane.name}] {step.name}: end error, {detail}")
-    xml = _with_record(junit.error_suite(lane.name, step.name, detail, "", 0.0),
-                       verdict.record(step.name, step.expect, step.allow_failure, "error", False))
+    xml = _with_record(
+        junit.error_suite(lane.name, step.name, detail, "", 0.0),
+        verdict.record(step.name, step.expect, step.allow_failure, "error", False),
+    )
     return StepResult(step, "error", step.allow_failure, detail, 0.0, reports / lane.name / f"{step.name}.xml", xml)
 
 
 def not_run(lane: Lane, step: Step, reports: Path, reason: str, progress: TextIO) -> StepResult:
     """A step the lane never started still gets its JUnit case (skipped, with the reason)."""
     report = reports / lane.name / f"{step.name}.xml"
-    xml = _with_record(junit.skipped_suite(lane.name, step.name, f"not run: {reason}"),
-                       verdict.record(step.name, step.expect, step.allow_failure, "not run", False))
+    xml = _with_record(
+        junit.skipped_suite(lane.name, step.name, f"not run: {reason}"),
+        verdict.record(step.name, step.expect, step.allow_failure, "not run", False),
+    )
     try:
         junit.write(xml, report)
     except OSError:
@@ -406,8 +458,10 @@ def lock_directory() -> Path:
             continue
         if stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o022:
             return folder
-    raise FlContractError(f"no private directory for the lane locks ({', '.join(map(str, candidates))}: "
-                          "missing, not ours or writable by others)")
+    raise FlContractError(
+        f"no private directory for the lane locks ({', '.join(map(str, candidates))}: "
+        "missing, not ours or writable by others)"
+    )
 
 
 class LaneLock:
@@ -446,7 +500,8 @@ class LaneLock:
                     who = f" (pid {held.get('pid')}, since {held.get('started')})" if held else ""
                     raise FlContractError(
                         f"lane {self.lane} is already running into {safeyaml.shown(self.reports)}{who}: wait for "
-                        "it, or give this run another --reports") from None
+                        "it, or give this run another --reports"
+                    ) from None
                 states.append(_read_state(fd))
         except BaseException:
             self._close()
@@ -495,17 +550,29 @@ def _unfinished(lock: LaneLock, progress: TextIO) -> str | None:
         return None
     token = str(last.get("token") or "")
     killed = kill_token(token) if token else {}
-    line = (f"the last run of lane {lock.lane} (pid {last.get('pid')}, started {last.get('started')}) did not "
-            f"finish: it was killed during step {last.get('step')!r}")
+    line = (
+        f"the last run of lane {lock.lane} (pid {last.get('pid')}, started {last.get('started')}) did not "
+        f"finish: it was killed during step {last.get('step')!r}"
+    )
     if killed:
-        line += f"; killed {len(killed)} process(es) that step left: {', '.join(f'{p} ({n})' for p, n in killed.items())}"
+        line += (
+            f"; killed {len(killed)} process(es) that step left: {', '.join(f'{p} ({n})' for p, n in killed.items())}"
+        )
     _say(progress, f"[{lock.lane}] {line}")
     return line
 
 
-def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: bool = False,
-             progress: TextIO | None = None, step_runner: Callable[..., StepResult] = run_step,
-             output_cap: int | None = None, rerun_failures: int = 0) -> LaneRun:
+def run_lane(
+    lane: Lane,
+    reports: Path,
+    *,
+    only: str | None = None,
+    fail_fast: bool = False,
+    progress: TextIO | None = None,
+    step_runner: Callable[..., StepResult] = run_step,
+    output_cap: int | None = None,
+    rerun_failures: int = 0,
+) -> LaneRun:
     """Run the lane: its setup commands first, then every step (all of them unless
     --fail-fast), inside the lane's timeout_minutes; a cancel signal stops the rest.
     Writes reports/LANE.xml with one case per step (or the step's own cases) whatever
@@ -514,8 +581,10 @@ def run_lane(lane: Lane, reports: Path, *, only: str | None = None, fail_fast: b
     lane_dir = reports / lane.name
     merged_path = reports / f"{lane.name}.xml"
     if lane.name in RESERVED_NAMES:
-        raise FlContractError(f"lane {lane.name!r}: the name is the runner's own in a reports directory "
-                              f"({', '.join(sorted(RESERVED_NAMES))}/ keeps the lanes' baselines); rename the lane")
+        raise FlContractError(
+            f"lane {lane.name!r}: the name is the runner's own in a reports directory "
+            f"({', '.join(sorted(RESERVED_NAMES))}/ keeps the lanes' baselines); rename the lane"
+        )
     try:
         lane_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -544,8 +613,10 @@ def _forget_last_run(merged: Path) -> None:
         if merged.is_symlink() or merged.exists():
             os.unlink(merged)
     except OSError as exc:
-        raise FlContractError(f"cannot remove the last run's lane report {safeyaml.shown(merged)} ({exc.strerror}): "
-                              "it would be read as this run's") from None
+        raise FlContractError(
+            f"cannot remove the last run's lane report {safeyaml.shown(merged)} ({exc.strerror}): "
+            "it would be read as this run's"
+        ) from None
 
 
 def _forget_last_board(reports: Path, lane: str) -> None:
@@ -555,8 +626,10 @@ def _forget_last_board(reports: Path, lane: str) -> None:
     try:
         scoreboard.forget(reports, lane)
     except OSError as exc:
-        raise FlContractError(f"cannot remove the last run's overload scoreboard of lane {lane} in "
-                              f"{safeyaml.shown(reports)} ({exc.strerror}): it would be read as this run's") from None
+        raise FlContractError(
+            f"cannot remove the last run's overload scoreboard of lane {lane} in "
+            f"{safeyaml.shown(reports)} ({exc.strerror}): it would be read as this run's"
+        ) from None
 
 
 def lane_board(lane: Lane, report: junit.Report, reports: Path, merged: Path) -> str:
@@ -575,9 +648,13 @@ def lane_board(lane: Lane, report: junit.Report, reports: Path, merged: Path) ->
     except FlContractError as exc:
         return f"\n**overload scoreboard: {md_text(str(exc), 600)}**\n"
     except OSError as exc:
-        return f"\n**overload scoreboard: cannot write it into {md_text(str(reports))}: {md_text(exc.strerror or exc)}**\n"
-    return (f"\noverload scoreboard: **{md_text(board.summary(), 400)}** "
-            f"({md_code(json_path.name)}, {md_code(md_path.name)})\n")
+        return (
+            f"\n**overload scoreboard: cannot write it into {md_text(str(reports))}: {md_text(exc.strerror or exc)}**\n"
+        )
+    return (
+        f"\noverload scoreboard: **{md_text(board.summary(), 400)}** "
+        f"({md_code(json_path.name)}, {md_code(md_path.name)})\n"
+    )
 
 
 def lane_running(reports: Path, lane: str) -> bool:
@@ -602,8 +679,17 @@ def lane_running(reports: Path, lane: str) -> bool:
     return False
 
 
-def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fail_fast: bool, progress: TextIO,
-                step_runner: Callable[..., StepResult], output_cap: int | None, rerun_failures: int = 0) -> LaneRun:
+def _run_locked(
+    lane: Lane,
+    reports: Path,
+    lock: LaneLock,
+    only: str | None,
+    fail_fast: bool,
+    progress: TextIO,
+    step_runner: Callable[..., StepResult],
+    output_cap: int | None,
+    rerun_failures: int = 0,
+) -> LaneRun:
     merged_path = reports / f"{lane.name}.xml"
     unfinished = _unfinished(lock, progress)
     steps = [s for s in lane.steps if only is None or s.name == only]
@@ -618,8 +704,10 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
     if lane.packages:
         missing = missing_inputs(lane, os.environ)
         if missing:
-            skipped = (f"{', '.join(missing)} not set: the pip spec{'s' if len(missing) > 1 else ''} of what this "
-                       f"lane installs ({', '.join(lane.packages)})")
+            skipped = (
+                f"{', '.join(missing)} not set: the pip spec{'s' if len(missing) > 1 else ''} of what this "
+                f"lane installs ({', '.join(lane.packages)})"
+            )
             stop_reason = f"lane skipped: {skipped}"
         else:
             site = tempfile.mkdtemp(prefix=f"fl-lane-{lane.name}-")
@@ -630,13 +718,16 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
                 results.append(broken(lane, Step(PACKAGES_STEP, "command", ()), reports, exc, progress, plain=True))
                 stop_reason = "the lane's packages could not be installed"
             path = lane.env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-            lane = replace(lane, env={**lane.env, "FL_LANE_SITE": site,
-                                      "PYTHONPATH": os.pathsep.join(p for p in (site, path) if p)})
+            lane = replace(
+                lane,
+                env={**lane.env, "FL_LANE_SITE": site, "PYTHONPATH": os.pathsep.join(p for p in (site, path) if p)},
+            )
     if lane.flaggems_tests_from and skipped is None:
         missing = missing_inputs(lane, os.environ)
         if missing:
-            skipped = (f"{', '.join(missing)} not set: where this lane's FlagGems tests come from "
-                       f"({lane.flaggems_tests_from})")
+            skipped = (
+                f"{', '.join(missing)} not set: where this lane's FlagGems tests come from ({lane.flaggems_tests_from})"
+            )
             stop_reason = f"lane skipped: {skipped}"
         else:
             from . import owntests
@@ -714,8 +805,9 @@ def _run_locked(lane: Lane, reports: Path, lock: LaneLock, only: str | None, fai
     state = cancel.reason.upper() if cancel.signum is not None else ("passed" if ok else "FAILED")
     if skipped:
         state = f"SKIPPED ({skipped})"
-    markdown = junit.summary_markdown(f"fl-contract lane {md_code(lane.name)} (platform {md_text(lane.platform)}): "
-                                      f"{md_text(state)}", rows)
+    markdown = junit.summary_markdown(
+        f"fl-contract lane {md_code(lane.name)} (platform {md_text(lane.platform)}): {md_text(state)}", rows
+    )
     if unfinished:
         markdown += f"\n**{md_text(unfinished)}**\n"
     if problem:

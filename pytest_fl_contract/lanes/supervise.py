@@ -50,9 +50,11 @@ STEP_TOKEN = "FL_CONTRACT_STEP_TOKEN"  # in every step's environment: finds the 
 # What ends a run as SIGTERM does: the step is stopped and reported, the reports written.
 # SIGHUP is what a dropped ssh session sends; SIGQUIT, SIGUSR1/2 and SIGALRM kill a Python
 # process that does not handle them, with no report and the step left running.
-CANCEL_SIGNALS = tuple(getattr(signal, name) for name in
-                       ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
-                       if hasattr(signal, name))
+CANCEL_SIGNALS = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
+    if hasattr(signal, name)
+)
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 
@@ -372,8 +374,12 @@ def leftovers(pgid: int, token: str, since: int = 0) -> dict[int, str]:
     me = os.getpid()
     mark = f"{STEP_TOKEN}={token}".encode()
     others = (_LIVE_LEADERS - {pgid}) | _WATCHDOGS
-    roots = {p.pid for p in procs.values() if p.pid != pgid and (
-        p.pgid == pgid or (p.ppid == me and p.start >= since and p.pid not in others) or _carries(p.pid, mark))}
+    roots = {
+        p.pid
+        for p in procs.values()
+        if p.pid != pgid
+        and (p.pgid == pgid or (p.ppid == me and p.start >= since and p.pid not in others) or _carries(p.pid, mark))
+    }
     children: dict[int, list[int]] = {}
     for p in procs.values():
         children.setdefault(p.ppid, []).append(p.pid)
@@ -565,9 +571,14 @@ class Watchdog:
         self.write: int | None = None
         read, write = os.pipe()  # not inheritable: no step holds the runner's end
         try:
-            self.proc = subprocess.Popen([sys.executable, "-S", "-I", "-c", WATCHDOG, token, STEP_TOKEN], stdin=read,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                                         env={})
+            self.proc = subprocess.Popen(
+                [sys.executable, "-S", "-I", "-c", WATCHDOG, token, STEP_TOKEN],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                env={},
+            )
         except (OSError, ValueError, subprocess.SubprocessError):
             os.close(write)  # no watchdog: the next run still finds the step by its token
         else:
@@ -645,9 +656,16 @@ def execute(
     parent = os.getpid()
     watchdog = Watchdog(token)
     try:
-        proc = subprocess.Popen(argv, shell=shell, env={**env, STEP_TOKEN: token}, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=(lambda: _die_with_parent(parent)) if _PRCTL else None)
+        proc = subprocess.Popen(
+            argv,
+            shell=shell,
+            env={**env, STEP_TOKEN: token},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=(lambda: _die_with_parent(parent)) if _PRCTL else None,
+        )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         watchdog.done()
         return Execution(None, "not started", junit.xml_safe(f"cannot start: {exc}"), time.monotonic() - start)

@@ -40,8 +40,10 @@ def ran_nothing(counts: junit.StepCounts) -> str | None:
     skipped, or only known defects xfailed), or None when some case passed."""
     if counts.passed or counts.failed or counts.errors:
         return None
-    return (f"no case passed ({counts.skipped} skipped, {counts.xfailed} xfailed of {counts.tests}): a run that "
-            "ran nothing is not a pass")
+    return (
+        f"no case passed ({counts.skipped} skipped, {counts.xfailed} xfailed of {counts.tests}): a run that "
+        "ran nothing is not a pass"
+    )
 
 
 def pytest_verdict(code: int, counts: junit.StepCounts) -> tuple[str, str]:
@@ -49,11 +51,15 @@ def pytest_verdict(code: int, counts: junit.StepCounts) -> tuple[str, str]:
     shows something held (``ran_nothing``)."""
     failed, errors = counts.failed, counts.errors
     if code == 0 and (failed or errors):
-        return "error", (f"exit 0, but its JUnit report holds {failed} failed and {errors} errored case(s): the "
-                         "exit status was changed (a conftest or plugin) and cannot be trusted")
+        return "error", (
+            f"exit 0, but its JUnit report holds {failed} failed and {errors} errored case(s): the "
+            "exit status was changed (a conftest or plugin) and cannot be trusted"
+        )
     if code == 1 and not (failed or errors):
-        return "error", (f"exit 1, but none of the {counts.tests} case(s) in its JUnit report failed: the exit "
-                         "status was changed (a conftest or plugin) and cannot be trusted")
+        return "error", (
+            f"exit 1, but none of the {counts.tests} case(s) in its JUnit report failed: the exit "
+            "status was changed (a conftest or plugin) and cannot be trusted"
+        )
     nothing = ran_nothing(counts)
     if nothing:
         return "error", nothing
@@ -105,14 +111,19 @@ def expectation(expect: str, verdict: str, counts: junit.StepCounts, catch: tupl
     if verdict != "failed":
         return Expectation(False, f"NOT caught: the step {'passed' if verdict == 'passed' else verdict}")
     if counts.errors:
-        return Expectation(False, f"NOT caught: {counts.errors} case(s) errored - a broken environment fails "
-                                  "that way too, a caught defect does not")
+        return Expectation(
+            False,
+            f"NOT caught: {counts.errors} case(s) errored - a broken environment fails "
+            "that way too, a caught defect does not",
+        )
     if counts.failed - counts.xpassed < 1:
         return Expectation(False, "NOT caught: only strict xpasses failed (known defects that no longer show)")
     caught = failed_ops(counts, catch)
     missed = [op for op in catch if not caught[op]]
     if missed:
-        return Expectation(False, f"NOT caught for {', '.join(missed)} (no contract of theirs failed): {failing(counts)}")
+        return Expectation(
+            False, f"NOT caught for {', '.join(missed)} (no contract of theirs failed): {failing(counts)}"
+        )
     return Expectation(True, f"defect caught: {failing(counts)}")
 
 
@@ -130,13 +141,29 @@ def from_cases(report: junit.Report) -> str:
     return "passed" if "passed" in outcomes else "error"
 
 
-def record(step: str, expect: str, allow_failure: bool, verdict: str, ok: bool,
-           notes: tuple[str, ...] = (), catch: tuple[str, ...] = ()) -> tuple[str, str]:
+def record(
+    step: str,
+    expect: str,
+    allow_failure: bool,
+    verdict: str,
+    ok: bool,
+    notes: tuple[str, ...] = (),
+    catch: tuple[str, ...] = (),
+) -> tuple[str, str]:
     """The runner's record of a step, a suite property: its expectation, its verdict, and
     what the runner saw beside it (processes it killed, a log it could not keep)."""
-    return STEP_PROPERTY, json.dumps({"step": step, "expect": expect, "allow_failure": allow_failure,
-                                      "verdict": verdict, "ok": ok, "notes": list(notes), "catch": list(catch)},
-                      sort_keys=True)
+    return STEP_PROPERTY, json.dumps(
+        {
+            "step": step,
+            "expect": expect,
+            "allow_failure": allow_failure,
+            "verdict": verdict,
+            "ok": ok,
+            "notes": list(notes),
+            "catch": list(catch),
+        },
+        sort_keys=True,
+    )
 
 
 def read_record(value: str) -> dict[str, Any] | None:
@@ -144,6 +171,10 @@ def read_record(value: str) -> dict[str, Any] | None:
         data = safe_text(json.loads(value))
     except (ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or data.get("expect") not in ("pass", "fail") or not isinstance(data.get("step"), str):
+    if (
+        not isinstance(data, dict)
+        or data.get("expect") not in ("pass", "fail")
+        or not isinstance(data.get("step"), str)
+    ):
         return None
     return data

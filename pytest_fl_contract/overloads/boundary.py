@@ -122,6 +122,7 @@ def relayout(sample: Any, transform: str) -> Any:
     if transform not in ("transposed", "strided", "expanded"):
         return sample
     changed = []
+
     def relaid(v: Any) -> Any:
         if not isinstance(v, torch.Tensor) or v.numel() == 0:
             return v

@@ -96,8 +96,18 @@ def is_random(name: str) -> bool:
     for overload in packet.overloads():
         if any("Generator" in str(a.type) for a in getattr(packet, overload)._schema.arguments):
             return True
-    return base.rstrip("_") in {"dropout", "native_dropout", "randperm", "rand", "randn", "rand_like", "randn_like",
-                                 "randint", "randint_like", "multinomial"}
+    return base.rstrip("_") in {
+        "dropout",
+        "native_dropout",
+        "randperm",
+        "rand",
+        "randn",
+        "rand_like",
+        "randn_like",
+        "randint",
+        "randint_like",
+        "multinomial",
+    }
 
 
 def why_untestable(entry: Overload) -> str:
@@ -140,7 +150,9 @@ def plan_one(gems: Any, entry: Overload, sweep: str, keys: tuple[str, ...], dtyp
     except Unavailable as exc:
         return Plan(entry, (), str(exc))
     if not names:
-        return Plan(entry, (), "no OpInfo entry matches it by name, alias or variant, and no generator is written for it")
+        return Plan(
+            entry, (), "no OpInfo entry matches it by name, alias or variant, and no generator is written for it"
+        )
     fn, extra = function_of(gems, entry.name)
     want = 1 if sweep == "quick" else 4
     hits: list[tuple[Source, int, str]] = []
@@ -168,8 +180,11 @@ def plan_one(gems: Any, entry: Overload, sweep: str, keys: tuple[str, ...], dtyp
     cases: list[Case] = []
     transforms = QUICK_TRANSFORMS if sweep == "quick" else FULL_TRANSFORMS
     for source, index, probe in hits:
-        kinds = [probe] if sweep == "quick" or probe not in FULL_DTYPES else \
-            [d for d in dtypes if d == probe or supports(source.opinfo, d)]
+        kinds = (
+            [probe]
+            if sweep == "quick" or probe not in FULL_DTYPES
+            else [d for d in dtypes if d == probe or supports(source.opinfo, d)]
+        )
         for dtype in kinds:
             cases.append(Case(entry.name, source, index, dtype, "none"))
     if shaped is not None:
@@ -200,14 +215,17 @@ def _as64(sample: Any) -> Any:
     import torch
     from torch.utils._pytree import tree_map
 
-    return tree_map(lambda v: v.to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v, sample)
+    return tree_map(
+        lambda v: v.to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v, sample
+    )
 
 
 def _torch_call(case: Case, sample: Any) -> tuple[Any, dict[str, Any] | None]:
     """torch's own result of the case's call (FlagGems not registered) and its out buffers."""
     out = None
-    if case.source.caller == "out" or (case.source.caller == "aten" and any(
-            a.is_out for a in schema(case.overload).arguments)):
+    if case.source.caller == "out" or (
+        case.source.caller == "aten" and any(a.is_out for a in schema(case.overload).arguments)
+    ):
         out = out_buffers(case.overload, invoke(case.overload, Source(case.source.opinfo, "op"), fresh_tuple(sample)))
     return invoke(case.overload, case.source, fresh_tuple(sample), out=out), out
 
@@ -228,8 +246,9 @@ def to_device(sample: Any, device: str) -> Any:
     return tree_map(lambda v: v.detach().to(device) if isinstance(v, torch.Tensor) else v, sample)
 
 
-def run(gems: Any, case: Case, *, budget: int, seconds: float, seed: int = SEED, device: str = "cpu",
-        emulated: bool = False) -> Verdict:
+def run(
+    gems: Any, case: Case, *, budget: int, seconds: float, seed: int = SEED, device: str = "cpu", emulated: bool = False
+) -> Verdict:
     """One case's verdict (``budget``: elements of a transformed tensor; ``seconds``: its time;
     ``device``: where FlagGems' call runs - torch's reference stays on the host)."""
     import warnings
@@ -276,9 +295,12 @@ def run(gems: Any, case: Case, *, budget: int, seconds: float, seed: int = SEED,
                 again = None
                 if random:
                     torch.manual_seed(seed)
-                    again = invoke(case.overload, case.source,
-                                   boundary.relayout(to_device(drawn_sample, device), case.transform),
-                                   out={k: torch.empty_like(v, device=device) for k, v in out.items()} if out else None)
+                    again = invoke(
+                        case.overload,
+                        case.source,
+                        boundary.relayout(to_device(drawn_sample, device), case.transform),
+                        out={k: torch.empty_like(v, device=device) for k, v in out.items()} if out else None,
+                    )
         except (Exception, Timeout) as exc:
             if not calls:
                 return Verdict("UNTESTED", f"the case did not reach {fn.__name__} ({one_line(exc)})")

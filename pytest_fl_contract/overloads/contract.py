@@ -52,14 +52,25 @@ def run_item(node: Any, gems: Any, settings: Any, device: str, case: Any) -> Non
         pytest.skip(f"UNTESTED: {case.reason}")
     elsewhere = node.stash.get(ELSEWHERE, None)
     if elsewhere:
-        record(node, overload=case.overload, status="UNTESTED", detail=elsewhere, transform=case.transform,
-               sample=case.sample)
+        record(
+            node,
+            overload=case.overload,
+            status="UNTESTED",
+            detail=elsewhere,
+            transform=case.transform,
+            sample=case.sample,
+        )
         pytest.skip(f"UNTESTED: {elsewhere}")
     emulated = settings.emulation is not None
-    verdict = run(gems, case, budget=budget(settings), seconds=SECONDS[emulated], device=device,
-                  emulated=emulated)
-    record(node, overload=case.overload, status=verdict.status, detail=verdict.detail.replace("\n", " "),
-           transform=case.transform, sample=case.sample)
+    verdict = run(gems, case, budget=budget(settings), seconds=SECONDS[emulated], device=device, emulated=emulated)
+    record(
+        node,
+        overload=case.overload,
+        status=verdict.status,
+        detail=verdict.detail.replace("\n", " "),
+        transform=case.transform,
+        sample=case.sample,
+    )
     outcome(verdict)
 
 
@@ -79,8 +90,16 @@ def run_override_item(node: Any, gems: Any, settings: Any, device: str, found: A
         pytest.skip(f"UNTESTED: {found.reason}" + (" (the emulator's Triton)" if found.failed_to_load else ""))
     case, override, generic = found
     emulated = settings.emulation is not None
-    verdict = differential(gems, case, override, generic, budget=budget(settings), seconds=SECONDS[emulated],
-                           device=device, emulated=emulated)
+    verdict = differential(
+        gems,
+        case,
+        override,
+        generic,
+        budget=budget(settings),
+        seconds=SECONDS[emulated],
+        device=device,
+        emulated=emulated,
+    )
     node.user_properties.append(("fl_override", f"{override.__module__}.{override.__name__} ({case.overload})"))
     node.user_properties.append(("fl_override_status", verdict.status))
     outcome(verdict)

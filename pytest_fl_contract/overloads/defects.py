@@ -32,16 +32,31 @@ def _zero_dim(case: Any, sample: Any) -> bool:
     import torch
 
     inp = sample[0]
-    return (case.overload in ZERO_DIM_OPS and isinstance(inp, torch.Tensor) and inp.dim() == 0
-            and case.transform in ("none", "transposed", "strided", "expanded"))
+    return (
+        case.overload in ZERO_DIM_OPS
+        and isinstance(inp, torch.Tensor)
+        and inp.dim() == 0
+        and case.transform in ("none", "transposed", "strided", "expanded")
+    )
 
 
 # the overloads whose FlagGems entry points refuse a 0-dim input torch takes: all.dim/any.dim and
 # index_select assert "Invalid dim", index_add indexes a dim it lacks, sum's out= and
 # unfold_backward divide by a zero extent, tile/repeat generate code for rank 0 that does not
 # parse (all.dims, any.dims and sum.dim_IntList take it)
-ZERO_DIM_OPS = frozenset({"all.dim", "any.dim", "index_select", "index_add", "index_add_", "sum.IntList_out",
-                          "unfold_backward", "tile", "repeat"})
+ZERO_DIM_OPS = frozenset(
+    {
+        "all.dim",
+        "any.dim",
+        "index_select",
+        "index_add",
+        "index_add_",
+        "sum.IntList_out",
+        "unfold_backward",
+        "tile",
+        "repeat",
+    }
+)
 
 
 def _scalar_index_embedding(case: Any, sample: Any) -> bool:
@@ -51,7 +66,7 @@ def _scalar_index_embedding(case: Any, sample: Any) -> bool:
 
     _, args, _ = sample
     index = args[0] if args else None
-    return (case.overload == "embedding_dense_backward" and isinstance(index, torch.Tensor) and index.dim() == 0)
+    return case.overload == "embedding_dense_backward" and isinstance(index, torch.Tensor) and index.dim() == 0
 
 
 def _zero_steps(case: Any, sample: Any) -> bool:
@@ -103,8 +118,11 @@ KNOWN: tuple[Known, ...] = (
     Known("zero_dim_input_rejected", _zero_dim, ("5.0.2",)),
     Known("zero_dim_input_rejected", _scalar_index_embedding),
     Known("linspace_zero_steps", _zero_steps, ("5.0.2",)),
-    Known("digamma_reflection_fp32", lambda case, sample: _base(case) == "digamma_" and _negative(case, sample),
-          ("5.0.2",)),
+    Known(
+        "digamma_reflection_fp32",
+        lambda case, sample: _base(case) == "digamma_" and _negative(case, sample),
+        ("5.0.2",),
+    ),
     Known("group_norm_group_size_not_pow2", _group_not_pow2),
     Known("scatter_add_same_shape_copy", _same_shape_scatter),
     Known("layer_norm_stat_shape", _layer_norm_all_dims, ("5.0.2",)),

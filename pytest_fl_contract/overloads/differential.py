@@ -25,8 +25,16 @@ from .samples import SEED, drawn, invoke, registered
 from .table import function_of
 
 
-def _call(fn: Callable[..., Any], keys: tuple[str, ...], case: Case, drawn_sample: Any, out: dict[str, Any] | None,
-          device: str, seconds: float, seed: int) -> tuple[Any, int]:
+def _call(
+    fn: Callable[..., Any],
+    keys: tuple[str, ...],
+    case: Case,
+    drawn_sample: Any,
+    out: dict[str, Any] | None,
+    device: str,
+    seconds: float,
+    seed: int,
+) -> tuple[Any, int]:
     """``fn`` registered for the case's overload alone, called the case's way: (result, calls)."""
     import torch
 
@@ -43,8 +51,18 @@ def _call(fn: Callable[..., Any], keys: tuple[str, ...], case: Case, drawn_sampl
     return got, len(calls)
 
 
-def differential(gems: Any, case: Case, override: Callable[..., Any], generic: Callable[..., Any], *, budget: int,
-                 seconds: float, seed: int = SEED, device: str = "cpu", emulated: bool = False) -> Verdict:
+def differential(
+    gems: Any,
+    case: Case,
+    override: Callable[..., Any],
+    generic: Callable[..., Any],
+    *,
+    budget: int,
+    seconds: float,
+    seed: int = SEED,
+    device: str = "cpu",
+    emulated: bool = False,
+) -> Verdict:
     """The override's result against the generic kernel's on the case's sample: PASS, WRONG
     (they differ, or the override raises where the generic returns), FAULT/ERROR never (a
     raise is a finding or a reason), UNTESTED with why where the two cannot be compared."""
@@ -89,4 +107,6 @@ def differential(gems: Any, case: Case, override: Callable[..., Any], generic: C
     if isinstance(mine, BaseException):
         return Verdict("WRONG", f"the override raises where the generic kernel returns: {one_line(mine)}")
     problem = compare(mine, theirs, theirs)
-    return Verdict("WRONG", f"the override differs from the generic kernel: {problem}") if problem else Verdict("PASS", "")
+    return (
+        Verdict("WRONG", f"the override differs from the generic kernel: {problem}") if problem else Verdict("PASS", "")
+    )

@@ -31,8 +31,9 @@ STATUSES = ("PASS", "WRONG", "FAULT", "ERROR", "UNSUPPORTED", "TIMEOUT", "UNTEST
 FAILING = ("WRONG", "FAULT", "ERROR", "TIMEOUT")
 
 # ops whose values torch leaves undefined: only their metadata is the contract
-UNDEFINED_VALUES = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided",
-                              "empty_permuted"})
+UNDEFINED_VALUES = frozenset(
+    {"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"}
+)
 # what FlagGems says when it declines an input, as opposed to failing on it
 _REFUSAL = re.compile(r"not (yet )?supported|unsupported|not implemented|only supports?|does not support", re.I)
 
@@ -136,8 +137,10 @@ def first_difference(got: Any, want: Any, tol: dict[str, float] | None, torch_ow
     err = err.reshape(-1)
     finite_err = err[torch.isfinite(err)]
     worst = float(finite_err.max()) if finite_err.numel() else float("nan")
-    return (f"max error {worst:.4g}, first at index {list(index)}: got {g.reshape(-1)[flat].item()!r}, "
-            f"want {w.reshape(-1)[flat].item()!r} ({int(bad.sum())} of {bad.numel()} differ)")
+    return (
+        f"max error {worst:.4g}, first at index {list(index)}: got {g.reshape(-1)[flat].item()!r}, "
+        f"want {w.reshape(-1)[flat].item()!r} ({int(bad.sum())} of {bad.numel()} differ)"
+    )
 
 
 def compare(got: Any, meta: Any, ref: Any, *, values: bool = True) -> str | None:
@@ -163,8 +166,12 @@ def compare(got: Any, meta: Any, ref: Any, *, values: bool = True) -> str | None
             floating = gv.is_floating_point() or gv.is_complex()
             if floating:
                 want = want.to(gv.dtype)  # what a right answer in the result's dtype can be
-            problem = first_difference(gv, want, tolerance(str(gv.dtype).removeprefix("torch.")) if floating else None,
-                                       mv if floating and mv is not rv else None)
+            problem = first_difference(
+                gv,
+                want,
+                tolerance(str(gv.dtype).removeprefix("torch.")) if floating else None,
+                mv if floating and mv is not rv else None,
+            )
             if problem:
                 return where + problem
         elif isinstance(mv, (bool, int)) and not isinstance(mv, float):
@@ -172,8 +179,10 @@ def compare(got: Any, meta: Any, ref: Any, *, values: bool = True) -> str | None
                 return f"{where}{gv!r}, torch {mv!r}"
         elif isinstance(mv, float):
             scalar = rv if isinstance(rv, float) else mv
-            if not (isinstance(gv, (int, float)) and (math.isclose(gv, scalar, rel_tol=1e-5, abs_tol=1e-6)
-                                                       or (math.isnan(gv) and math.isnan(scalar)))):
+            if not (
+                isinstance(gv, (int, float))
+                and (math.isclose(gv, scalar, rel_tol=1e-5, abs_tol=1e-6) or (math.isnan(gv) and math.isnan(scalar)))
+            ):
                 return f"{where}{gv!r}, torch {scalar!r}"
     return None
 
@@ -247,8 +256,9 @@ def random_verdict(got: Any, again: Any, meta: Any, draws: list[Any]) -> Verdict
     if problem:
         return Verdict("WRONG", problem)
     for a, b in zip(leaves(got), leaves(again)):
-        if isinstance(a, torch.Tensor) and not torch.equal(a.view(-1).view(torch.uint8) if a.numel() else a,
-                                                           b.view(-1).view(torch.uint8) if b.numel() else b):
+        if isinstance(a, torch.Tensor) and not torch.equal(
+            a.view(-1).view(torch.uint8) if a.numel() else a, b.view(-1).view(torch.uint8) if b.numel() else b
+        ):
             return Verdict("WRONG", "the same seed gave different values")
     for i, g in enumerate(leaves(got)):
         if not isinstance(g, torch.Tensor) or not g.is_floating_point() or g.numel() < 64:
@@ -260,7 +270,9 @@ def random_verdict(got: Any, again: Any, meta: Any, draws: list[Any]) -> Verdict
         mean, std = float(pool.mean()), float(pool.std())
         bound = 6 * std * math.sqrt(1 / g64.numel() + 1 / pool.numel()) + 1e-6
         if abs(float(g64.mean()) - mean) > bound:
-            return Verdict("WRONG", f"result {i}: mean {float(g64.mean()):.4g}, torch's draws {mean:.4g} (+-{bound:.2g})")
+            return Verdict(
+                "WRONG", f"result {i}: mean {float(g64.mean()):.4g}, torch's draws {mean:.4g} (+-{bound:.2g})"
+            )
         sbound = 6 * std * math.sqrt(1 / (2 * g64.numel()) + 1 / (2 * pool.numel())) + 1e-6
         if abs(float(g64.std()) - std) > sbound:
             return Verdict("WRONG", f"result {i}: std {float(g64.std()):.4g}, torch's draws {std:.4g} (+-{sbound:.2g})")

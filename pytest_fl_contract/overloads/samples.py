@@ -25,19 +25,35 @@ SEED = 20261207
 LIMIT = 24  # samples read from an OpInfo's generator: its first ones are its plainest
 
 # dunder operators registered as their own aten ops, and the OpInfo that has their samples
-DUNDER = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
-          "rshift": "bitwise_right_shift"}
+DUNDER = {
+    "and": "bitwise_and",
+    "or": "bitwise_or",
+    "xor": "bitwise_xor",
+    "lshift": "bitwise_left_shift",
+    "rshift": "bitwise_right_shift",
+}
 PREFIXES = ("nn.functional.", "special.", "linalg.", "fft.", "_refs.")
 CALLERS = ("op", "method", "inplace", "out", "aten", "backward")
 # aten ops whose samples OpInfo files under another op's name (the functional that reaches them):
 # matched by prefix of the aten op's stem, each candidate still proven by the probe
 ALIASES = {
-    "reflection_pad": ("nn.functional.pad.reflect",), "replication_pad": ("nn.functional.pad.replicate",),
-    "upsample_": ("nn.functional.interpolate", "nn.functional.upsample_nearest", "nn.functional.upsample_bilinear",
-                  "_upsample_bilinear2d_aa"),
-    "nll_loss": ("nn.functional.nll_loss",), "native_dropout": ("nn.functional.dropout",),
-    "embedding_dense": ("nn.functional.embedding",), "index": ("__getitem__",), "index_put_impl": ("index_put",),
-    "unique2": ("unique",), "to_copy": ("to",), "safe_softmax": ("softmax",), "rrelu_with_noise": ("nn.functional.rrelu",),
+    "reflection_pad": ("nn.functional.pad.reflect",),
+    "replication_pad": ("nn.functional.pad.replicate",),
+    "upsample_": (
+        "nn.functional.interpolate",
+        "nn.functional.upsample_nearest",
+        "nn.functional.upsample_bilinear",
+        "_upsample_bilinear2d_aa",
+    ),
+    "nll_loss": ("nn.functional.nll_loss",),
+    "native_dropout": ("nn.functional.dropout",),
+    "embedding_dense": ("nn.functional.embedding",),
+    "index": ("__getitem__",),
+    "index_put_impl": ("index_put",),
+    "unique2": ("unique",),
+    "to_copy": ("to",),
+    "safe_softmax": ("softmax",),
+    "rrelu_with_noise": ("nn.functional.rrelu",),
     "zero": ("zero_",),
 }
 
@@ -108,7 +124,7 @@ def forward_stems(base: str) -> tuple[tuple[str, ...], str]:
     stems = [name, name.lstrip("_")]
     for prefix in ("native_", "_native_"):
         if name.startswith(prefix):
-            stems.append(name[len(prefix):])
+            stems.append(name[len(prefix) :])
     if name.startswith("_") and name.endswith("_legit"):  # _native_batch_norm_legit
         stems.append(name.lstrip("_").removeprefix("native_").removesuffix("_legit"))
     for suffix in ("_out", "_with_indices", "_functional", "_legit_no_training", "_copy", "_forward"):
@@ -123,8 +139,11 @@ def aliased(stems: tuple[str, ...]) -> list[str]:
     for stem in stems:
         bare = stem.lstrip("_")
         for prefix, names in ALIASES.items():
-            if bare == prefix or (prefix.endswith("_") and bare.startswith(prefix)) or \
-                    (bare.startswith(prefix) and bare[len(prefix):].rstrip("123d") == ""):
+            if (
+                bare == prefix
+                or (prefix.endswith("_") and bare.startswith(prefix))
+                or (bare.startswith(prefix) and bare[len(prefix) :].rstrip("123d") == "")
+            ):
                 found += names
     return found
 
@@ -155,8 +174,12 @@ def callers(overload: str) -> tuple[str, ...]:
         return ("backward",)
     if sch is not None and any(a.is_out for a in sch.arguments):
         return ("out", "aten")
-    if kind == "inplace" or (sch is not None and sch.arguments and sch.arguments[0].alias_info is not None
-                             and sch.arguments[0].alias_info.is_write):
+    if kind == "inplace" or (
+        sch is not None
+        and sch.arguments
+        and sch.arguments[0].alias_info is not None
+        and sch.arguments[0].alias_info.is_write
+    ):
         return ("inplace", "aten")
     return ("op", "method", "aten")
 
@@ -214,6 +237,7 @@ def _adapt(overload: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     sch = schema(overload)
     if sch is None:
         return args, kwargs
+
     def fit(value: Any, kind: str) -> Any:
         if kind in ("number", "Scalar", "Optional[number]") and isinstance(value, torch.Tensor):
             if value.numel() == 0:
@@ -244,8 +268,13 @@ def out_buffers(overload: str, result: Any) -> dict[str, Any]:
     return {n: torch.empty_like(r) for n, r in zip(names, results)}
 
 
-def invoke(overload: str, source: Source, sample: tuple[Any, tuple[Any, ...], dict[str, Any]],
-           out: dict[str, Any] | None = None, grads_seed: int = SEED) -> Any:
+def invoke(
+    overload: str,
+    source: Source,
+    sample: tuple[Any, tuple[Any, ...], dict[str, Any]],
+    out: dict[str, Any] | None = None,
+    grads_seed: int = SEED,
+) -> Any:
     """Call ``sample`` the way ``source`` says: the user's view of the overload.  ``out``: the
     buffers an out= call writes (the caller keeps them, to check the result is them)."""
     import torch
@@ -337,8 +366,9 @@ def reaches(overload: str, source: Source, sample: Any, keys: tuple[str, ...], f
     args = fresh(sample)
     out = None
     try:
-        if source.caller in ("out",) or (source.caller == "aten" and any(a.is_out for a in (schema(overload).arguments
-                                                                                              if schema(overload) else ()))):
+        if source.caller in ("out",) or (
+            source.caller == "aten" and any(a.is_out for a in (schema(overload).arguments if schema(overload) else ()))
+        ):
             out = out_buffers(overload, invoke(overload, Source(source.opinfo, "op"), fresh(sample)))
         else:
             invoke(overload, source, fresh(sample))  # torch alone takes the call
@@ -392,24 +422,32 @@ def _sample(*args: Any, **kwargs: Any) -> Any:
 def _copy(dtype: Any) -> list[Any]:
     import torch
 
-    return [_sample(torch.empty(5, 7, dtype=dtype), torch.randn(5, 7).to(dtype)),
-            _sample(torch.empty(5, 7, dtype=dtype), torch.randn(7).to(dtype)),  # broadcast
-            _sample(torch.empty(5, 7, dtype=dtype), torch.randint(-9, 9, (5, 7)))]  # another dtype
+    return [
+        _sample(torch.empty(5, 7, dtype=dtype), torch.randn(5, 7).to(dtype)),
+        _sample(torch.empty(5, 7, dtype=dtype), torch.randn(7).to(dtype)),  # broadcast
+        _sample(torch.empty(5, 7, dtype=dtype), torch.randint(-9, 9, (5, 7))),
+    ]  # another dtype
 
 
 def _to_copy(dtype: Any) -> list[Any]:
     import torch
 
     x = torch.randn(5, 7).to(dtype) * 4
-    return [_sample(x, dtype=torch.float32 if dtype != torch.float32 else torch.float16), _sample(x, dtype=torch.int32),
-            _sample(x.t(), dtype=dtype), _sample(x, dtype=torch.bool)]
+    return [
+        _sample(x, dtype=torch.float32 if dtype != torch.float32 else torch.float16),
+        _sample(x, dtype=torch.int32),
+        _sample(x.t(), dtype=dtype),
+        _sample(x, dtype=torch.bool),
+    ]
 
 
 def _weight_norm(dtype: Any) -> list[Any]:
     import torch
 
-    return [_sample(torch.randn(6, 5).to(dtype), torch.randn(6, 1).to(dtype), 0),
-            _sample(torch.randn(4, 3, 5).to(dtype), torch.randn(1, 1, 5).to(dtype), 2)]
+    return [
+        _sample(torch.randn(6, 5).to(dtype), torch.randn(6, 1).to(dtype), 0),
+        _sample(torch.randn(4, 3, 5).to(dtype), torch.randn(1, 1, 5).to(dtype), 2),
+    ]
 
 
 def _rand(dtype: Any) -> list[Any]:
@@ -464,8 +502,15 @@ def _weight_norm_backward(dtype: Any) -> list[Any]:
 
 
 GENERATORS: dict[str, Callable[[Any], list[Any]]] = {
-    "native_dropout": _native_dropout, "native_dropout_backward": _native_dropout_backward,
+    "native_dropout": _native_dropout,
+    "native_dropout_backward": _native_dropout_backward,
     "_weight_norm_interface_backward": _weight_norm_backward,
-    "copy_": _copy, "_to_copy": _to_copy, "_weight_norm_interface": _weight_norm, "rand": _rand,
-    "randperm": _randperm, "_assert_async": _assert_async, "_is_all_true": _is_all_true, "lift_fresh_copy": _lift,
+    "copy_": _copy,
+    "_to_copy": _to_copy,
+    "_weight_norm_interface": _weight_norm,
+    "rand": _rand,
+    "randperm": _randperm,
+    "_assert_async": _assert_async,
+    "_is_all_true": _is_all_true,
+    "lift_fresh_copy": _lift,
 }

@@ -76,10 +76,16 @@ def read(gems: Any) -> tuple[Overload, ...]:
         fn = item[1]
         name = getattr(fn, "__name__", repr(fn))
         inner = getattr(fn, "__wrapped__", fn)
-        found.append(Overload(
-            name=item[0], function=name, module=getattr(inner, "__module__", "") or "",
-            enabled=_condition(item), extra_keys=tuple(item[3]) if len(item) > 3 and item[3] else (),
-            excluded=name in unused))
+        found.append(
+            Overload(
+                name=item[0],
+                function=name,
+                module=getattr(inner, "__module__", "") or "",
+                enabled=_condition(item),
+                extra_keys=tuple(item[3]) if len(item) > 3 and item[3] else (),
+                excluded=name in unused,
+            )
+        )
     return tuple(found)
 
 
@@ -95,5 +101,7 @@ def function_of(gems: Any, name: str) -> tuple[Any, tuple[str, ...]]:
 def summary(entries: tuple[Overload, ...]) -> str:
     """The header's line: how many entries, base ops and functions the lane's FlagGems registers."""
     registered = [e for e in entries if e.registered]
-    return (f"{len(entries)} overloads in FlagGems' table ({len({e.base.rstrip('_') for e in entries})} base ops), "
-            f"{len(registered)} registered on this lane")
+    return (
+        f"{len(entries)} overloads in FlagGems' table ({len({e.base.rstrip('_') for e in entries})} base ops), "
+        f"{len(registered)} registered on this lane"
+    )

@@ -550,10 +550,12 @@ def _row_reduce(reference: Callable[[np.ndarray], np.ndarray]) -> Launch:
 
 
 TIES = np.array(
-    [[1, 5, 2, 5, 0, 3, 9, 9],  # the maximum twice: the first one (1) wins, as in torch
-     [7, 1, 7, 0, 0, 0, 9, 9],
-     [0, 0, 0, 4, 4, 4, 9, 9],
-     [2, 2, 2, 2, 2, 2, 9, 9]],  # all tied: lane 0
+    [
+        [1, 5, 2, 5, 0, 3, 9, 9],  # the maximum twice: the first one (1) wins, as in torch
+        [7, 1, 7, 0, 0, 0, 9, 9],
+        [0, 0, 0, 4, 4, 4, 9, 9],
+        [2, 2, 2, 2, 2, 2, 9, 9],
+    ],  # all tied: lane 0
     dtype=np.float32,
 )
 TIES_K = 6
@@ -630,14 +632,16 @@ def _ties(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
 # -- the non-inner reductions' shape: along the rows of a partial row tile (the seed's defect) --
 
 COL_TIES = np.array(
-    [[1, 3, 0, 2],
-     [4, 3, 2, 2],  # column 0's maximum in row 1, column 1's tied in rows 0 and 1
-     [4, 1, 2, 1],  # column 0 tied again in row 2, column 2 tied in rows 1..3
-     [0, 3, 2, 2],
-     [9, 9, 9, 9],  # rows past N = 4: larger than anything valid
-     [9, 9, 9, 9],
-     [9, 9, 9, 9],
-     [9, 9, 9, 9]],
+    [
+        [1, 3, 0, 2],
+        [4, 3, 2, 2],  # column 0's maximum in row 1, column 1's tied in rows 0 and 1
+        [4, 1, 2, 1],  # column 0 tied again in row 2, column 2 tied in rows 1..3
+        [0, 3, 2, 2],
+        [9, 9, 9, 9],  # rows past N = 4: larger than anything valid
+        [9, 9, 9, 9],
+        [9, 9, 9, 9],
+        [9, 9, 9, 9],
+    ],
     dtype=np.float32,
 )
 
@@ -812,7 +816,7 @@ def _scan_ties(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
     n = SCAN_TIES.size
     ref = torch.cummax(torch.from_numpy(SCAN_TIES), 0)  # ties: torch keeps the last index
     expected = np.zeros(2 * SCAN_TILE, dtype=np.float32)
-    expected[:n], expected[SCAN_TILE:SCAN_TILE + n] = ref.values.numpy(), ref.indices.numpy()
+    expected[:n], expected[SCAN_TILE : SCAN_TILE + n] = ref.values.numpy(), ref.indices.numpy()
     x_dev, out = _on(device, torch.from_numpy(SCAN_TIES), torch.zeros(2 * SCAN_TILE))
     kernel[(1,)](x_dev, out, n, TILE=SCAN_TILE)
     return out, expected
@@ -841,8 +845,8 @@ def _dot(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
     """mm's K tail (``b`` loaded under ``rk[:, None] < K``, FlagGems' mm and bmm): A's masked
     columns are 0, so B's rows past K only show where they hold inf or NaN (0 * inf) - a
     compiler that drops B's row condition gives NaN there.  Small integers: exact in tf32."""
-    a = (np.arange(DOT * DOT, dtype=np.float32).reshape(DOT, DOT) % 5)
-    b = (np.arange(DOT * DOT, dtype=np.float32).reshape(DOT, DOT) % 3)
+    a = np.arange(DOT * DOT, dtype=np.float32).reshape(DOT, DOT) % 5
+    b = np.arange(DOT * DOT, dtype=np.float32).reshape(DOT, DOT) % 3
     b[DOT_K:] = np.inf
     expected = (a[:, :DOT_K].astype(np.float64) @ b[:DOT_K].astype(np.float64)).astype(np.float32)
     a_dev, b_dev, out = _on(device, torch.from_numpy(a), torch.from_numpy(b), torch.zeros(DOT, DOT))
@@ -1104,94 +1108,315 @@ def _store_tail(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
 
 PROBES: tuple[Probe, ...] = (
     # the seed's table, row for row
-    Probe("seed_masked_load", _SEED + "tl.load(mask=(n<N)&(k<K), other=0.0)", "masked_2d_row_load",
-          _seed, colsum_masked, colsum_masked_no_row),
-    Probe("seed_where_row", _SEED + "load + tl.where(n < N, v, 0)", "masked_2d_row_load",
-          _seed, colsum_where, colsum_where_dropped),
-    Probe("seed_tile_eq_n", f"(N={N}, TILE_N={N}) TILE_N == N (no masked row)", "tile_2d_reduce",
-          functools.partial(_seed, tile_n=N), colsum_masked, colsum_masked_half_tree),
-    Probe("seed_row_loop", _SEED + "per-row loop", "runtime_loop",
-          _seed, colsum_rows, colsum_rows_short),
-    Probe("seed_1d_mask", _SEED + "1-D mask / inner-axis mask only", "masked_1d_load",
-          _seed, sum_1d, sum_1d_unmasked),
+    Probe(
+        "seed_masked_load",
+        _SEED + "tl.load(mask=(n<N)&(k<K), other=0.0)",
+        "masked_2d_row_load",
+        _seed,
+        colsum_masked,
+        colsum_masked_no_row,
+    ),
+    Probe(
+        "seed_where_row",
+        _SEED + "load + tl.where(n < N, v, 0)",
+        "masked_2d_row_load",
+        _seed,
+        colsum_where,
+        colsum_where_dropped,
+    ),
+    Probe(
+        "seed_tile_eq_n",
+        f"(N={N}, TILE_N={N}) TILE_N == N (no masked row)",
+        "tile_2d_reduce",
+        functools.partial(_seed, tile_n=N),
+        colsum_masked,
+        colsum_masked_half_tree,
+    ),
+    Probe("seed_row_loop", _SEED + "per-row loop", "runtime_loop", _seed, colsum_rows, colsum_rows_short),
+    Probe("seed_1d_mask", _SEED + "1-D mask / inner-axis mask only", "masked_1d_load", _seed, sum_1d, sum_1d_unmasked),
     # 2-D masked loads
-    Probe("load_row_mask", _GRID + "tl.load(mask=n<N) row mask only, column sums", "masked_2d_row_load",
-          _row_mask, load_row_mask, load_row_mask_dropped),
-    Probe("load_col_mask", _GRID + "tl.load(mask=k<K) column mask only, row sums", "masked_2d_col_load",
-          _col_mask, load_col_mask, load_col_mask_dropped),
-    Probe("load_mask_other", _GRID + "tl.load(mask=(n<N)&(k<K), other=-1), row sums", "masked_2d_row_load",
-          _both_other, load_both_other, load_both_other_no_row),
-    Probe("load_other_value", f"(8x4 tile, all rows, K={K}) tl.load(mask=(n<8)&(k<K), other=-1), row sums",
-          "masked_load_other", _col_other, load_col_other, load_col_other_ignored),
-    Probe("load_flat_mask", f"(8x4 tile) tl.load(mask=n*4+k < {FLAT}) not separable, row sums",
-          "masked_2d_nonseparable_load", _flat_mask, load_flat_mask, load_flat_mask_rows),
+    Probe(
+        "load_row_mask",
+        _GRID + "tl.load(mask=n<N) row mask only, column sums",
+        "masked_2d_row_load",
+        _row_mask,
+        load_row_mask,
+        load_row_mask_dropped,
+    ),
+    Probe(
+        "load_col_mask",
+        _GRID + "tl.load(mask=k<K) column mask only, row sums",
+        "masked_2d_col_load",
+        _col_mask,
+        load_col_mask,
+        load_col_mask_dropped,
+    ),
+    Probe(
+        "load_mask_other",
+        _GRID + "tl.load(mask=(n<N)&(k<K), other=-1), row sums",
+        "masked_2d_row_load",
+        _both_other,
+        load_both_other,
+        load_both_other_no_row,
+    ),
+    Probe(
+        "load_other_value",
+        f"(8x4 tile, all rows, K={K}) tl.load(mask=(n<8)&(k<K), other=-1), row sums",
+        "masked_load_other",
+        _col_other,
+        load_col_other,
+        load_col_other_ignored,
+    ),
+    Probe(
+        "load_flat_mask",
+        f"(8x4 tile) tl.load(mask=n*4+k < {FLAT}) not separable, row sums",
+        "masked_2d_nonseparable_load",
+        _flat_mask,
+        load_flat_mask,
+        load_flat_mask_rows,
+    ),
     # the mask values themselves (row bits), no load involved
-    Probe("mask_amp", _GRID + "(n<N) & (k<K) as row bits", "mask_2d_logic",
-          _mask_probe(lambda n, k: (n < N) & (k < K)), mask_amp, mask_amp_no_row),
-    Probe("mask_pipe", _GRID + "(n>=N) | (k>=K) as row bits", "mask_2d_logic",
-          _mask_probe(lambda n, k: (n >= N) | (k >= K)), mask_pipe, mask_pipe_no_col),
-    Probe("python_and", _GRID + "mask = row_mask and col_mask, as row bits", "python_and_or_masks",
-          _mask_probe(lambda n, k: (n < N) & (k < K)), mask_and, mask_and_col_only),
-    Probe("python_and_cols_first", _GRID + "mask = k < K and n < N, as row bits", "python_and_or_masks",
-          _mask_probe(lambda n, k: (n < N) & (k < K)), mask_and_cols_first, mask_and_row_only),
-    Probe("python_or", _GRID + "mask = n >= N or k >= K, as row bits", "python_and_or_masks",
-          _mask_probe(lambda n, k: (n >= N) | (k >= K)), mask_or, mask_or_first_only),
+    Probe(
+        "mask_amp",
+        _GRID + "(n<N) & (k<K) as row bits",
+        "mask_2d_logic",
+        _mask_probe(lambda n, k: (n < N) & (k < K)),
+        mask_amp,
+        mask_amp_no_row,
+    ),
+    Probe(
+        "mask_pipe",
+        _GRID + "(n>=N) | (k>=K) as row bits",
+        "mask_2d_logic",
+        _mask_probe(lambda n, k: (n >= N) | (k >= K)),
+        mask_pipe,
+        mask_pipe_no_col,
+    ),
+    Probe(
+        "python_and",
+        _GRID + "mask = row_mask and col_mask, as row bits",
+        "python_and_or_masks",
+        _mask_probe(lambda n, k: (n < N) & (k < K)),
+        mask_and,
+        mask_and_col_only,
+    ),
+    Probe(
+        "python_and_cols_first",
+        _GRID + "mask = k < K and n < N, as row bits",
+        "python_and_or_masks",
+        _mask_probe(lambda n, k: (n < N) & (k < K)),
+        mask_and_cols_first,
+        mask_and_row_only,
+    ),
+    Probe(
+        "python_or",
+        _GRID + "mask = n >= N or k >= K, as row bits",
+        "python_and_or_masks",
+        _mask_probe(lambda n, k: (n >= N) | (k >= K)),
+        mask_or,
+        mask_or_first_only,
+    ),
     # stores and partial tiles
-    Probe("store_2d_mask", _GRID + "tl.store(mask=(n<N)&(k<K)), row sums of the output", "masked_2d_store",
-          _store, store_masked, store_unmasked, shown=_row_sums),
-    Probe("partial_tiles", "(6x5 in 8x8, 4x4 tiles, 2x2 grid) masked copy, row sums of the output",
-          "partial_2d_tiles", _partial_tiles, copy_tiles, copy_tiles_store_cols, shown=_row_sums),
-    Probe("loop_partial_chunk", "(L=10, chunks of 4) loop with a masked last chunk, sum", "masked_loop_tail",
-          _chunked, chunked_sum, chunked_sum_tail_unmasked),
+    Probe(
+        "store_2d_mask",
+        _GRID + "tl.store(mask=(n<N)&(k<K)), row sums of the output",
+        "masked_2d_store",
+        _store,
+        store_masked,
+        store_unmasked,
+        shown=_row_sums,
+    ),
+    Probe(
+        "partial_tiles",
+        "(6x5 in 8x8, 4x4 tiles, 2x2 grid) masked copy, row sums of the output",
+        "partial_2d_tiles",
+        _partial_tiles,
+        copy_tiles,
+        copy_tiles_store_cols,
+        shown=_row_sums,
+    ),
+    Probe(
+        "loop_partial_chunk",
+        "(L=10, chunks of 4) loop with a masked last chunk, sum",
+        "masked_loop_tail",
+        _chunked,
+        chunked_sum,
+        chunked_sum_tail_unmasked,
+    ),
     # reductions over a partial tile
-    Probe("sum_partial_row", _RED + "tl.sum(axis=1) over masked lanes, other=0", "reduce_partial_tile",
-          _row_reduce(lambda v: v.sum(axis=1)), row_sum, row_sum_half_tree),
-    Probe("max_partial_row", _RED + "tl.max(axis=1) over masked lanes, other=-inf", "reduce_partial_tile",
-          _row_reduce(lambda v: v.max(axis=1)), row_max, row_max_half_tree),
-    Probe("argmax_ties", f"(4x8 tile, K={TIES_K}) tl.argmax(axis=1) with ties", "argmax_tie_break",
-          _ties, row_argmax, row_argmax_last),
-    Probe("max_index_ties", f"(4x8 tile, K={TIES_K}) tl.max(axis=1, return_indices=True) with ties",
-          "argmax_tie_break", _ties, row_max_index, row_max_index_last),
-    Probe("min_index_ties", f"(4x8 tile, K={TIES_K}) tl.min(axis=1, return_indices=True) with ties, other=+inf",
-          "argmax_tie_break", _min_ties, row_min_index, row_min_index_last),
-    Probe("max_partial_rows", _GRID4 + "tl.max(axis=0), mask=(n<N)&(k<K), other=-inf", "masked_2d_row_load",
-          _col_reduce(lambda v: v.max(axis=0), torch.float32), col_max, col_max_no_row),
-    Probe("argmax_partial_rows", _GRID4 + "tl.max(axis=0, return_indices=True) with ties, rows past N larger",
-          "masked_2d_row_load", _col_reduce(lambda v: v.argmax(axis=0).astype(np.int32), torch.int32),
-          col_argmax, col_argmax_no_row),
+    Probe(
+        "sum_partial_row",
+        _RED + "tl.sum(axis=1) over masked lanes, other=0",
+        "reduce_partial_tile",
+        _row_reduce(lambda v: v.sum(axis=1)),
+        row_sum,
+        row_sum_half_tree,
+    ),
+    Probe(
+        "max_partial_row",
+        _RED + "tl.max(axis=1) over masked lanes, other=-inf",
+        "reduce_partial_tile",
+        _row_reduce(lambda v: v.max(axis=1)),
+        row_max,
+        row_max_half_tree,
+    ),
+    Probe(
+        "argmax_ties",
+        f"(4x8 tile, K={TIES_K}) tl.argmax(axis=1) with ties",
+        "argmax_tie_break",
+        _ties,
+        row_argmax,
+        row_argmax_last,
+    ),
+    Probe(
+        "max_index_ties",
+        f"(4x8 tile, K={TIES_K}) tl.max(axis=1, return_indices=True) with ties",
+        "argmax_tie_break",
+        _ties,
+        row_max_index,
+        row_max_index_last,
+    ),
+    Probe(
+        "min_index_ties",
+        f"(4x8 tile, K={TIES_K}) tl.min(axis=1, return_indices=True) with ties, other=+inf",
+        "argmax_tie_break",
+        _min_ties,
+        row_min_index,
+        row_min_index_last,
+    ),
+    Probe(
+        "max_partial_rows",
+        _GRID4 + "tl.max(axis=0), mask=(n<N)&(k<K), other=-inf",
+        "masked_2d_row_load",
+        _col_reduce(lambda v: v.max(axis=0), torch.float32),
+        col_max,
+        col_max_no_row,
+    ),
+    Probe(
+        "argmax_partial_rows",
+        _GRID4 + "tl.max(axis=0, return_indices=True) with ties, rows past N larger",
+        "masked_2d_row_load",
+        _col_reduce(lambda v: v.argmax(axis=0).astype(np.int32), torch.int32),
+        col_argmax,
+        col_argmax_no_row,
+    ),
     # the op families beyond the reductions: a scan's carry, a matmul's K tail
-    Probe("scan_rows_carry", f"(8x4 tile, N={SCAN_N}, K={SCAN_K}) tl.cumsum(axis=0) over masked rows and the carry "
-          "tl.sum(axis=0), rows past N hold 100", "masked_2d_row_load", _scan, scan_rows_carry, scan_rows_carry_no_row,
-          shown=lambda r: r[-1]),
-    Probe("dot_k_tail", f"({DOT}x{DOT} tiles, K={DOT_K}) tl.dot, B loaded under (k<K)&(n<N), B's rows past K hold inf",
-          "masked_2d_row_load", _dot, dot_k_tail, dot_k_tail_no_row, shown=lambda r: r.sum(axis=1)[:4]),
-    Probe("welford_rows", f"({WELFORD_M}x{WELFORD_TILE} tile, K={WELFORD_K}) tl.reduce((mean, count, M2), axis=1, "
-          "Welford merge): each row's variance", "tuple_reduce_rows", _welford, welford_rows, welford_rows_no_count),
-    Probe("scan_tuple_ties", f"({SCAN_TILE} lanes, {SCAN_TIES.size} valid) tl.associative_scan((v, i), 0, max with "
-          "ties to the later index), other=-inf", "scan_tuple_combine", _scan_ties, scan_tuple_ties,
-          scan_tuple_ties_first, shown=lambda r: r[SCAN_TILE:SCAN_TILE + 8]),
+    Probe(
+        "scan_rows_carry",
+        f"(8x4 tile, N={SCAN_N}, K={SCAN_K}) tl.cumsum(axis=0) over masked rows and the carry "
+        "tl.sum(axis=0), rows past N hold 100",
+        "masked_2d_row_load",
+        _scan,
+        scan_rows_carry,
+        scan_rows_carry_no_row,
+        shown=lambda r: r[-1],
+    ),
+    Probe(
+        "dot_k_tail",
+        f"({DOT}x{DOT} tiles, K={DOT_K}) tl.dot, B loaded under (k<K)&(n<N), B's rows past K hold inf",
+        "masked_2d_row_load",
+        _dot,
+        dot_k_tail,
+        dot_k_tail_no_row,
+        shown=lambda r: r.sum(axis=1)[:4],
+    ),
+    Probe(
+        "welford_rows",
+        f"({WELFORD_M}x{WELFORD_TILE} tile, K={WELFORD_K}) tl.reduce((mean, count, M2), axis=1, "
+        "Welford merge): each row's variance",
+        "tuple_reduce_rows",
+        _welford,
+        welford_rows,
+        welford_rows_no_count,
+    ),
+    Probe(
+        "scan_tuple_ties",
+        f"({SCAN_TILE} lanes, {SCAN_TIES.size} valid) tl.associative_scan((v, i), 0, max with "
+        "ties to the later index), other=-inf",
+        "scan_tuple_combine",
+        _scan_ties,
+        scan_tuple_ties,
+        scan_tuple_ties_first,
+        shown=lambda r: r[SCAN_TILE : SCAN_TILE + 8],
+    ),
     # precision, custom combine, offsets
-    Probe("fp16_sum_fp32", "(16 lanes, 8 valid) fp16 load .to(fp32), tl.sum", "half_accumulation",
-          _half("float16"), half_sum, half_sum_in_half),
-    Probe("bf16_sum_fp32", "(16 lanes, 8 valid) bf16 load .to(fp32), tl.sum", "half_accumulation",
-          _half("bfloat16"), half_sum, half_sum_in_half, needs=("bf16",)),
-    Probe("reduce_custom_combine", f"(16 lanes, {PROD_VALID} valid) tl.reduce(v, 0, a*b), other=1",
-          "custom_reduce_combine", _prod, reduce_prod, reduce_prod_half_tree),
-    Probe("grid_axes_yz", f"(1, {GRID_Y}, {GRID_Z}) grid ({GRID_Y_INTERPRETED} on the interpreter): programs, max y per z",
-          "grid_axes",
-          _grid_yz, grid_yz, grid_yz_folded),
-    Probe("scalar_args_each_launch", f"(one BLOCK, N = {', '.join(map(str, SCALAR_NS))} in turn) masked sum of the first N",
-          "scalar_bound_at_first_launch", _scalar_args, sum_first_n, sum_first_n_bound),
-    Probe("first_launch", "(4 programs, a kernel's first launch) each program stores pid + 1", "cold_first_launch",
-          _first_launch, program_ids, program_ids_first_only),
-    Probe("atomic_after_assume", f"({ASSUME_PROGRAMS} programs) tl.assume in a never-taken if, then tl.atomic_add of "
-          f"{ASSUME_N} each (FlagTree #1227: 3072 -> 0)", "equivalent_kernels_differ", _assume_branch,
-          atomic_after_assume, atomic_after_assume_dropped),
-    Probe("store_past_tensor", f"({STORE_N} valid of {STORE_TILE} lanes) tl.store(mask=offs < N) into the first "
-          f"{STORE_N} elements of an {STORE_TILE}-element buffer: the rest untouched", "store_past_tensor", _store_tail,
-          store_tail, store_tail_one_past),
-    Probe("int64_offsets", "(int8, 3 programs) offsets pid * (2**30+3) past 2**31", "int64_offset_arith",
-          _int64, int64_offsets, int64_offsets_wrapped, needs=("int64",), hardware_only=True),
+    Probe(
+        "fp16_sum_fp32",
+        "(16 lanes, 8 valid) fp16 load .to(fp32), tl.sum",
+        "half_accumulation",
+        _half("float16"),
+        half_sum,
+        half_sum_in_half,
+    ),
+    Probe(
+        "bf16_sum_fp32",
+        "(16 lanes, 8 valid) bf16 load .to(fp32), tl.sum",
+        "half_accumulation",
+        _half("bfloat16"),
+        half_sum,
+        half_sum_in_half,
+        needs=("bf16",),
+    ),
+    Probe(
+        "reduce_custom_combine",
+        f"(16 lanes, {PROD_VALID} valid) tl.reduce(v, 0, a*b), other=1",
+        "custom_reduce_combine",
+        _prod,
+        reduce_prod,
+        reduce_prod_half_tree,
+    ),
+    Probe(
+        "grid_axes_yz",
+        f"(1, {GRID_Y}, {GRID_Z}) grid ({GRID_Y_INTERPRETED} on the interpreter): programs, max y per z",
+        "grid_axes",
+        _grid_yz,
+        grid_yz,
+        grid_yz_folded,
+    ),
+    Probe(
+        "scalar_args_each_launch",
+        f"(one BLOCK, N = {', '.join(map(str, SCALAR_NS))} in turn) masked sum of the first N",
+        "scalar_bound_at_first_launch",
+        _scalar_args,
+        sum_first_n,
+        sum_first_n_bound,
+    ),
+    Probe(
+        "first_launch",
+        "(4 programs, a kernel's first launch) each program stores pid + 1",
+        "cold_first_launch",
+        _first_launch,
+        program_ids,
+        program_ids_first_only,
+    ),
+    Probe(
+        "atomic_after_assume",
+        f"({ASSUME_PROGRAMS} programs) tl.assume in a never-taken if, then tl.atomic_add of "
+        f"{ASSUME_N} each (FlagTree #1227: 3072 -> 0)",
+        "equivalent_kernels_differ",
+        _assume_branch,
+        atomic_after_assume,
+        atomic_after_assume_dropped,
+    ),
+    Probe(
+        "store_past_tensor",
+        f"({STORE_N} valid of {STORE_TILE} lanes) tl.store(mask=offs < N) into the first "
+        f"{STORE_N} elements of an {STORE_TILE}-element buffer: the rest untouched",
+        "store_past_tensor",
+        _store_tail,
+        store_tail,
+        store_tail_one_past,
+    ),
+    Probe(
+        "int64_offsets",
+        "(int8, 3 programs) offsets pid * (2**30+3) past 2**31",
+        "int64_offset_arith",
+        _int64,
+        int64_offsets,
+        int64_offsets_wrapped,
+        needs=("int64",),
+        hardware_only=True,
+    ),
 )
 
 BY_ID: dict[str, Probe] = {p.id: p for p in PROBES}

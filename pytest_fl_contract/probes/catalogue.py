@@ -101,8 +101,9 @@ def error_row(probe: Any, exc: BaseException) -> Row:
     return Row(probe.id, probe.variant, f"{type(exc).__name__}", "-", "error", probe.defect, first_line(exc)[:200])
 
 
-def run_battery(device: str, platform: Platform | None = None, only: Sequence[str] = (),
-                mutants: bool = False) -> list[Row]:
+def run_battery(
+    device: str, platform: Platform | None = None, only: Sequence[str] = (), mutants: bool = False
+) -> list[Row]:
     """Every probe (or ``only`` these) on ``device``; capabilities the platform lacks skip.
     With ``mutants`` each probe runs its mutant kernel instead: every one must be caught."""
     from . import battery
@@ -167,8 +168,10 @@ def findings(rows: Sequence[Row], platform: Platform | None = None, registry: Re
 def tally(rows: Sequence[Row]) -> str:
     n = {v: sum(r.verdict == v for r in rows) for v in ("ok", "FAIL", "error", "skipped", "caught", "MISSED")}
     if n["caught"] or n["MISSED"]:
-        return (f"{len(rows)} mutants: {n['caught']} caught, {n['MISSED']} missed, {n['error']} errors, "
-                f"{n['skipped']} skipped")
+        return (
+            f"{len(rows)} mutants: {n['caught']} caught, {n['MISSED']} missed, {n['error']} errors, "
+            f"{n['skipped']} skipped"
+        )
     return f"{len(rows)} probes: {n['ok']} passed, {n['FAIL']} failed, {n['error']} errors, {n['skipped']} skipped"
 
 

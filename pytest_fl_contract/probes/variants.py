@@ -43,8 +43,17 @@ from typing import Any
 
 _serial = itertools.count()
 
-STORES = ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and",
-          "atomic_or", "atomic_xor")
+STORES = (
+    "store",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "atomic_xchg",
+    "atomic_cas",
+    "atomic_and",
+    "atomic_or",
+    "atomic_xor",
+)
 
 
 @dataclass(frozen=True)
@@ -62,8 +71,13 @@ class Variant:
 
 
 def _tl_call(node: ast.AST, names: Sequence[str]) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == "tl")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in names
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "tl"
+    )
 
 
 def _expr(text: str) -> ast.expr:
@@ -119,8 +133,12 @@ def _names(node: ast.AST, ctx: type) -> set[str]:
 
 
 def _effects(node: ast.AST) -> bool:
-    return any(_tl_call(n, (*STORES, "debug_barrier", "assume")) or isinstance(n, ast.Call) and not
-               isinstance(n.func, ast.Attribute) for n in ast.walk(node))
+    return any(
+        _tl_call(n, (*STORES, "debug_barrier", "assume"))
+        or isinstance(n, ast.Call)
+        and not isinstance(n.func, ast.Attribute)
+        for n in ast.walk(node)
+    )
 
 
 def reordered(fn: ast.FunctionDef) -> ast.FunctionDef | None:
@@ -154,8 +172,7 @@ def split_mask(fn: ast.FunctionDef) -> ast.FunctionDef | None:
         for kw in empty.keywords:  # type: ignore[attr-defined]
             if kw.arg == "mask":
                 kw.value = ast.BinOp(left=copy.deepcopy(mask), op=ast.BitXor(), right=copy.deepcopy(mask))
-        where = ast.Call(func=_expr("tl.where"), keywords=[],
-                         args=[copy.deepcopy(mask), copy.deepcopy(node), empty])  # type: ignore[list-item]
+        where = ast.Call(func=_expr("tl.where"), keywords=[], args=[copy.deepcopy(mask), copy.deepcopy(node), empty])  # type: ignore[list-item]
         return _replace(fn, node, where)
     return None
 
@@ -184,8 +201,13 @@ def unrolled(fn: ast.FunctionDef) -> ast.FunctionDef | None:
         name = ast.unparse(call.func)
         if name not in ("range", "tl.range", "tl.static_range") or call.keywords:
             continue
-        bounds_static = all(isinstance(a, ast.Constant) or (isinstance(a, ast.Name) and a.id in static)
-                            or isinstance(a, ast.UnaryOp) and isinstance(a.operand, ast.Constant) for a in call.args)
+        bounds_static = all(
+            isinstance(a, ast.Constant)
+            or (isinstance(a, ast.Name) and a.id in static)
+            or isinstance(a, ast.UnaryOp)
+            and isinstance(a.operand, ast.Constant)
+            for a in call.args
+        )
         if name == "tl.static_range":
             call.func = ast.Name(id="range", ctx=ast.Load())
         elif bounds_static:
@@ -210,7 +232,7 @@ def kernel_source(kernel: Any) -> str:
     """A jitted kernel's source from its ``def`` (decorators are not the kernel)."""
     fn = getattr(kernel, "fn", kernel)
     src = textwrap.dedent(inspect.getsource(fn))
-    return src[src.index("def "):]
+    return src[src.index("def ") :]
 
 
 def variants(source: str) -> list[Variant]:
@@ -229,8 +251,13 @@ def variants(source: str) -> list[Variant]:
 # -- building and running ----------------------------------------------------------------------
 
 
-def build(source: str, like: Any, name: str | None = None, wrap: Callable[[Any], Any] | None = None,
-          namespace: dict[str, Any] | None = None) -> Any:
+def build(
+    source: str,
+    like: Any,
+    name: str | None = None,
+    wrap: Callable[[Any], Any] | None = None,
+    namespace: dict[str, Any] | None = None,
+) -> Any:
     """``source`` jitted (or wrapped by ``wrap``) with the globals of the kernel ``like``
     (``namespace`` instead, where given): compiled under a filename in ``linecache``, which
     triton and its interpreter read the source back through."""
@@ -297,8 +324,12 @@ class Recorder:
         import torch
 
         def launch(*args: Any, **kwargs: Any) -> Any:
-            recorded = tuple(("tensor", self._storage(a), tuple(a.shape), tuple(a.stride()), a.storage_offset())
-                             if isinstance(a, torch.Tensor) else ("value", a) for a in args)
+            recorded = tuple(
+                ("tensor", self._storage(a), tuple(a.shape), tuple(a.stride()), a.storage_offset())
+                if isinstance(a, torch.Tensor)
+                else ("value", a)
+                for a in args
+            )
             self.launches.append(Launch(tuple(grid), recorded, tuple(sorted(kwargs.items()))))
             return self.kernel[grid](*args, **kwargs)
 
@@ -306,8 +337,11 @@ class Recorder:
 
     def recording(self, result: Any) -> Recording:
         where = self._storage(result)
-        return Recording(tuple(self.snapshots), tuple(self.launches),
-                         (where, tuple(result.shape), tuple(result.stride()), result.storage_offset()))
+        return Recording(
+            tuple(self.snapshots),
+            tuple(self.launches),
+            (where, tuple(result.shape), tuple(result.stride()), result.storage_offset()),
+        )
 
 
 def _dtype(name: str) -> Any:
@@ -327,8 +361,11 @@ def replay(recording: Recording, kernel: Any, device: str) -> Any:
             one = torch.frombuffer(bytearray(fill), dtype=_dtype(dtype))
             buffers.append(one.repeat(numel).to(device))
         else:
-            buffers.append(torch.frombuffer(bytearray(raw), dtype=_dtype(dtype)).to(device) if raw else
-                           torch.empty(0, dtype=_dtype(dtype), device=device))
+            buffers.append(
+                torch.frombuffer(bytearray(raw), dtype=_dtype(dtype)).to(device)
+                if raw
+                else torch.empty(0, dtype=_dtype(dtype), device=device)
+            )
     for launch in recording.launches:
         args = [buffers[a[1]].as_strided(a[2], a[3], a[4]) if a[0] == "tensor" else a[1] for a in launch.args]
         kernel[launch.grid](*args, **dict(launch.kwargs))
@@ -356,8 +393,13 @@ def oracle(recordings: dict[str, Recording], timeout: float = 600) -> dict[str, 
         inp.write_bytes(pickle.dumps(recordings))
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}
         env.pop("TRITON_INTERPRET", None)  # the emulator sets it, before triton is imported
-        done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.probes.oracle", str(inp), str(out)],
-                              capture_output=True, text=True, timeout=timeout, env=env)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_fl_contract.probes.oracle", str(inp), str(out)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
         if done.returncode != 0:
             from ..util import FlContractError
 
@@ -385,17 +427,34 @@ def _helpers(fn: Any, seen: dict[str, Any]) -> dict[str, Any]:
     return seen
 
 
-def reproduction(probe_id: str, original: str, variant: Variant, recording: Recording, kernel: Any,
-                 results: tuple[Any, Any], device: str) -> str:
+def reproduction(
+    probe_id: str,
+    original: str,
+    variant: Variant,
+    recording: Recording,
+    kernel: Any,
+    results: tuple[Any, Any],
+    device: str,
+) -> str:
     """A script that runs on its own (torch and triton only): the original and the variant
     kernel on the recorded launches, and the two results this run saw."""
     fn = getattr(kernel, "fn", kernel)
     helpers = _helpers(fn, {})
-    lines = [f"# fl-contract equivalent-kernel probe {probe_id}: variant {variant.name!r} disagrees with the original",
-             f"# seen here: original {results[0].tolist()!r}, variant {results[1].tolist()!r}",
-             *(["import os", "os.environ.setdefault('TRITON_INTERPRET', '1')  # no accelerator: Triton's interpreter"]
-               if device == "cpu" else []),
-             "import torch", "import triton", "import triton.language as tl", "", f"DEVICE = {device!r}", ""]
+    lines = [
+        f"# fl-contract equivalent-kernel probe {probe_id}: variant {variant.name!r} disagrees with the original",
+        f"# seen here: original {results[0].tolist()!r}, variant {results[1].tolist()!r}",
+        *(
+            ["import os", "os.environ.setdefault('TRITON_INTERPRET', '1')  # no accelerator: Triton's interpreter"]
+            if device == "cpu"
+            else []
+        ),
+        "import torch",
+        "import triton",
+        "import triton.language as tl",
+        "",
+        f"DEVICE = {device!r}",
+        "",
+    ]
     for helper in helpers.values():
         lines += ["@triton.jit", kernel_source(helper).rstrip(), ""]
     renamed = ast.parse(variant.source)
@@ -410,21 +469,28 @@ def reproduction(probe_id: str, original: str, variant: Variant, recording: Reco
         args = ", ".join(repr(a) if a[0] == "tensor" else f"('value', {_literal(a[1])})" for a in launch.args)
         kwargs = ", ".join(f"{k!r}: {_literal(v)}" for k, v in launch.kwargs)
         lines.append(f"    ({launch.grid!r}, [{args}], {{{kwargs}}}),")
-    lines += ["]", f"RESULT = {recording.result!r}", "", "",
-              "def run(kernel):",
-              "    buffers = []",
-              "    for dtype, numel, constant, data in STORAGES:",
-              "        one = torch.frombuffer(bytearray(data), dtype=getattr(torch, dtype.split('.')[-1]))",
-              "        buffers.append((one.repeat(numel) if constant else one).to(DEVICE))",
-              "    for grid, args, kwargs in LAUNCHES:",
-              "        real = [buffers[a[1]].as_strided(a[2], a[3], a[4]) if a[0] == 'tensor' else a[1] for a in args]",
-              "        kernel[grid](*real, **kwargs)",
-              "    index, size, stride, offset = RESULT",
-              "    return buffers[index].as_strided(size, stride, offset).cpu()",
-              "", "",
-              f"a, b = run({fn.__name__}), run({fn.__name__}_{variant.name})",
-              "print('original:', a.tolist())", "print('variant: ', b.tolist())",
-              "assert torch.equal(a, b), 'equivalent kernels disagree: a compiler defect'"]
+    lines += [
+        "]",
+        f"RESULT = {recording.result!r}",
+        "",
+        "",
+        "def run(kernel):",
+        "    buffers = []",
+        "    for dtype, numel, constant, data in STORAGES:",
+        "        one = torch.frombuffer(bytearray(data), dtype=getattr(torch, dtype.split('.')[-1]))",
+        "        buffers.append((one.repeat(numel) if constant else one).to(DEVICE))",
+        "    for grid, args, kwargs in LAUNCHES:",
+        "        real = [buffers[a[1]].as_strided(a[2], a[3], a[4]) if a[0] == 'tensor' else a[1] for a in args]",
+        "        kernel[grid](*real, **kwargs)",
+        "    index, size, stride, offset = RESULT",
+        "    return buffers[index].as_strided(size, stride, offset).cpu()",
+        "",
+        "",
+        f"a, b = run({fn.__name__}), run({fn.__name__}_{variant.name})",
+        "print('original:', a.tolist())",
+        "print('variant: ', b.tolist())",
+        "assert torch.equal(a, b), 'equivalent kernels disagree: a compiler defect'",
+    ]
     return "\n".join(lines) + "\n"
 
 

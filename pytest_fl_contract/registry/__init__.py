@@ -124,8 +124,11 @@ class Rows:
         for row in self._rows:
             named = [d for d in row.defects if d.id == defect_id]
             if named:
-                found[row.name] = () if any(not d.flag_gems for d in named) else \
-                    tuple(sorted({v for d in named for v in d.flag_gems}))
+                found[row.name] = (
+                    ()
+                    if any(not d.flag_gems for d in named)
+                    else tuple(sorted({v for d in named for v in d.flag_gems}))
+                )
         return found
 
     def reach(self, defect: Any) -> tuple[str, ...]:

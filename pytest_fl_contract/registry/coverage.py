@@ -29,8 +29,9 @@ from typing import Any
 
 from . import ROWS
 
-FOLDS = frozenset({"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "cumsum", "cumprod",
-                   "associative_scan"})
+FOLDS = frozenset(
+    {"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "cumsum", "cumprod", "associative_scan"}
+)
 
 # Reached modules with no row yet, by family, and why the workaround leaves them: none is a
 # reduction over a dim of one input that moving the axis fixes, and each is wrong on a
@@ -42,28 +43,56 @@ _FAMILIES = {
     "an index op (5.4's index_reduce: a compare-and-swap loop over a (rows, index) tile ends when "
     "tl.sum over the whole tile says every lane stopped; rows past the end never stop and swap past "
     "the output): the index-op family has no rows yet": ("ops.index_reduce",),
-    "a fused loss: the reduction over classes runs inside the loss kernel, with no dim entry point":
-        ("fused.cross_entropy_loss",),
+    "a fused loss: the reduction over classes runs inside the loss kernel, with no dim entry point": (
+        "fused.cross_entropy_loss",
+    ),
     "linear algebra and distances: Gram products, Jacobi sweeps and cdist's backward fold row tiles "
-    "weighted by a masked (other=0) operand: wrong where the rows past the end hold NaN or inf":
-        ("ops.svd", "ops.cdist_backward"),
+    "weighted by a masked (other=0) operand: wrong where the rows past the end hold NaN or inf": (
+        "ops.svd",
+        "ops.cdist_backward",
+    ),
     "matmul variants and fused GEMMs: a tl.dot over a K tail loaded under a row condition, as mm's; "
     "the matmul rows (mm, addmm, bmm) stand for the kernel shape, and their route (the second operand a view "
     "of zero-padded memory) is the one each would take": (
-        "ops.baddbmm", "ops.linear", "ops.scaled_mm", "ops.scaled_grouped_mm", "ops.w8a8_block_fp8_matmul",
-        "fused.cutlass_scaled_mm", "fused.fused_moe", "fused.fused_marlin_moe", "fused.matmul_bias_activation",
-        "fused.matmuladd"),
+        "ops.baddbmm",
+        "ops.linear",
+        "ops.scaled_mm",
+        "ops.scaled_grouped_mm",
+        "ops.w8a8_block_fp8_matmul",
+        "fused.cutlass_scaled_mm",
+        "fused.fused_moe",
+        "fused.fused_marlin_moe",
+        "fused.matmul_bias_activation",
+        "fused.matmuladd",
+    ),
     "mm's stream-K kernels: mm's own entry points launch them, with the operands mm's route pads": ("ops.mm_streamk",),
     "convolutions: an implicit GEMM whose K (channels by window) tail is loaded under a row condition": (
-        "ops.conv2d", "ops.conv3d", "ops.conv_transpose1d", "ops.conv_transpose2d"),
-    "attention (flash, MLA, sparse): P @ V loads V's sequence tail under a row condition inside one fused "
-    "kernel": ("ops.attention", "ops.flash_kernel", "ops.flash_attention_backward", "fused.flash_mla",
-               "fused.flash_mla_with_kvcache", "fused.flashmla_sparse", "fused.sparse_attention"),
+        "ops.conv2d",
+        "ops.conv3d",
+        "ops.conv_transpose1d",
+        "ops.conv_transpose2d",
+    ),
+    "attention (flash, MLA, sparse): P @ V loads V's sequence tail under a row condition inside one fused kernel": (
+        "ops.attention",
+        "ops.flash_kernel",
+        "ops.flash_attention_backward",
+        "fused.flash_mla",
+        "fused.flash_mla_with_kvcache",
+        "fused.flashmla_sparse",
+        "fused.sparse_attention",
+    ),
     "fused attention, MoE routing, recurrent and sequence-packing kernels (serving engines' paths, "
-    "no aten reduction)": ("fused.DSA.bin_topk", "fused.DSA.indexer_k_tiled", "fused.DSA.sparse_mla",
-                           "fused.FLA.fused_recurrent", "fused.FLA.chunk_gated_delta_direct",
-                           "fused.grouped_topk", "fused.rwkv_mm_sparsity", "fused.pack_seq",
-                           "fused.unpack_seq"),
+    "no aten reduction)": (
+        "fused.DSA.bin_topk",
+        "fused.DSA.indexer_k_tiled",
+        "fused.DSA.sparse_mla",
+        "fused.FLA.fused_recurrent",
+        "fused.FLA.chunk_gated_delta_direct",
+        "fused.grouped_topk",
+        "fused.rwkv_mm_sparsity",
+        "fused.pack_seq",
+        "fused.unpack_seq",
+    ),
 }
 NOT_ROWS = {module: why for why, modules in _FAMILIES.items() for module in modules}
 SCANNED = ("ops", "fused")  # FlagGems' default backend: what flag_gems.enable() registers
@@ -93,8 +122,12 @@ def _names(fn: ast.FunctionDef) -> dict[str, list[ast.expr]]:
     return env
 
 
-def _holds(node: ast.expr, env: dict[str, list[ast.expr]], test: Callable[[list[ast.expr]], bool],
-           seen: frozenset[str] = frozenset()) -> bool:
+def _holds(
+    node: ast.expr,
+    env: dict[str, list[ast.expr]],
+    test: Callable[[list[ast.expr]], bool],
+    seen: frozenset[str] = frozenset(),
+) -> bool:
     """Some tuple subscript in the expression, or in what its names are assigned, has
     elements that pass ``test``."""
     for sub in ast.walk(node):
@@ -108,8 +141,12 @@ def _holds(node: ast.expr, env: dict[str, list[ast.expr]], test: Callable[[list[
 
 def _is_column(elts: list[ast.expr]) -> bool:
     """``x[:, None]``: an index expanded to a column of a 2-D tile."""
-    return (len(elts) == 2 and isinstance(elts[0], ast.Slice) and isinstance(elts[1], ast.Constant)
-            and elts[1].value is None)
+    return (
+        len(elts) == 2
+        and isinstance(elts[0], ast.Slice)
+        and isinstance(elts[1], ast.Constant)
+        and elts[1].value is None
+    )
 
 
 def _column(node: ast.expr, env: dict[str, list[ast.expr]], seen: frozenset[str] = frozenset()) -> bool:
@@ -169,8 +206,11 @@ def reached_kernels(source: str) -> tuple[str, ...]:
             continue
         env = _names(fn)
         calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call)]
-        masked = any(_call_name(c) == "load" and any(_row_mask(m, env) for m in
-                     [kw.value for kw in c.keywords if kw.arg == "mask"] + c.args[1:2]) for c in calls)
+        masked = any(
+            _call_name(c) == "load"
+            and any(_row_mask(m, env) for m in [kw.value for kw in c.keywords if kw.arg == "mask"] + c.args[1:2])
+            for c in calls
+        )
         folds = any(_call_name(c) in FOLDS and (_axis(c) == 0 or _whole(c)) for c in calls)
         if (masked and folds) or _dot_tail(calls, env):
             found.append(fn.name)
@@ -239,8 +279,7 @@ def scan(root: Path, under: Iterable[str] = SCANNED) -> tuple[Reach, ...]:
 def rows(reach: Reach) -> list[str]:
     """The registry rows whose module is the reached one (a matmul row: where it names the
     kernels whose K tail the defect reads)."""
-    return [row.name for row in ROWS.rows() if row.module == reach.module
-            and (row.suite != "tensorops" or row.kernels)]
+    return [row.name for row in ROWS.rows() if row.module == reach.module and (row.suite != "tensorops" or row.kernels)]
 
 
 def covered(reach: Reach) -> str | None:
@@ -285,7 +324,9 @@ def main(argv: list[str]) -> int:
     print("\n".join(table(found)))
     missing = uncovered(found)
     if missing:
-        print(f"\n{len(missing)} reached module(s) with no row: {', '.join(r.module for r in missing)}", file=sys.stderr)
+        print(
+            f"\n{len(missing)} reached module(s) with no row: {', '.join(r.module for r in missing)}", file=sys.stderr
+        )
     return 1 if missing else 0
 
 

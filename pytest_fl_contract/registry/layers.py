@@ -102,7 +102,9 @@ class Layer(Row):
     backward: str = ""  # the backward entry point (rms_norm: its autograd Function's)
     functional: str = ""  # torch.nn.functional's name for it; the workaround's routes are keyed by it
     affine: tuple[str, ...] = ()  # the affine parameters it takes: ("weight", "bias") or ("weight",)
-    cases: dict[str, tuple[LayerCase, ...]] = field(default_factory=dict)  # sweep -> cases (partial row and column tiles)
+    cases: dict[str, tuple[LayerCase, ...]] = field(
+        default_factory=dict
+    )  # sweep -> cases (partial row and column tiles)
     # (x, weight, bias, case, stats, eps) -> torch's output; stats: the running (mean, var) it updates
     torch_call: Callable[..., Any] = _no_behaviour
     channels: Callable[[LayerCase], tuple[int, ...]] = _no_behaviour  # the shape of its weight and bias
@@ -120,10 +122,15 @@ class Layer(Row):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.forward or not self.backward or not self.cases or _no_behaviour in (
-                self.torch_call, self.channels, self.terms):
-            raise ValueError(f"layer {self.name!r}: a layer row needs its entry points, cases, torch call, channels "
-                             "and terms")
+        if (
+            not self.forward
+            or not self.backward
+            or not self.cases
+            or _no_behaviour in (self.torch_call, self.channels, self.terms)
+        ):
+            raise ValueError(
+                f"layer {self.name!r}: a layer row needs its entry points, cases, torch call, channels and terms"
+            )
 
     def entry_names(self) -> tuple[str, ...]:
         return (self.forward, self.backward)
@@ -134,7 +141,7 @@ class Layer(Row):
 
 def _normalized(case: LayerCase) -> tuple[int, ...]:
     """The extents layer and RMS norm normalize: the last ``norm``."""
-    return case.shape[len(case.shape) - case.norm:]
+    return case.shape[len(case.shape) - case.norm :]
 
 
 def _channel(case: LayerCase) -> tuple[int, ...]:
@@ -185,8 +192,16 @@ def _group_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = No
     return F.group_norm(x, case.groups, weight, bias, eps)
 
 
-def _batch_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = None, eps: float = EPS,
-                training: bool = True, momentum: float = 0.1) -> Any:
+def _batch_norm(
+    x: Any,
+    weight: Any,
+    bias: Any,
+    case: LayerCase,
+    stats: Any = None,
+    eps: float = EPS,
+    training: bool = True,
+    momentum: float = 0.1,
+) -> Any:
     """Training mode by default, its running (mean, var) updated in place as torch does; eval
     mode normalizes by the running statistics (which it needs)."""
     import torch.nn.functional as F
@@ -196,6 +211,7 @@ def _batch_norm(x: Any, weight: Any, bias: Any, case: LayerCase, stats: Any = No
 
 
 # -- FlagGems' own defects of the family (seen on the interpreter; catalogue: config/platforms.yaml) --
+
 
 def _rank_above_two(call: LayerCall) -> bool:
     """layer_norm_backward takes M = input.shape[0] rows of input.numel() / M columns, not the
@@ -232,27 +248,55 @@ def _fp64(call: LayerCall) -> bool:
 # rms_norm_grad_dw_kernel 16 rows a program into a partial buffer torch.sum then folds.
 _ROWS = {
     "quick": (LayerCase((13, 24)), LayerCase((3, 5, 16)), LayerCase((37, 8)), LayerCase((2, 3, 4, 6), norm=2)),
-    "full": (LayerCase((13, 24)), LayerCase((3, 5, 16)), LayerCase((37, 8)), LayerCase((2, 3, 4, 6), norm=2),
-             LayerCase((4099, 96)), LayerCase((8, 557, 768)), LayerCase((300, 1025))),
+    "full": (
+        LayerCase((13, 24)),
+        LayerCase((3, 5, 16)),
+        LayerCase((37, 8)),
+        LayerCase((2, 3, 4, 6), norm=2),
+        LayerCase((4099, 96)),
+        LayerCase((8, 557, 768)),
+        LayerCase((300, 1025)),
+    ),
 }
 # group_norm: (N, C, HW) with group sizes a power of two and not; batch_norm: (N, C, HW)
 # with N and HW partial tiles of its (BLOCK_M batch, BLOCK_N spatial) walk
 _GROUPS = {  # one group, a group a channel, and between: sizes a power of two and not
-    "quick": (LayerCase((3, 8, 5), groups=4), LayerCase((2, 6, 7), groups=2), LayerCase((5, 12, 3), groups=3),
-              LayerCase((2, 4, 3, 5), groups=2), LayerCase((3, 8, 5), groups=1), LayerCase((3, 8, 5), groups=8)),
-    "full": (LayerCase((3, 8, 5), groups=4), LayerCase((2, 6, 7), groups=2), LayerCase((5, 12, 3), groups=3),
-             LayerCase((2, 4, 3, 5), groups=2), LayerCase((3, 8, 5), groups=1), LayerCase((3, 8, 5), groups=8),
-             LayerCase((8, 64, 33, 33), groups=32), LayerCase((16, 96, 49), groups=8)),
+    "quick": (
+        LayerCase((3, 8, 5), groups=4),
+        LayerCase((2, 6, 7), groups=2),
+        LayerCase((5, 12, 3), groups=3),
+        LayerCase((2, 4, 3, 5), groups=2),
+        LayerCase((3, 8, 5), groups=1),
+        LayerCase((3, 8, 5), groups=8),
+    ),
+    "full": (
+        LayerCase((3, 8, 5), groups=4),
+        LayerCase((2, 6, 7), groups=2),
+        LayerCase((5, 12, 3), groups=3),
+        LayerCase((2, 4, 3, 5), groups=2),
+        LayerCase((3, 8, 5), groups=1),
+        LayerCase((3, 8, 5), groups=8),
+        LayerCase((8, 64, 33, 33), groups=32),
+        LayerCase((16, 96, 49), groups=8),
+    ),
 }
 _BATCH = {
     "quick": (LayerCase((5, 3, 7)), LayerCase((13, 4)), LayerCase((3, 2, 5, 5)), LayerCase((33, 3, 2))),
-    "full": (LayerCase((5, 3, 7)), LayerCase((13, 4)), LayerCase((3, 2, 5, 5)), LayerCase((33, 3, 2)),
-             LayerCase((65, 64, 49)), LayerCase((7, 128, 1025))),
+    "full": (
+        LayerCase((5, 3, 7)),
+        LayerCase((13, 4)),
+        LayerCase((3, 2, 5, 5)),
+        LayerCase((33, 3, 2)),
+        LayerCase((65, 64, 49)),
+        LayerCase((7, 128, 1025)),
+    ),
 }
+
+
 def _row_offsets_wrap(call: LayerCall) -> bool:
     """The last row's offset, (rows - 1) * N, past int32 (a kernel that multiplies an int32 row
     index by the row length writes or reads 4 GiB before the tensor there)."""
-    n = math.prod(call.shape[len(call.shape) - call.case.norm:])
+    n = math.prod(call.shape[len(call.shape) - call.case.norm :])
     return (call.case.rows - 1) * n >= 2**31
 
 
@@ -268,7 +312,7 @@ def _rms_norm_wraps(call: LayerCall) -> bool:
     """rms_norm's one-row forward kernel (N <= 4096) offsets by tl.program_id(0) * N in int32:
     past 2**31 it faults (an H200 at (524289, 4096), route or not); its dx and weight-gradient
     kernels do the same for any N (wrong gradients at (65537, 32768); the route's held)."""
-    n = math.prod(call.shape[len(call.shape) - call.case.norm:])
+    n = math.prod(call.shape[len(call.shape) - call.case.norm :])
     return _row_offsets_wrap(call) and (n <= 4096 or (call.backward and not call.routed))
 
 
@@ -284,9 +328,22 @@ def _group_tile_past_numel(call: LayerCall) -> bool:
     return (1 << (group - 1).bit_length()) * (1 << (hw - 1).bit_length()) > 2**20
 
 
-_ROW_FEATURES = ("masked_2d_row_load", "masked_2d_col_load", "mask_2d_logic", "python_and_or_masks", "masked_2d_store",
-                 "partial_2d_tiles", "runtime_loop", "masked_loop_tail", "reduce_partial_tile", "half_accumulation",
-                 "masked_load_other", "grid_axes", "scalar_bound_at_first_launch", "cold_first_launch")
+_ROW_FEATURES = (
+    "masked_2d_row_load",
+    "masked_2d_col_load",
+    "mask_2d_logic",
+    "python_and_or_masks",
+    "masked_2d_store",
+    "partial_2d_tiles",
+    "runtime_loop",
+    "masked_loop_tail",
+    "reduce_partial_tile",
+    "half_accumulation",
+    "masked_load_other",
+    "grid_axes",
+    "scalar_bound_at_first_launch",
+    "cold_first_launch",
+)
 L = LayerPath
 # Past 2**31 elements, where an int32 offset wraps: a kernel that multiplies tl.program_id (int32)
 # by a row stride (rms_norm's one-row kernel and its dx kernel; layer norm widens its ids) or
@@ -301,6 +358,7 @@ _LARGE_CHANNELS = LayerCase((2, 64, 2**24 + 1))
 # interpreter, where the same limit holds
 _WIDE_ROWS = (LayerCase((2, 2**20 + 1)),)
 
+
 def _grads(affine: tuple[str, ...]) -> Param:
     """autograd's output_mask subsets: the input alone, each affine parameter alone, all but the input."""
     values = (("x",), *((name,) for name in affine), affine)
@@ -309,94 +367,204 @@ def _grads(affine: tuple[str, ...]) -> Param:
 
 _EPS_PARAM = Param("eps", (EPS, 1e-3, 0.1))  # a kernel that bakes the default is off by ~5% at 0.1
 _ROW_PARAMS = (_EPS_PARAM, _grads(("weight", "bias")))
-_BATCH_PARAMS = (_EPS_PARAM, Param("training", (True, False)), Param("momentum", (0.1, 0.5, 1.0)),
-                 Param("running_stats", (True, False)), _grads(("weight", "bias")))
+_BATCH_PARAMS = (
+    _EPS_PARAM,
+    Param("training", (True, False)),
+    Param("momentum", (0.1, 0.5, 1.0)),
+    Param("running_stats", (True, False)),
+    _grads(("weight", "bias")),
+)
 
 
 LAYERS: tuple[Layer, ...] = (
-    Layer(name="layer_norm", module="flag_gems.ops.layernorm", forward="layer_norm", backward="layer_norm_backward",
-          gems_names=("layer_norm", "layer_norm_backward"), functional="layer_norm", affine=("weight", "bias"),
-          torch_call=_layer_norm, channels=_normalized, terms=_row_terms, params=_ROW_PARAMS,
-          cases=_ROWS,
-          paths=(L("forward, several rows a program (N <= 128)", LayerCase((13, 24)),
-                   "layer_norm_persistent_kernel_multiline"),
-                 L("forward, one row a program", LayerCase((3, 300)), "layer_norm_persistent_kernel"),
-                 L("forward, a loop over columns (N past 8192)", LayerCase((2, 8193)), "layer_norm_loop_kernel"),
-                 L("forward, past two column tiles: each loop runs twice", LayerCase((2, 16385)),
-                   "layer_norm_loop_kernel"),
-                 L("backward: dx", LayerCase((13, 24)), "layer_norm_backward_kernel", backward=True),
-                 L("backward: dx, a loop past one 2048-column tile", LayerCase((3, 2049)),
-                   "layer_norm_backward_kernel", backward=True),
-                 L("backward: weight and bias gradients over the rows", LayerCase((13, 24)),
-                   "weight_bias_backward_kernel", backward=True),
-                 L("backward: weight and bias gradients, a loop over 128-row tiles", LayerCase((300, 8)),
-                   "weight_bias_backward_kernel", backward=True)),
-          row_folds=("weight_bias_backward_kernel",), features=_ROW_FEATURES,
-          defects=(Defect("layer_norm_backward_rank", _rank_above_two, corrupts=True),
-                   Defect("empty_input_diverges", _empty), Defect("fp64_computed_in_fp32", _fp64),
-                   Defect("layer_norm_weight_grad_int32_rows", _layer_norm_weight_grad_wraps)),
-          large=_LARGE_ROWS, wide=_WIDE_ROWS),
-    Layer(name="rms_norm", module="flag_gems.ops.rms_norm", forward="rms_norm", backward="rms_norm_backward",
-          gems_names=("rms_norm",), functional="rms_norm", affine=("weight",), cases=_ROWS,
-          torch_call=_rms_norm, channels=_normalized, terms=_row_terms,
-          params=(Param("eps", (_TORCH_DEFAULT, EPS, 1e-3, 0.1)), _grads(("weight",))),
-          paths=(L("forward, one row a program (N <= 4096)", LayerCase((13, 24)), "rms_norm_kernel"),
-                 L("forward, a loop over columns", LayerCase((2, 4097)), "rms_norm_loop_kernel"),
-                 # the loop kernel's tiles (8192 on the CPU lane's tuner): N a multiple of one,
-                 # and past one (its unmasked loops run)
-                 L("forward, N a multiple of the column tile", LayerCase((2, 8192)), "rms_norm_loop_kernel"),
-                 L("forward, past one column tile", LayerCase((2, 8193)), "rms_norm_loop_kernel"),
-                 L("forward, past two column tiles: each loop runs twice", LayerCase((2, 16385)), "rms_norm_loop_kernel"),
-                 L("backward: dx", LayerCase((13, 24)), "rms_norm_grad_dx_kernel", backward=True),
-                 L("backward: weight gradient, 16 rows a program", LayerCase((37, 8)), "rms_norm_grad_dw_kernel",
-                   backward=True),
-                 L("backward: weight gradient past one 256-column tile", LayerCase((37, 300)),
-                   "rms_norm_grad_dw_kernel", backward=True)),
-          row_folds=("rms_norm_grad_dw_kernel",), features=_ROW_FEATURES,
-          defects=(Defect("rms_norm_needs_weight", _affine_off),
-                   Defect("rms_norm_default_eps", lambda c: c.option("eps") == _TORCH_DEFAULT),
-                   Defect("rms_norm_weight_grad_flat", lambda c: c.backward and c.affine and c.case.norm > 1),
-                   Defect("fp64_computed_in_fp32", _fp64),
-                   Defect("rms_norm_int32_row_offsets", _rms_norm_wraps)),
-          large=_LARGE_RMS, wide=_WIDE_ROWS),
-    Layer(name="group_norm", module="flag_gems.ops.groupnorm", forward="group_norm", backward="group_norm_backward",
-          gems_names=("group_norm", "group_norm_backward"), functional="group_norm", affine=("weight", "bias"),
-          torch_call=_group_norm, channels=_channel, terms=_group_terms, params=_ROW_PARAMS,
-          cases=_GROUPS,
-          paths=(L("forward, a group's (channels, HW) tile a program", LayerCase((3, 8, 5), groups=4),
-                   "group_norm_kernel"),
-                 L("backward: dx", LayerCase((3, 8, 5), groups=4), "group_norm_backward_kernel", backward=True),
-                 # its launcher leaves BLOCK_HW_SIZE at 128: past it the dx sums loop over HW tiles
-                 L("backward: dx past one 128-wide HW tile", LayerCase((2, 4, 129), groups=2),
-                   "group_norm_backward_kernel", backward=True),
-                 L("backward: weight and bias gradients over the batch", LayerCase((3, 8, 5), groups=4),
-                   "weight_bias_backward_kernel", backward=True)),
-          row_folds=("group_norm_kernel", "group_norm_backward_kernel", "weight_bias_backward_kernel"),
-          features=_ROW_FEATURES,
-          # two programs store the next group's first channels: on hardware a race (its outcome
-          # chance, hardware lanes skip those calls); the emulator's program order hides it from
-          # the determinism contract and shows it to every other
-          defects=(Defect("group_norm_group_size_not_pow2",
-                            lambda c: _group_size_not_pow2(c) and c.contract not in SELF_COMPARING,
-                            corrupts=True),
-                   Defect("empty_input_diverges", _empty), Defect("fp64_computed_in_fp32", _fp64),
-                   Defect("group_norm_tile_past_max_numel", _group_tile_past_numel)),
-          large=(replace(_LARGE_CHANNELS, groups=32),), wide=(LayerCase((1, 2, 2**19 + 1)),)),
-    Layer(name="batch_norm", module="flag_gems.ops.batch_norm", forward="batch_norm", backward="batch_norm_backward",
-          gems_names=("batch_norm", "batch_norm_backward"), functional="batch_norm", affine=("weight", "bias"),
-          torch_call=_batch_norm, channels=_channel, terms=_batch_terms, running_stats=True, params=_BATCH_PARAMS,
-          cases=_BATCH,
-          paths=(L("forward, training: a channel a program over (batch, spatial) tiles", LayerCase((5, 3, 7)),
-                   "batch_norm_forward_kernel"),
-                 # BLOCK_M is min(2048, next_pow2(batch)): past 2048 the Welford walk steps over batch tiles
-                 L("forward, training: a batch past one 2048-row tile", LayerCase((2049, 2, 3)),
-                   "batch_norm_forward_kernel"),
-                 L("backward", LayerCase((5, 3, 7)), "batch_norm_backward_kernel", backward=True)),
-          row_folds=("batch_norm_forward_kernel", "batch_norm_backward_kernel"), features=_ROW_FEATURES,
-          defects=(Defect("batch_norm_stats_into_input",
-                          lambda c: c.values == "no_running_stats" or c.option("running_stats") is False),
-                   Defect("batch_norm_backward_ignores_eval", lambda c: c.backward and c.option("training") is False),
-                   Defect("batch_norm_backward_needs_input_grad", lambda c: c.backward and "x" not in c.grads),
-                   Defect("fp64_computed_in_fp32", _fp64)),
-          large=(_LARGE_CHANNELS,), wide=(LayerCase((2, 2, 2**19 + 1)),)),
+    Layer(
+        name="layer_norm",
+        module="flag_gems.ops.layernorm",
+        forward="layer_norm",
+        backward="layer_norm_backward",
+        gems_names=("layer_norm", "layer_norm_backward"),
+        functional="layer_norm",
+        affine=("weight", "bias"),
+        torch_call=_layer_norm,
+        channels=_normalized,
+        terms=_row_terms,
+        params=_ROW_PARAMS,
+        cases=_ROWS,
+        paths=(
+            L(
+                "forward, several rows a program (N <= 128)",
+                LayerCase((13, 24)),
+                "layer_norm_persistent_kernel_multiline",
+            ),
+            L("forward, one row a program", LayerCase((3, 300)), "layer_norm_persistent_kernel"),
+            L("forward, a loop over columns (N past 8192)", LayerCase((2, 8193)), "layer_norm_loop_kernel"),
+            L("forward, past two column tiles: each loop runs twice", LayerCase((2, 16385)), "layer_norm_loop_kernel"),
+            L("backward: dx", LayerCase((13, 24)), "layer_norm_backward_kernel", backward=True),
+            L(
+                "backward: dx, a loop past one 2048-column tile",
+                LayerCase((3, 2049)),
+                "layer_norm_backward_kernel",
+                backward=True,
+            ),
+            L(
+                "backward: weight and bias gradients over the rows",
+                LayerCase((13, 24)),
+                "weight_bias_backward_kernel",
+                backward=True,
+            ),
+            L(
+                "backward: weight and bias gradients, a loop over 128-row tiles",
+                LayerCase((300, 8)),
+                "weight_bias_backward_kernel",
+                backward=True,
+            ),
+        ),
+        row_folds=("weight_bias_backward_kernel",),
+        features=_ROW_FEATURES,
+        defects=(
+            Defect("layer_norm_backward_rank", _rank_above_two, corrupts=True),
+            Defect("empty_input_diverges", _empty),
+            Defect("fp64_computed_in_fp32", _fp64),
+            Defect("layer_norm_weight_grad_int32_rows", _layer_norm_weight_grad_wraps),
+        ),
+        large=_LARGE_ROWS,
+        wide=_WIDE_ROWS,
+    ),
+    Layer(
+        name="rms_norm",
+        module="flag_gems.ops.rms_norm",
+        forward="rms_norm",
+        backward="rms_norm_backward",
+        gems_names=("rms_norm",),
+        functional="rms_norm",
+        affine=("weight",),
+        cases=_ROWS,
+        torch_call=_rms_norm,
+        channels=_normalized,
+        terms=_row_terms,
+        params=(Param("eps", (_TORCH_DEFAULT, EPS, 1e-3, 0.1)), _grads(("weight",))),
+        paths=(
+            L("forward, one row a program (N <= 4096)", LayerCase((13, 24)), "rms_norm_kernel"),
+            L("forward, a loop over columns", LayerCase((2, 4097)), "rms_norm_loop_kernel"),
+            # the loop kernel's tiles (8192 on the CPU lane's tuner): N a multiple of one,
+            # and past one (its unmasked loops run)
+            L("forward, N a multiple of the column tile", LayerCase((2, 8192)), "rms_norm_loop_kernel"),
+            L("forward, past one column tile", LayerCase((2, 8193)), "rms_norm_loop_kernel"),
+            L("forward, past two column tiles: each loop runs twice", LayerCase((2, 16385)), "rms_norm_loop_kernel"),
+            L("backward: dx", LayerCase((13, 24)), "rms_norm_grad_dx_kernel", backward=True),
+            L(
+                "backward: weight gradient, 16 rows a program",
+                LayerCase((37, 8)),
+                "rms_norm_grad_dw_kernel",
+                backward=True,
+            ),
+            L(
+                "backward: weight gradient past one 256-column tile",
+                LayerCase((37, 300)),
+                "rms_norm_grad_dw_kernel",
+                backward=True,
+            ),
+        ),
+        row_folds=("rms_norm_grad_dw_kernel",),
+        features=_ROW_FEATURES,
+        defects=(
+            Defect("rms_norm_needs_weight", _affine_off),
+            Defect("rms_norm_default_eps", lambda c: c.option("eps") == _TORCH_DEFAULT),
+            Defect("rms_norm_weight_grad_flat", lambda c: c.backward and c.affine and c.case.norm > 1),
+            Defect("fp64_computed_in_fp32", _fp64),
+            Defect("rms_norm_int32_row_offsets", _rms_norm_wraps),
+        ),
+        large=_LARGE_RMS,
+        wide=_WIDE_ROWS,
+    ),
+    Layer(
+        name="group_norm",
+        module="flag_gems.ops.groupnorm",
+        forward="group_norm",
+        backward="group_norm_backward",
+        gems_names=("group_norm", "group_norm_backward"),
+        functional="group_norm",
+        affine=("weight", "bias"),
+        torch_call=_group_norm,
+        channels=_channel,
+        terms=_group_terms,
+        params=_ROW_PARAMS,
+        cases=_GROUPS,
+        paths=(
+            L("forward, a group's (channels, HW) tile a program", LayerCase((3, 8, 5), groups=4), "group_norm_kernel"),
+            L("backward: dx", LayerCase((3, 8, 5), groups=4), "group_norm_backward_kernel", backward=True),
+            # its launcher leaves BLOCK_HW_SIZE at 128: past it the dx sums loop over HW tiles
+            L(
+                "backward: dx past one 128-wide HW tile",
+                LayerCase((2, 4, 129), groups=2),
+                "group_norm_backward_kernel",
+                backward=True,
+            ),
+            L(
+                "backward: weight and bias gradients over the batch",
+                LayerCase((3, 8, 5), groups=4),
+                "weight_bias_backward_kernel",
+                backward=True,
+            ),
+        ),
+        row_folds=("group_norm_kernel", "group_norm_backward_kernel", "weight_bias_backward_kernel"),
+        features=_ROW_FEATURES,
+        # two programs store the next group's first channels: on hardware a race (its outcome
+        # chance, hardware lanes skip those calls); the emulator's program order hides it from
+        # the determinism contract and shows it to every other
+        defects=(
+            Defect(
+                "group_norm_group_size_not_pow2",
+                lambda c: _group_size_not_pow2(c) and c.contract not in SELF_COMPARING,
+                corrupts=True,
+            ),
+            Defect("empty_input_diverges", _empty),
+            Defect("fp64_computed_in_fp32", _fp64),
+            Defect("group_norm_tile_past_max_numel", _group_tile_past_numel),
+        ),
+        large=(replace(_LARGE_CHANNELS, groups=32),),
+        wide=(LayerCase((1, 2, 2**19 + 1)),),
+    ),
+    Layer(
+        name="batch_norm",
+        module="flag_gems.ops.batch_norm",
+        forward="batch_norm",
+        backward="batch_norm_backward",
+        gems_names=("batch_norm", "batch_norm_backward"),
+        functional="batch_norm",
+        affine=("weight", "bias"),
+        torch_call=_batch_norm,
+        channels=_channel,
+        terms=_batch_terms,
+        running_stats=True,
+        params=_BATCH_PARAMS,
+        cases=_BATCH,
+        paths=(
+            L(
+                "forward, training: a channel a program over (batch, spatial) tiles",
+                LayerCase((5, 3, 7)),
+                "batch_norm_forward_kernel",
+            ),
+            # BLOCK_M is min(2048, next_pow2(batch)): past 2048 the Welford walk steps over batch tiles
+            L(
+                "forward, training: a batch past one 2048-row tile",
+                LayerCase((2049, 2, 3)),
+                "batch_norm_forward_kernel",
+            ),
+            L("backward", LayerCase((5, 3, 7)), "batch_norm_backward_kernel", backward=True),
+        ),
+        row_folds=("batch_norm_forward_kernel", "batch_norm_backward_kernel"),
+        features=_ROW_FEATURES,
+        defects=(
+            Defect(
+                "batch_norm_stats_into_input",
+                lambda c: c.values == "no_running_stats" or c.option("running_stats") is False,
+            ),
+            Defect("batch_norm_backward_ignores_eval", lambda c: c.backward and c.option("training") is False),
+            Defect("batch_norm_backward_needs_input_grad", lambda c: c.backward and "x" not in c.grads),
+            Defect("fp64_computed_in_fp32", _fp64),
+        ),
+        large=(_LARGE_CHANNELS,),
+        wide=(LayerCase((2, 2, 2**19 + 1)),),
+    ),
 )

@@ -160,8 +160,14 @@ def _argmin_rows_past_end(call: Call) -> bool:
     can tie, not win) and, after the last row, what follows the tensor (the -inf the
     contracts put there; on hardware otherwise whatever memory holds)."""
     m, n, k = _mnk(call)
-    return (call.dim is not None and k == 1 and m >= 1 and n & (n - 1) != 0 and call.dtype not in ("int16", "int32")
-            and call.values not in _HOLD_NEG_INF)
+    return (
+        call.dim is not None
+        and k == 1
+        and m >= 1
+        and n & (n - 1) != 0
+        and call.dtype not in ("int16", "int32")
+        and call.values not in _HOLD_NEG_INF
+    )
 
 
 def _argmin_stores_past_end(call: Call) -> bool:
@@ -225,8 +231,9 @@ def _correction_past_n(call: Call) -> bool:
 
 
 # a workaround that wraps the backward makes its tensors contiguous first (routed)
-_BACKWARD_STRIDES = Defect("backward_output_strides_ignored",
-                             lambda c: c.layout == "column_major_output" and not c.routed)
+_BACKWARD_STRIDES = Defect(
+    "backward_output_strides_ignored", lambda c: c.layout == "column_major_output" and not c.routed
+)
 
 
 def _small_n_ignores_k(call: Call) -> bool:
@@ -261,7 +268,9 @@ class Op(Row):
     entry: str = ""  # the entry point contracts call
     kind: str = ""  # KINDS
     dim_forms: tuple[str, ...] = ()  # forms the entry point accepts, the one torch dispatch passes first
-    torch_fn: Callable[..., Any] = _no_torch_fn  # (x, dim, keepdim, **kwargs) -> torch's result; float64 = the reference
+    torch_fn: Callable[..., Any] = (
+        _no_torch_fn  # (x, dim, keepdim, **kwargs) -> torch's result; float64 = the reference
+    )
     entries: tuple[EntryPoint, ...] = ()  # everything the workaround may wrap (the entry point first)
     out_entry: str | None = None  # the out= binding contracts call
     # "positional" | "keyword" (std) | "none" (softmax-like) | "dim_keyword": dim and keepdim by
@@ -299,8 +308,10 @@ class Op(Row):
         if "." in self.name and self.result is None:
             raise ValueError(f"op {self.name!r}: '.' names a row's view (max_dim.indices), not a row")
         if self.kind not in KINDS or not self.entry or not self.dim_forms or self.torch_fn is _no_torch_fn:
-            raise ValueError(f"op {self.name!r}: a reduction row needs an entry point, a kind ({', '.join(KINDS)}), "
-                             "its dim forms and torch's call")
+            raise ValueError(
+                f"op {self.name!r}: a reduction row needs an entry point, a kind ({', '.join(KINDS)}), "
+                "its dim forms and torch's call"
+            )
 
     def entry_names(self) -> tuple[str, ...]:
         return (self.entry,)
@@ -348,23 +359,50 @@ class Op(Row):
         for name in self.fields[1:]:
             torch_fn = _first_field(self.torch_tuple, name)
             if name == "indices" and self.kind == "scan":  # cummax's: torch's own indices, exactly
-                out.append(replace(self, name=f"{self.name}.indices", result=name, torch_fn=torch_fn, reference_fn=None,
-                                   exempt={**self.exempt, "large_inputs": _INDEX}))
+                out.append(
+                    replace(
+                        self,
+                        name=f"{self.name}.indices",
+                        result=name,
+                        torch_fn=torch_fn,
+                        reference_fn=None,
+                        exempt={**self.exempt, "large_inputs": _INDEX},
+                    )
+                )
             elif name == "indices":
-                out.append(replace(
-                    self, name=f"{self.name}.indices", kind="index", extreme=self.picks, result=name, torch_fn=torch_fn,
-                    reference_fn=None, exempt={**self.exempt, "large_inputs": _INDEX}, absorbing=None,
-                    params=tuple(p for p in self.params if p.name == "keepdim")))
+                out.append(
+                    replace(
+                        self,
+                        name=f"{self.name}.indices",
+                        kind="index",
+                        extreme=self.picks,
+                        result=name,
+                        torch_fn=torch_fn,
+                        reference_fn=None,
+                        exempt={**self.exempt, "large_inputs": _INDEX},
+                        absorbing=None,
+                        params=tuple(p for p in self.params if p.name == "keepdim"),
+                    )
+                )
             else:
-                out.append(replace(self, name=f"{self.name}.{name}", result=name, torch_fn=torch_fn, reference_fn=None,
-                                   picks=name if name in ("max", "min") else self.picks))
+                out.append(
+                    replace(
+                        self,
+                        name=f"{self.name}.{name}",
+                        result=name,
+                        torch_fn=torch_fn,
+                        reference_fn=None,
+                        picks=name if name in ("max", "min") else self.picks,
+                    )
+                )
         return tuple(out)
 
     def view(self, name: str) -> Op | None:
         return next((v for v in self.views() if v.name == f"{self.name}.{name}"), None)
 
-    def call(self, x: Any, d: Any, keepdim: bool = False, form: str | None = None, attr: str | None = None,
-             **kwargs: Any) -> Any:
+    def call(
+        self, x: Any, d: Any, keepdim: bool = False, form: str | None = None, attr: str | None = None, **kwargs: Any
+    ) -> Any:
         """Call the entry point (or ``attr``) as installed now, the way torch dispatch calls it."""
         return self.invoke(self.fn(attr), x, self.dim_arg(d, form), keepdim, **kwargs)
 
@@ -383,7 +421,6 @@ class Op(Row):
     def spoils(self, defect: Defect) -> bool:
         """The defect reaches the field this row (or view) checks."""
         return not defect.fields or (self.result or "") in defect.fields
-
 
 
 def _torch(method: str, takes_keepdim: bool = True) -> Callable[[Any, Any, bool], Any]:
@@ -461,19 +498,35 @@ _NAN_DROPPED = "nan_dropped_by_max"
 
 # Compiler features (defect catalogue ids, config/platforms.yaml) every reduction kernel here
 # relies on: masked loads and loops, partial tiles, half loads reduced in fp32.
-_KERNEL = ("runtime_loop", "masked_1d_load", "masked_2d_col_load", "masked_load_other", "mask_2d_logic",
-           "masked_loop_tail", "reduce_partial_tile", "half_accumulation", "scalar_bound_at_first_launch",
-           "cold_first_launch")
+_KERNEL = (
+    "runtime_loop",
+    "masked_1d_load",
+    "masked_2d_col_load",
+    "masked_load_other",
+    "mask_2d_logic",
+    "masked_loop_tail",
+    "reduce_partial_tile",
+    "half_accumulation",
+    "scalar_bound_at_first_launch",
+    "cold_first_launch",
+)
 _TILED = ("masked_2d_row_load", "partial_2d_tiles", "grid_axes", "int64_offset_arith")  # 2-D (rows, columns) tiles
-_LARGE_NOT_RUN = ("not in the hardware lane's large-index set: each case holds 8 to 16 GiB and ten seconds; the "
-                  "set is the ops seen to overflow int32 offsets (int32_offset_overflow)")
+_LARGE_NOT_RUN = (
+    "not in the hardware lane's large-index set: each case holds 8 to 16 GiB and ten seconds; the "
+    "set is the ops seen to overflow int32 offsets (int32_offset_overflow)"
+)
+
 
 def _dtype_param(values: tuple[Any, ...], dtypes: tuple[str, ...]) -> Param:
     return Param("dtype", values, lambda v: {} if v is None else {"dtype": v}, dtypes)
 
 
 _KEEPDIM_PARAM = Param("keepdim", (False, True))
-_REDUCE_PARAMS = (_KEEPDIM_PARAM, _dtype_param((None, "float64"), ("float32",)), _dtype_param(("float32",), ("float16",)))
+_REDUCE_PARAMS = (
+    _KEEPDIM_PARAM,
+    _dtype_param((None, "float64"), ("float32",)),
+    _dtype_param(("float32",), ("float16",)),
+)
 _H2F = Param("half_to_float", (False, True), lambda v: {"dtype": "float32"} if v else {}, ("float16",), dims="one")
 _WHOLE_PROD = "prod() without a dim (aten prod): not an entry point of this row"
 P = Path  # the path tables below: (name, shape, dim, kernel, tiles, ...)
@@ -495,13 +548,23 @@ _SUM_PATHS = (
 _MEAN_PATHS = (
     P("full reduction, two stages (dim=[])", (5, 7), [], "mean_kernel_1"),
     P("non-inner, K >= 1024: vector loads", (1, 5, 1024), 1, "mean_dim_kernel_non_inner_vec"),
-    P("non-inner, K >= 1024: vector loads, half precision", (1, 64, 1024), 1, "mean_dim_kernel_non_inner_vec",
-      dtype="float16"),
+    P(
+        "non-inner, K >= 1024: vector loads, half precision",
+        (1, 64, 1024),
+        1,
+        "mean_dim_kernel_non_inner_vec",
+        dtype="float16",
+    ),
     # the grid's later column programs: past one 512-wide tile (float32) and past one program's
     # 128 x 8 half-precision vector block (its base must count the vector width)
     P("non-inner, vector loads past one 512-column program", (2, 5, 1500), 1, "mean_dim_kernel_non_inner_vec"),
-    P("non-inner, half-precision vector loads past one 1024-column program", (2, 5, 1500), 1,
-      "mean_dim_kernel_non_inner_vec", dtype="float16"),
+    P(
+        "non-inner, half-precision vector loads past one 1024-column program",
+        (2, 5, 1500),
+        1,
+        "mean_dim_kernel_non_inner_vec",
+        dtype="float16",
+    ),
     P("non-inner, one tile", (3, 5, 64), 1, "mean_dim_kernel_non_inner", True),
     P("non-inner, a loop over row tiles", (3, 65, 64), 1, "mean_dim_kernel_non_inner", False),
     P("inner, one tile", (3, 5), 1, "mean_dim_kernel_inner", True),
@@ -517,21 +580,38 @@ _SOFTMAX_PATHS = (
     P("inner, one tile", (3, 5), 1, "softmax_kernel_inner", True),
     P("inner, tiles and a partial last one", (1, 32769), 1, "softmax_kernel_inner", False),
     P("inner, whole tiles only", (1, 36864), 1, "softmax_kernel_inner", False),
-    P("backward, non-inner, one tile", (3, 5, 4), 1, "softmax_backward_kernel_non_inner", True,
-      entry="softmax_backward"),
-    P("backward, non-inner, a loop over row tiles", (1, 33, 2), 1, "softmax_backward_kernel_non_inner", False,
-      entry="softmax_backward"),
+    P(
+        "backward, non-inner, one tile",
+        (3, 5, 4),
+        1,
+        "softmax_backward_kernel_non_inner",
+        True,
+        entry="softmax_backward",
+    ),
+    P(
+        "backward, non-inner, a loop over row tiles",
+        (1, 33, 2),
+        1,
+        "softmax_backward_kernel_non_inner",
+        False,
+        entry="softmax_backward",
+    ),
     P("backward, inner, one tile", (3, 5), 1, "softmax_backward_kernel_inner", True, entry="softmax_backward"),
-    P("backward, inner, a loop over tiles", (3, 33), 1, "softmax_backward_kernel_inner", False,
-      entry="softmax_backward"),
+    P(
+        "backward, inner, a loop over tiles",
+        (3, 33),
+        1,
+        "softmax_backward_kernel_inner",
+        False,
+        entry="softmax_backward",
+    ),
 )
 _LOG_SOFTMAX_PATHS = (
     P("one kernel, N <= 256", (3, 5), 1, "log_softmax_kernel"),
     P("one kernel, a loop past 256", (3, 257), 1, "log_softmax_kernel", loop=True),
     P("one kernel over a non-inner dim", (3, 5, 4), 1, "log_softmax_kernel", lines=("5.0",)),
     P("non-inner, one tile", (3, 5, 4), 1, "log_softmax_kernel_non_inner", True, lines=("5.4",)),
-    P("non-inner, online max across row tiles", (1, 513, 64), 1, "log_softmax_kernel_non_inner", False,
-      lines=("5.4",)),
+    P("non-inner, online max across row tiles", (1, 513, 64), 1, "log_softmax_kernel_non_inner", False, lines=("5.4",)),
     P("backward, N <= 256", (3, 5), 1, "log_softmax_backward_kernel", entry="log_softmax_backward"),
     P("backward over a non-inner dim", (3, 5, 4), 1, "log_softmax_backward_kernel", entry="log_softmax_backward"),
     P("backward, a loop past 256", (3, 257), 1, "log_softmax_backward_kernel", entry="log_softmax_backward"),
@@ -567,8 +647,13 @@ _STD_PATHS = (
     P("every dim (dim=None): map, then reduce", (5, 7), None, "_std_map_kernel"),
     P("every dim over several map blocks", (3000,), None, "_std_reduce_kernel"),
     # the reduce pass loops over its partials 1024 at a time only past 1024 map blocks of 1024
-    P("every dim past 2**20 elements: the reduce pass loops over its partials", (2**20 + 8195,), None,
-      "_std_reduce_kernel", loop=True),
+    P(
+        "every dim past 2**20 elements: the reduce pass loops over its partials",
+        (2**20 + 8195,),
+        None,
+        "_std_reduce_kernel",
+        loop=True,
+    ),
     P("fused, the moved dim", (3, 5), 1, "_std_fused_dim_kernel", lines=("5.0",)),
     P("fused over a non-inner dim", (3, 5, 4), 1, "_std_fused_dim_kernel", lines=("5.0",)),
     P("fused, a loop past 1024", (2, 1025), 1, "_std_fused_dim_kernel", lines=("5.0",), loop=True),
@@ -598,9 +683,17 @@ _SPECIAL_LOGSUMEXP_PATHS = (
 # an online (BLOCK_M, BLOCK_N) walk over N with the rows of M masked
 _SPECIAL_LOG_SOFTMAX_PATHS = (
     P("N <= 1024, one program a row", (3, 5), 1, "small_n_log_softmax_kernel", lines=("5.4",)),
-    P("N past 1024, two passes over column tiles", (3, 1025), 1, "large_n_log_softmax_kernel", loop=True, lines=("5.4",)),
+    P(
+        "N past 1024, two passes over column tiles",
+        (3, 1025),
+        1,
+        "large_n_log_softmax_kernel",
+        loop=True,
+        lines=("5.4",),
+    ),
     P("N past 1024 over a non-inner dim", (2, 1025, 3), 1, "large_n_log_softmax_kernel", loop=True, lines=("5.4",)),
 )
+
 
 # min/max (issue 29): FlagGems' amax / amin / max.dim / min.dim move the reduced dims to the
 # back (dim_compress: a permuted copy), then one kernel tiles (BLOCK_M output rows, BLOCK_N
@@ -616,8 +709,11 @@ def _minmax_paths(kernel: str, *, full: bool, lines: tuple[str, ...] = ()) -> tu
     )
     if not full:
         return rows
-    return (P("every dim (dim=None), two stages", (5, 7), None, f"{kernel}_1", lines=lines, loop=True),
-            *rows, P("several dims, compressed to the back", (3, 5, 6), [0, 2], kernel, lines=lines))
+    return (
+        P("every dim (dim=None), two stages", (5, 7), None, f"{kernel}_1", lines=lines, loop=True),
+        *rows,
+        P("several dims, compressed to the back", (3, 5, 6), [0, 2], kernel, lines=lines),
+    )
 
 
 def _torch_amin_amax(method: str) -> Callable[..., Any]:
@@ -660,53 +756,101 @@ def _minmax(name: str, module: str, picks: str, lines: tuple[str, ...] = (), def
     ``flag_gems.ops.<module>``."""
     kernel = f"{module}_kernel"
     common: dict[str, Any] = dict(
-        module=f"flag_gems.ops.{module}", entry=name, kind="reduce", entries=(EntryPoint(name, "reduce"),),
-        picks=picks, family="min/max", interpreter="rows", params=(_KEEPDIM_PARAM,),
-        exempt={"large_index": _LARGE_NOT_RUN}, defects=(Defect(_NAN_DROPPED, _nan_dropped("nan")), *defects))
+        module=f"flag_gems.ops.{module}",
+        entry=name,
+        kind="reduce",
+        entries=(EntryPoint(name, "reduce"),),
+        picks=picks,
+        family="min/max",
+        interpreter="rows",
+        params=(_KEEPDIM_PARAM,),
+        exempt={"large_index": _LARGE_NOT_RUN},
+        defects=(Defect(_NAN_DROPPED, _nan_dropped("nan")), *defects),
+    )
     if not name.endswith("_dim"):
-        return Op(name=name, dim_forms=("list", "int"), torch_fn=_torch_amin_amax(name), gems_names=(name,),
-                  accepts_none=True, paths=_minmax_paths(kernel, full=True, lines=lines), features=_MINMAX_FEATURES,
-                  unreached={f"{kernel}_2": f"the second stage of dim=None: launched with {kernel}_1"}, **common)
+        return Op(
+            name=name,
+            dim_forms=("list", "int"),
+            torch_fn=_torch_amin_amax(name),
+            gems_names=(name,),
+            accepts_none=True,
+            paths=_minmax_paths(kernel, full=True, lines=lines),
+            features=_MINMAX_FEATURES,
+            unreached={f"{kernel}_2": f"the second stage of dim=None: launched with {kernel}_1"},
+            **common,
+        )
     whole = _NOT_ROW.format(module, module)
-    return Op(name=name, dim_forms=("int",), torch_fn=_first_field(_torch_tuple(module), "values"),
-              gems_names=(f"{module}.dim",), fields=("values", "indices"), result="values",
-              torch_tuple=_torch_tuple(module), paths=_minmax_paths(kernel, full=False, lines=lines),
-              features=(*_MINMAX_FEATURES, "argmax_tie_break"),
-              unreached={f"{kernel}_1": whole, f"{kernel}_2": whole}, **common)
+    return Op(
+        name=name,
+        dim_forms=("int",),
+        torch_fn=_first_field(_torch_tuple(module), "values"),
+        gems_names=(f"{module}.dim",),
+        fields=("values", "indices"),
+        result="values",
+        torch_tuple=_torch_tuple(module),
+        paths=_minmax_paths(kernel, full=False, lines=lines),
+        features=(*_MINMAX_FEATURES, "argmax_tie_break"),
+        unreached={f"{kernel}_1": whole, f"{kernel}_2": whole},
+        **common,
+    )
 
 
 def _aminmax() -> Op:
     """aminmax: (min, max) of a dim or of everything, one kernel for both (FlagGems returns a
     plain tuple); the row checks the min, its ``aminmax.max`` view the max."""
     kernel = "aminmax_kernel"
-    return Op(name="aminmax", module="flag_gems.ops.aminmax", entry="aminmax", kind="reduce", dim_forms=("int",),
-              torch_fn=_first_field(_torch_tuple("aminmax"), "min"), gems_names=("aminmax",),
-              entries=(EntryPoint("aminmax", "reduce"),), accepts_none=True, picks="min", fields=("min", "max"),
-              result="min", torch_tuple=_torch_tuple("aminmax"), family="min/max", interpreter="rows",
-              params=(_KEEPDIM_PARAM,), exempt={"large_index": _LARGE_NOT_RUN}, features=_MINMAX_FEATURES,
-              paths=tuple(p for p in _minmax_paths(kernel, full=True) if not isinstance(p.dim, list)),
-              unreached={f"{kernel}_2": f"the second stage of dim=None: launched with {kernel}_1"},
-              defects=(Defect(_NAN_DROPPED, _nan_dropped("nan")),))
+    return Op(
+        name="aminmax",
+        module="flag_gems.ops.aminmax",
+        entry="aminmax",
+        kind="reduce",
+        dim_forms=("int",),
+        torch_fn=_first_field(_torch_tuple("aminmax"), "min"),
+        gems_names=("aminmax",),
+        entries=(EntryPoint("aminmax", "reduce"),),
+        accepts_none=True,
+        picks="min",
+        fields=("min", "max"),
+        result="min",
+        torch_tuple=_torch_tuple("aminmax"),
+        family="min/max",
+        interpreter="rows",
+        params=(_KEEPDIM_PARAM,),
+        exempt={"large_index": _LARGE_NOT_RUN},
+        features=_MINMAX_FEATURES,
+        paths=tuple(p for p in _minmax_paths(kernel, full=True) if not isinstance(p.dim, list)),
+        unreached={f"{kernel}_2": f"the second stage of dim=None: launched with {kernel}_1"},
+        defects=(Defect(_NAN_DROPPED, _nan_dropped("nan")),),
+    )
+
 
 # variance and norms (issue 29): var, var_mean and vector_norm move the reduced dims to the
 # back (dim_compress) and tile (BLOCK_M output rows, BLOCK_N columns) with the row condition
 # bounding outputs, as the min/max family does (their naive configs: the interpreter takes
 # BLOCK_M 1, BLOCK_N 1024); dim=None is two stages over next_pow2 blocks.
-def _column_tile_paths(kernel: str, *, first: str, stage: str, lines: tuple[str, ...] = (),
-                       kwargs: tuple[tuple[str, Any], ...] = ()) -> tuple[Path, ...]:
+def _column_tile_paths(
+    kernel: str, *, first: str, stage: str, lines: tuple[str, ...] = (), kwargs: tuple[tuple[str, Any], ...] = ()
+) -> tuple[Path, ...]:
     """The paths of a kernel that tiles output rows and walks the reduced columns (``kernel``),
     and of its two-stage dim=None (``first``; ``stage``: what the row says of the second)."""
     label = f" ({stage})" if stage else ""
-    return (P(f"every dim (dim=None), two stages{label}", (5, 7), None, first, lines=lines, kwargs=kwargs),
-            # past 1024 elements the first stage writes several blocks' partials, which the second merges
-            P(f"every dim (dim=None), several first-stage blocks{label}", (3, 700), None, first, lines=lines,
-              kwargs=kwargs),
-            P(f"one column tile (N <= BLOCK_N){label}", (3, 5, 64), 1, kernel, lines=lines, kwargs=kwargs),
-            P(f"inner, one column tile{label}", (3, 64, 5), -1, kernel, lines=lines, kwargs=kwargs),
-            # the CPU lane's tuner takes BLOCK_N 2048 for these kernels: past two tiles, each loop runs twice
-            P(f"a loop over column tiles, past two{label}", (3, 4100, 2), 1, kernel, loop=True, lines=lines,
-              kwargs=kwargs),
-            P(f"several dims, compressed to the back{label}", (3, 5, 6), [0, 2], kernel, lines=lines, kwargs=kwargs))
+    return (
+        P(f"every dim (dim=None), two stages{label}", (5, 7), None, first, lines=lines, kwargs=kwargs),
+        # past 1024 elements the first stage writes several blocks' partials, which the second merges
+        P(
+            f"every dim (dim=None), several first-stage blocks{label}",
+            (3, 700),
+            None,
+            first,
+            lines=lines,
+            kwargs=kwargs,
+        ),
+        P(f"one column tile (N <= BLOCK_N){label}", (3, 5, 64), 1, kernel, lines=lines, kwargs=kwargs),
+        P(f"inner, one column tile{label}", (3, 64, 5), -1, kernel, lines=lines, kwargs=kwargs),
+        # the CPU lane's tuner takes BLOCK_N 2048 for these kernels: past two tiles, each loop runs twice
+        P(f"a loop over column tiles, past two{label}", (3, 4100, 2), 1, kernel, loop=True, lines=lines, kwargs=kwargs),
+        P(f"several dims, compressed to the back{label}", (3, 5, 6), [0, 2], kernel, lines=lines, kwargs=kwargs),
+    )
 
 
 def _named_pair(fn: Callable[..., Any], names: tuple[str, str]) -> Callable[..., Any]:
@@ -774,6 +918,8 @@ def _var_dim_positional(call: Call) -> bool:
     the last that differs from its default: unbiased=True alone is dropped)."""
     given = dict(call.kwargs)
     return call.dispatched and (given.get("keepdim") is True or given.get("unbiased") is False)
+
+
 _ORD = Param("ord", (2, 1, float("inf"), float("-inf"), 0, 3, 0.5), lambda v: {"ord": v})
 
 
@@ -781,34 +927,69 @@ def _variance(name: str) -> Op:
     """var, or var_mean (a pair: the row checks the variance, its ``var_mean.mean`` view the mean)."""
     kernel = f"{name}_welford_kernel"
     pair = name == "var_mean"
-    return Op(name=name, module=f"flag_gems.ops.{name}", entry=name, kind="reduce", dim_forms=("list",),
-              torch_fn=_first_field(_named_pair(_torch_var_mean, ("var", "mean")), "var") if pair else _torch("var"),
-              reference_fn=_var_two_pass,
-              gems_names=(name,), entries=(EntryPoint(name, "reduce"),), keepdim="keyword", accepts_none=True,
-              family="variance/norms", interpreter="rows",
-              params=(_KEEPDIM_PARAM, _CORRECTION, *(() if pair else (_UNBIASED,))),
-              fields=("var", "mean") if pair else (), result="var" if pair else None,
-              torch_tuple=_named_pair(_torch_var_mean, ("var", "mean")) if pair else None,
-              exempt={"large_index": _LARGE_NOT_RUN},
-              # correction N - 1: the output is the merged sum of squared deviations itself, held to
-              # rtol (a variance near 1 falls within the atol that n terms earn)
-              paths=(*_column_tile_paths(kernel, first=f"{name}_kernel_1", stage=""),
-                     P("every dim (dim=None), several first-stage blocks: the merged sum of squares", (3, 700), None,
-                       f"{name}_kernel_1", kwargs=(("correction", 3 * 700 - 1),))),
-              unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with {name}_kernel_1"},
-              features=(*_MINMAX_FEATURES, "custom_reduce_combine", "tuple_reduce_rows"),
-              defects=(*((Defect("composite_autograd_lost", lambda c: c.backward),
-                          Defect("var_dim_schema_mismatch", _var_dim_positional)) if not pair else ()),
-                       Defect("welford_combine_cancels", lambda c: c.values == "offset", ("5.0",), fields=("", "var")),
-                       Defect("var_partials_in_input_dtype", lambda c: c.dtype in ("float16", "bfloat16")
-                                and len(c.reduced) == len(c.shape) and c.reduced_size > 1),
-                       # an H200 returns torch's inf there: numpy's evaluation order gives inf - inf
-                       Defect("var_huge_nan", lambda c: c.values == "huge", ("5.0",), emulator_only=True),
-                       Defect("var_one_value_inf", _one_value, ("5.0",), hardware_only=True, fields=("", "var")),
-                       # 5.4's merge over a dim keeps NaN; its two-stage reduction over every dim does not
-                       Defect("var_one_value_inf", lambda c: _one_value(c) and len(c.reduced) == len(c.shape), ("5.4",),
-                                hardware_only=True, fields=("", "var")),
-                       _ACCEPTED, _FP64, _EMPTY_REDUCED))
+    return Op(
+        name=name,
+        module=f"flag_gems.ops.{name}",
+        entry=name,
+        kind="reduce",
+        dim_forms=("list",),
+        torch_fn=_first_field(_named_pair(_torch_var_mean, ("var", "mean")), "var") if pair else _torch("var"),
+        reference_fn=_var_two_pass,
+        gems_names=(name,),
+        entries=(EntryPoint(name, "reduce"),),
+        keepdim="keyword",
+        accepts_none=True,
+        family="variance/norms",
+        interpreter="rows",
+        params=(_KEEPDIM_PARAM, _CORRECTION, *(() if pair else (_UNBIASED,))),
+        fields=("var", "mean") if pair else (),
+        result="var" if pair else None,
+        torch_tuple=_named_pair(_torch_var_mean, ("var", "mean")) if pair else None,
+        exempt={"large_index": _LARGE_NOT_RUN},
+        # correction N - 1: the output is the merged sum of squared deviations itself, held to
+        # rtol (a variance near 1 falls within the atol that n terms earn)
+        paths=(
+            *_column_tile_paths(kernel, first=f"{name}_kernel_1", stage=""),
+            P(
+                "every dim (dim=None), several first-stage blocks: the merged sum of squares",
+                (3, 700),
+                None,
+                f"{name}_kernel_1",
+                kwargs=(("correction", 3 * 700 - 1),),
+            ),
+        ),
+        unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with {name}_kernel_1"},
+        features=(*_MINMAX_FEATURES, "custom_reduce_combine", "tuple_reduce_rows"),
+        defects=(
+            *(
+                (
+                    Defect("composite_autograd_lost", lambda c: c.backward),
+                    Defect("var_dim_schema_mismatch", _var_dim_positional),
+                )
+                if not pair
+                else ()
+            ),
+            Defect("welford_combine_cancels", lambda c: c.values == "offset", ("5.0",), fields=("", "var")),
+            Defect(
+                "var_partials_in_input_dtype",
+                lambda c: c.dtype in ("float16", "bfloat16") and len(c.reduced) == len(c.shape) and c.reduced_size > 1,
+            ),
+            # an H200 returns torch's inf there: numpy's evaluation order gives inf - inf
+            Defect("var_huge_nan", lambda c: c.values == "huge", ("5.0",), emulator_only=True),
+            Defect("var_one_value_inf", _one_value, ("5.0",), hardware_only=True, fields=("", "var")),
+            # 5.4's merge over a dim keeps NaN; its two-stage reduction over every dim does not
+            Defect(
+                "var_one_value_inf",
+                lambda c: _one_value(c) and len(c.reduced) == len(c.shape),
+                ("5.4",),
+                hardware_only=True,
+                fields=("", "var"),
+            ),
+            _ACCEPTED,
+            _FP64,
+            _EMPTY_REDUCED,
+        ),
+    )
 
 
 def _one_value(call: Call) -> bool:
@@ -828,19 +1009,41 @@ def _vector_norm() -> Op:
         first = "l1_norm_kernel_1" if kind == "v" else f"{kind}_norm_kernel_1"
         kernel = "v_norm_kernel" if kind == "v" else f"{kind}_norm_kernel"
         paths += _column_tile_paths(kernel, first=first, stage=f"ord {ord}", kwargs=(("ord", ord),))
-    return Op(name="vector_norm", module="flag_gems.ops.vector_norm", entry="vector_norm", kind="reduce",
-              dim_forms=("list",), torch_fn=_torch_vector_norm, reference_fn=_norm_inner, gems_names=("vector_norm",),
-              entries=(EntryPoint("vector_norm", "reduce"),), keepdim="dim_keyword", accepts_none=True,
-              family="variance/norms", interpreter="rows",
-              params=(_KEEPDIM_PARAM, _ORD, _dtype_param((None, "float64"), ("float32",)),
-                      _dtype_param(("float32",), ("float16",))),
-              exempt={"large_index": _LARGE_NOT_RUN}, paths=tuple(paths),
-              unreached={f"{k}_norm_kernel_2": "the second stage of dim=None: launched with the first"
-                         for k in ("l2", "max", "min", "l0", "l1")},
-              features=_MINMAX_FEATURES,
-              defects=(Defect("vector_norm_float_only", lambda c: c.dtype == "float64"
-                              or dict(c.kwargs).get("dtype") == "float64"),
-                       Defect("norm_square_overflows", _square_overflows), _EMPTY_REDUCED))
+    return Op(
+        name="vector_norm",
+        module="flag_gems.ops.vector_norm",
+        entry="vector_norm",
+        kind="reduce",
+        dim_forms=("list",),
+        torch_fn=_torch_vector_norm,
+        reference_fn=_norm_inner,
+        gems_names=("vector_norm",),
+        entries=(EntryPoint("vector_norm", "reduce"),),
+        keepdim="dim_keyword",
+        accepts_none=True,
+        family="variance/norms",
+        interpreter="rows",
+        params=(
+            _KEEPDIM_PARAM,
+            _ORD,
+            _dtype_param((None, "float64"), ("float32",)),
+            _dtype_param(("float32",), ("float16",)),
+        ),
+        exempt={"large_index": _LARGE_NOT_RUN},
+        paths=tuple(paths),
+        unreached={
+            f"{k}_norm_kernel_2": "the second stage of dim=None: launched with the first"
+            for k in ("l2", "max", "min", "l0", "l1")
+        },
+        features=_MINMAX_FEATURES,
+        defects=(
+            Defect(
+                "vector_norm_float_only", lambda c: c.dtype == "float64" or dict(c.kwargs).get("dtype") == "float64"
+            ),
+            Defect("norm_square_overflows", _square_overflows),
+            _EMPTY_REDUCED,
+        ),
+    )
 
 
 def _square_overflows(call: Call) -> bool:
@@ -853,28 +1056,47 @@ def _all_any(name: str) -> Op:
     """all / any over a dim list, an int or None (``all_dims`` takes the three); 5.4's any
     over several dims runs a generated kernel with an atomic max per output."""
     kernel = f"{name}_kernel_dim"
-    paths = [P("every dim (dim=None), two stages", (5, 7), None, f"{name}_kernel_1", loop=True),
-             P("one column tile (N <= BLOCK_N)", (3, 5, 64), 1, kernel),
-             P("inner, one column tile", (3, 64, 5), -1, kernel),
-             P("a loop over 1024-wide column tiles", (3, 1100, 2), 1, kernel, loop=True)]
+    paths = [
+        P("every dim (dim=None), two stages", (5, 7), None, f"{name}_kernel_1", loop=True),
+        P("one column tile (N <= BLOCK_N)", (3, 5, 64), 1, kernel),
+        P("inner, one column tile", (3, 64, 5), -1, kernel),
+        P("a loop over 1024-wide column tiles", (3, 1100, 2), 1, kernel, loop=True),
+    ]
     if name == "any":
-        paths += [P("several dims, compressed to the back", (3, 5, 6), [0, 2], kernel, lines=("5.0",)),
-                  P("several dims: a generated kernel, atomic max per output", (3, 5, 6), [0, 2],
-                    "_any_dims_kernel_o1_r2", lines=("5.4",)),
-                  P("one dim as a list: the generated kernel", (3, 5, 64), [1], "_any_dims_kernel_o2_r1",
-                    lines=("5.4",))]
+        paths += [
+            P("several dims, compressed to the back", (3, 5, 6), [0, 2], kernel, lines=("5.0",)),
+            P(
+                "several dims: a generated kernel, atomic max per output",
+                (3, 5, 6),
+                [0, 2],
+                "_any_dims_kernel_o1_r2",
+                lines=("5.4",),
+            ),
+            P("one dim as a list: the generated kernel", (3, 5, 64), [1], "_any_dims_kernel_o2_r1", lines=("5.4",)),
+        ]
     else:
         paths.append(P("several dims, compressed to the back", (3, 5, 6), [0, 2], kernel))
-    return Op(name=name, module=f"flag_gems.ops.{name}", entry=f"{name}_dims", kind="reduce", dim_forms=("int", "list"),
-              torch_fn=_torch_all_any(name), gems_names=(name, f"{name}_dim", f"{name}_dims"),
-              entries=(EntryPoint(f"{name}_dims", "reduce"),), accepts_none=True, family="min/max",
-              interpreter="rows", zeros="sparse" if name == "any" else "dense", params=(_KEEPDIM_PARAM,),
-              exempt={"large_index": _LARGE_NOT_RUN, "large_inputs": "a truth value: large values change nothing"},
-              paths=tuple(paths), unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with "
-                                                                  f"{name}_kernel_1"},
-              features=_MINMAX_FEATURES,
-              # 5.4's all_dim casts with inp.bool(): FlagGems' _to_copy when every op is enabled
-              defects=(_EMPTY_REDUCED, Defect("float_to_bool_truncates", _enabled_float_cast, ("5.4",))))
+    return Op(
+        name=name,
+        module=f"flag_gems.ops.{name}",
+        entry=f"{name}_dims",
+        kind="reduce",
+        dim_forms=("int", "list"),
+        torch_fn=_torch_all_any(name),
+        gems_names=(name, f"{name}_dim", f"{name}_dims"),
+        entries=(EntryPoint(f"{name}_dims", "reduce"),),
+        accepts_none=True,
+        family="min/max",
+        interpreter="rows",
+        zeros="sparse" if name == "any" else "dense",
+        params=(_KEEPDIM_PARAM,),
+        exempt={"large_index": _LARGE_NOT_RUN, "large_inputs": "a truth value: large values change nothing"},
+        paths=tuple(paths),
+        unreached={f"{name}_kernel_2": f"the second stage of dim=None: launched with {name}_kernel_1"},
+        features=_MINMAX_FEATURES,
+        # 5.4's all_dim casts with inp.bool(): FlagGems' _to_copy when every op is enabled
+        defects=(_EMPTY_REDUCED, Defect("float_to_bool_truncates", _enabled_float_cast, ("5.4",))),
+    )
 
 
 def _enabled_float_cast(call: Call) -> bool:
@@ -885,28 +1107,53 @@ def _enabled_float_cast(call: Call) -> bool:
 def _count_nonzero() -> Op:
     """count_nonzero over one dim (moved to the back, one program a row, 2048 at a time; past
     2048 a combine pass) or every dim."""
-    return Op(name="count_nonzero", module="flag_gems.ops.count_nonzero", entry="count_nonzero", kind="reduce",
-              dim_forms=("int",), torch_fn=_torch_count_nonzero, gems_names=("count_nonzero",),
-              entries=(EntryPoint("count_nonzero", "reduce"),), keepdim="none", accepts_none=True, family="min/max",
-              interpreter="rows", zeros="half",
-              exempt={"keepdim": "count_nonzero takes no keepdim", "large_index": _LARGE_NOT_RUN,
-                      "large_inputs": "a count: large values change nothing"},
-              paths=(P("every dim (dim=None)", (5, 7), None, "count_nonzero_kernel_1"),
-                     P("one dim, one program a row", (3, 5, 64), 1, "count_nonzero_kernel"),
-                     P("the last dim", (3, 64, 5), 2, "count_nonzero_kernel"),
-                     P("past 2048: partial counts, then a combine", (2, 2049, 3), 1, "count_nonzero_combin_kernel"),
-                     P("past 2048: the combine pass", (2, 2049, 3), 1, "count_nonzero_combin_kernel_1")),
-              features=("masked_1d_load", "runtime_loop", "grid_axes", "int64_offset_arith"),
-              defects=(Defect("count_nonzero_negative_dim", lambda c: isinstance(c.dim, int) and c.dim < 0, ("5.0",)),
-                       _EMPTY_REDUCED))
+    return Op(
+        name="count_nonzero",
+        module="flag_gems.ops.count_nonzero",
+        entry="count_nonzero",
+        kind="reduce",
+        dim_forms=("int",),
+        torch_fn=_torch_count_nonzero,
+        gems_names=("count_nonzero",),
+        entries=(EntryPoint("count_nonzero", "reduce"),),
+        keepdim="none",
+        accepts_none=True,
+        family="min/max",
+        interpreter="rows",
+        zeros="half",
+        exempt={
+            "keepdim": "count_nonzero takes no keepdim",
+            "large_index": _LARGE_NOT_RUN,
+            "large_inputs": "a count: large values change nothing",
+        },
+        paths=(
+            P("every dim (dim=None)", (5, 7), None, "count_nonzero_kernel_1"),
+            P("one dim, one program a row", (3, 5, 64), 1, "count_nonzero_kernel"),
+            P("the last dim", (3, 64, 5), 2, "count_nonzero_kernel"),
+            P("past 2048: partial counts, then a combine", (2, 2049, 3), 1, "count_nonzero_combin_kernel"),
+            P("past 2048: the combine pass", (2, 2049, 3), 1, "count_nonzero_combin_kernel_1"),
+        ),
+        features=("masked_1d_load", "runtime_loop", "grid_axes", "int64_offset_arith"),
+        defects=(
+            Defect("count_nonzero_negative_dim", lambda c: isinstance(c.dim, int) and c.dim < 0, ("5.0",)),
+            _EMPTY_REDUCED,
+        ),
+    )
 
 
 # scans (issue 29): K == 1 a row scan (one program a row up to 16384, else block sums, a
 # root scan and a block scan); K > 1 FlagGems scans (A, B, C) with B in blocks of up to 1024
 # (next_pow2(B) up to 4096), a second pass adding each block's carry; cummax / cummin with
 # M * K > 16 one program per (m, k) looping over B.
-_SCAN_FEATURES = ("masked_1d_load", "masked_load_other", "runtime_loop", "grid_axes", "int64_offset_arith",
-                  "scalar_bound_at_first_launch", "cold_first_launch")
+_SCAN_FEATURES = (
+    "masked_1d_load",
+    "masked_load_other",
+    "runtime_loop",
+    "grid_axes",
+    "int64_offset_arith",
+    "scalar_bound_at_first_launch",
+    "cold_first_launch",
+)
 
 
 def _torch_scan(method: str) -> Callable[..., Any]:
@@ -937,65 +1184,145 @@ def _cumsum_like(name: str, lines: tuple[str, ...] = ()) -> Op:
     """cumsum (both lines, out= too) and cumprod (5.4): a row scan for K == 1, (A, B, C)
     blocks with a carry pass for K > 1."""
     part = "sum" if name == "cumsum" else "product"
-    paths = (P("K == 1: one program a row (N <= 16384)", (3, 5), 1, "reduce_then_scan_root_scan_kernel_row", lines=lines),
-             P("K == 1 past 16384: block sums", (1, 16385), 1, f"reduce_then_scan_block_{'sum' if part == 'sum' else 'product'}_kernel_row",
-               lines=lines),
-             P("K == 1 past 16384: block scans", (1, 16385), 1, "reduce_then_scan_block_scan_kernel_row", lines=lines),
-             # a program scans several 4096-wide tiles, carrying its prefix, only past
-             # 4096 x 4 x SMs (the CPU lane's 4 SMs: 65536; an H200's: 2162688)
-             P("K == 1 past 4096 x 4 x SMs: several tiles a program", (1, 70001), 1,
-               "reduce_then_scan_block_scan_kernel_row", lines=lines),
-             P("K > 1: one block of B", (3, 5, 4), 1, f"scan_part_{part}_abc_kernel", lines=lines),
-             P("K > 1: blocks of 1024 and their carry", (1, 4097, 2), 1,
-               f"add_base_{part}_abc_kernel" if part == "sum" else "multiply_base_product_abc_kernel", lines=lines))
+    paths = (
+        P("K == 1: one program a row (N <= 16384)", (3, 5), 1, "reduce_then_scan_root_scan_kernel_row", lines=lines),
+        P(
+            "K == 1 past 16384: block sums",
+            (1, 16385),
+            1,
+            f"reduce_then_scan_block_{'sum' if part == 'sum' else 'product'}_kernel_row",
+            lines=lines,
+        ),
+        P("K == 1 past 16384: block scans", (1, 16385), 1, "reduce_then_scan_block_scan_kernel_row", lines=lines),
+        # a program scans several 4096-wide tiles, carrying its prefix, only past
+        # 4096 x 4 x SMs (the CPU lane's 4 SMs: 65536; an H200's: 2162688)
+        P(
+            "K == 1 past 4096 x 4 x SMs: several tiles a program",
+            (1, 70001),
+            1,
+            "reduce_then_scan_block_scan_kernel_row",
+            lines=lines,
+        ),
+        P("K > 1: one block of B", (3, 5, 4), 1, f"scan_part_{part}_abc_kernel", lines=lines),
+        P(
+            "K > 1: blocks of 1024 and their carry",
+            (1, 4097, 2),
+            1,
+            f"add_base_{part}_abc_kernel" if part == "sum" else "multiply_base_product_abc_kernel",
+            lines=lines,
+        ),
+    )
     flat = "scan_then_fan_col (one flattened scan): no entry point of this line calls it"
-    unreached = ({"scan_part_sum_kernel": flat, "add_base_sum_kernel": flat,
-                  "normed_cumsum_kernel": "normed_cumsum's (multinomial's normalised cumsum): another op",
-                  "block_cumsum_kernel": "normed_cumsum's: another op", "block_update_kernel": "normed_cumsum's: another op"}
-                 if name == "cumsum" else {"scan_part_product_kernel": flat, "multiply_base_product_kernel": flat})
-    return Op(name=name, module=f"flag_gems.ops.{name}", entry=name, kind="scan", dim_forms=("int",),
-              torch_fn=_torch_scan(name), gems_names=(name,) if name == "cumprod" else (name, f"{name}_out"),
-              entries=(EntryPoint(name, "scan"),) + ((EntryPoint("cumsum_out", "scan", out="out"),) if name == "cumsum" else ()),
-              out_entry="cumsum_out" if name == "cumsum" else None, keepdim="none", dtype_arg=True,
-              family="scans", interpreter="rows", absorbing=0.0 if name == "cumprod" else None,
-              exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN,
-                      **({"large_inputs": "a product of large inputs overflows by definition"} if name == "cumprod" else {})},
-              params=(_dtype_param((None, "float64"), ("float32",)), _dtype_param(("float32",), ("float16",))),
-              paths=paths, unreached=unreached, features=_SCAN_FEATURES,
-              defects=(Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
-                       *((_EMPTY, _FP64_ASKED, Defect("cumsum_half_rounded_twice", _half_blocks),
-                          Defect("cumsum_int32_accumulator", _int32_scan_wraps)) if name == "cumsum" else ()),
-                       *((Defect("out_not_resized", lambda c: c.layout == "out_wrong_size", corrupts=True),
-                          Defect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"))
-                         if name == "cumsum" else ())))
+    unreached = (
+        {
+            "scan_part_sum_kernel": flat,
+            "add_base_sum_kernel": flat,
+            "normed_cumsum_kernel": "normed_cumsum's (multinomial's normalised cumsum): another op",
+            "block_cumsum_kernel": "normed_cumsum's: another op",
+            "block_update_kernel": "normed_cumsum's: another op",
+        }
+        if name == "cumsum"
+        else {"scan_part_product_kernel": flat, "multiply_base_product_kernel": flat}
+    )
+    return Op(
+        name=name,
+        module=f"flag_gems.ops.{name}",
+        entry=name,
+        kind="scan",
+        dim_forms=("int",),
+        torch_fn=_torch_scan(name),
+        gems_names=(name,) if name == "cumprod" else (name, f"{name}_out"),
+        entries=(EntryPoint(name, "scan"),)
+        + ((EntryPoint("cumsum_out", "scan", out="out"),) if name == "cumsum" else ()),
+        out_entry="cumsum_out" if name == "cumsum" else None,
+        keepdim="none",
+        dtype_arg=True,
+        family="scans",
+        interpreter="rows",
+        absorbing=0.0 if name == "cumprod" else None,
+        exempt={
+            "keepdim": _NO_KEEPDIM,
+            "large_index": _LARGE_NOT_RUN,
+            **({"large_inputs": "a product of large inputs overflows by definition"} if name == "cumprod" else {}),
+        },
+        params=(_dtype_param((None, "float64"), ("float32",)), _dtype_param(("float32",), ("float16",))),
+        paths=paths,
+        unreached=unreached,
+        features=_SCAN_FEATURES,
+        defects=(
+            Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
+            *(
+                (
+                    _EMPTY,
+                    _FP64_ASKED,
+                    Defect("cumsum_half_rounded_twice", _half_blocks),
+                    Defect("cumsum_int32_accumulator", _int32_scan_wraps),
+                )
+                if name == "cumsum"
+                else ()
+            ),
+            *(
+                (
+                    Defect("out_not_resized", lambda c: c.layout == "out_wrong_size", corrupts=True),
+                    Defect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"),
+                )
+                if name == "cumsum"
+                else ()
+            ),
+        ),
+    )
 
 
 def _cum_extreme(name: str) -> Op:
     """cummax / cummin: (values, indices), the row checks the values, ``cummax.indices``
     torch's indices exactly (the last index of a tie, as torch's kernels take it)."""
     part = "max" if name == "cummax" else "min"
-    paths = (P("one slice (M == K == 1)", (5,), 0, f"scan_part_{part}_kernel"),
-             P("one slice past 4096: blocks and their carry", (4097,), 0, f"add_base_{part}_kernel", loop=True),
-             P("M * K <= 16: (A, B, C) blocks", (2, 5, 3), 1, f"scan_part_{part}_abc_kernel"),
-             P("M * K <= 16 past 4096: the carry pass", (1, 4097, 2), 1, f"add_base_{part}_abc_kernel", loop=True),
-             P("M * K > 16: one program per (m, k), a loop over B", (3, 5, 8), 1, f"scan_part_{part}_abc_loop_kernel"),
-             P("M * K > 16 past 4096: 1024-wide blocks, each carried into the next", (2, 4097, 9), 1,
-               f"scan_part_{part}_abc_loop_kernel", loop=True),
-             P("the last dim, many rows", (3, 8, 5), -1, f"scan_part_{part}_abc_loop_kernel"))
+    paths = (
+        P("one slice (M == K == 1)", (5,), 0, f"scan_part_{part}_kernel"),
+        P("one slice past 4096: blocks and their carry", (4097,), 0, f"add_base_{part}_kernel", loop=True),
+        P("M * K <= 16: (A, B, C) blocks", (2, 5, 3), 1, f"scan_part_{part}_abc_kernel"),
+        P("M * K <= 16 past 4096: the carry pass", (1, 4097, 2), 1, f"add_base_{part}_abc_kernel", loop=True),
+        P("M * K > 16: one program per (m, k), a loop over B", (3, 5, 8), 1, f"scan_part_{part}_abc_loop_kernel"),
+        P(
+            "M * K > 16 past 4096: 1024-wide blocks, each carried into the next",
+            (2, 4097, 9),
+            1,
+            f"scan_part_{part}_abc_loop_kernel",
+            loop=True,
+        ),
+        P("the last dim, many rows", (3, 8, 5), -1, f"scan_part_{part}_abc_loop_kernel"),
+    )
+
     def torch_tuple(x: Any, d: Any, k: bool = False, **kwargs: Any) -> Any:
         return getattr(x, name)(d)
 
-    return Op(name=name, module=f"flag_gems.ops.{name}", entry=name, kind="scan", dim_forms=("int",),
-              torch_fn=_first_field(torch_tuple, "values"), gems_names=(name,),
-              entries=(EntryPoint(name, "scan"),), keepdim="none", family="scans", interpreter="rows",
-              fields=("values", "indices"), result="values", picks=part,
-              torch_tuple=torch_tuple,
-              exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN}, paths=paths,
-              features=(*_SCAN_FEATURES, "scan_tuple_combine"),
-              defects=(Defect("cum_extreme_bool_as_int64", _dtype_in("bool")), _EMPTY,
-                       Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
-                       # its gradient is zeros.scatter_add_(dim, indices, grad): FlagGems' when every op is on
-                       Defect("scatter_add_same_shape_copy", lambda c: c.backward and _scans_non_last(c))))
+    return Op(
+        name=name,
+        module=f"flag_gems.ops.{name}",
+        entry=name,
+        kind="scan",
+        dim_forms=("int",),
+        torch_fn=_first_field(torch_tuple, "values"),
+        gems_names=(name,),
+        entries=(EntryPoint(name, "scan"),),
+        keepdim="none",
+        family="scans",
+        interpreter="rows",
+        fields=("values", "indices"),
+        result="values",
+        picks=part,
+        torch_tuple=torch_tuple,
+        exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
+        paths=paths,
+        features=(*_SCAN_FEATURES, "scan_tuple_combine"),
+        defects=(
+            Defect("cum_extreme_bool_as_int64", _dtype_in("bool")),
+            _EMPTY,
+            Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
+            # its gradient is zeros.scatter_add_(dim, indices, grad): FlagGems' when every op is on
+            Defect("scatter_add_same_shape_copy", lambda c: c.backward and _scans_non_last(c)),
+        ),
+    )
 
 
 def _scans_non_last(call: Call) -> bool:
@@ -1005,128 +1332,327 @@ def _scans_non_last(call: Call) -> bool:
 def _logcumsumexp() -> Op:
     """logcumsumexp (5.4): one program a row for K == 1, one per (m, k) for K > 1, next_pow2(N) wide."""
     lines = ("5.4",)
-    return Op(name="logcumsumexp", module="flag_gems.ops.logcumsumexp", entry="logcumsumexp", kind="scan",
-              dim_forms=("int",), torch_fn=_torch_scan("logcumsumexp"), gems_names=("logcumsumexp", "logcumsumexp_out"),
-              entries=(EntryPoint("logcumsumexp", "scan"), EntryPoint("logcumsumexp_out", "scan", out="out")),
-              keepdim="none", family="scans", interpreter="rows", running_max=True,
-              exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
-              paths=(P("K == 1: one program a row", (3, 5), 1, "logcumsumexp_kernel", lines=lines),
-                     P("K > 1: one program per (m, k)", (3, 5, 4), 1, "logcumsumexp_kernel_3d", lines=lines)),
-              features=_SCAN_FEATURES,
-              defects=(Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
-                       Defect("logcumsumexp_shifts_by_row_max",
-                                lambda c: c.values in ("offset", "pos_inf", "inf_minus_inf", "all_neg_inf")),
-                       _ACCEPTED, _FP64, _EMPTY))
+    return Op(
+        name="logcumsumexp",
+        module="flag_gems.ops.logcumsumexp",
+        entry="logcumsumexp",
+        kind="scan",
+        dim_forms=("int",),
+        torch_fn=_torch_scan("logcumsumexp"),
+        gems_names=("logcumsumexp", "logcumsumexp_out"),
+        entries=(EntryPoint("logcumsumexp", "scan"), EntryPoint("logcumsumexp_out", "scan", out="out")),
+        keepdim="none",
+        family="scans",
+        interpreter="rows",
+        running_max=True,
+        exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
+        paths=(
+            P("K == 1: one program a row", (3, 5), 1, "logcumsumexp_kernel", lines=lines),
+            P("K > 1: one program per (m, k)", (3, 5, 4), 1, "logcumsumexp_kernel_3d", lines=lines),
+        ),
+        features=_SCAN_FEATURES,
+        defects=(
+            Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1)),
+            Defect(
+                "logcumsumexp_shifts_by_row_max",
+                lambda c: c.values in ("offset", "pos_inf", "inf_minus_inf", "all_neg_inf"),
+            ),
+            _ACCEPTED,
+            _FP64,
+            _EMPTY,
+        ),
+    )
 
 
 OPS: tuple[Op, ...] = (
-    Op(name="sum", module="flag_gems.ops.sum", entry="sum_dim", kind="reduce", dim_forms=("list",),
-       torch_fn=_torch("sum"), gems_names=("sum_dim", "sum_dim_out"),
-       entries=(EntryPoint("sum_dim", "reduce"), EntryPoint("sum_dim_out", "reduce", out="out")),
-       out_entry="sum_dim_out", dtype_arg=True, accepts_none=True, fastpath="sum", real_case=True, seed_table=True,
-       params=_REDUCE_PARAMS, paths=_SUM_PATHS,
-       features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
-       defects=(_NOT_PROMOTED, Defect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"),
-                # dim=None through the entry point is torch.sum itself (sum_dim_comm): its float64 is
-                # torch's; through dispatch it is FlagGems' sum (aten sum), whose first stage
-                # accumulates in the input's dtype
-                _INT32, Defect("fp64_computed_in_fp32", lambda c: _asks_float64(c)
-                               and (c.dim is not None or c.dispatched)))),
-    Op(name="mean", module="flag_gems.ops.mean", entry="mean_dim", kind="reduce", dim_forms=("list", "int"),
-       torch_fn=_torch("mean"), gems_names=("mean_dim",), entries=(EntryPoint("mean_dim", "reduce"),),
-       dtype_arg=True, accepts_none=True, fastpath="mean",
-       params=_REDUCE_PARAMS, paths=_MEAN_PATHS,
-       features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
-       defects=(Defect("mean_dim_none_raises", lambda c: c.dim is None), _ACCEPTED, _EMPTY, _INT32, _FP64_ASKED,
-                Defect("grid_y_over_limit", _column_tiles_past_grid_y(512, 1024)))),
-    Op(name="softmax", module="flag_gems.ops.softmax", entry="softmax", kind="along", dim_forms=("int",),
-       torch_fn=_torch("softmax", takes_keepdim=False), gems_names=("softmax",),
-       entries=(EntryPoint("softmax", "along"), EntryPoint("softmax_out", "along", out="out"),
-                EntryPoint("softmax_backward", "along", tensors=("grad_output", "output")),
-                EntryPoint("softmax_backward_out", "along", out="grad_input", tensors=("grad_output", "output"))),
-       keepdim="none", fastpath="softmax", seed_table=True, exempt={"keepdim": _NO_KEEPDIM},
-       params=(_H2F,), paths=_SOFTMAX_PATHS,
-       running_max=True, features=(*_KERNEL, *_TILED, "tile_2d_reduce", "masked_2d_store"),
-       defects=(Defect("softmax_permuted_output", lambda c: c.layout in DENSE_PERMUTED, ("5.4",)), _INT32,
-                _BACKWARD_STRIDES)),
-    Op(name="log_softmax", module="flag_gems.ops.log_softmax", entry="log_softmax", kind="along", dim_forms=("int",),
-       torch_fn=_torch("log_softmax", takes_keepdim=False), gems_names=("log_softmax",),
-       entries=(EntryPoint("log_softmax", "along"), EntryPoint("log_softmax_out", "along", out="out"),
-                EntryPoint("log_softmax_backward", "along", tensors=("grad_output", "output")),
-                EntryPoint("log_softmax_backward_out", "along", out="out", tensors=("grad_output", "output"))),
-       keepdim="none", seed_table=True, exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
-       params=(_H2F,), paths=_LOG_SOFTMAX_PATHS,
-       running_max=True, features=(*_KERNEL, *_TILED, "python_and_or_masks", "masked_2d_store"),
-       defects=(_ACCEPTED, _EMPTY, _FP64, _BACKWARD_STRIDES, Defect(_NAN_DROPPED, _nan_dropped("nan"), ("5.0",)),
-                # 5.4's non-inner kernel keeps the NaN; its inner one (where a workaround that
-                # moves the axis to the back sends every call) still drops it
-                Defect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and (c.routed or not c.non_inner)),
-                Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1), ("5.0",)))),
-    Op(name="argmax", module="flag_gems.ops.argmax", entry="argmax", kind="index", dim_forms=("int",),
-       torch_fn=_torch("argmax"), gems_names=("argmax",), entries=(EntryPoint("argmax", "index"),),
-       accepts_none=True, extreme="max", exempt={"large_inputs": _INDEX},
-       params=(_KEEPDIM_PARAM,), paths=_ARGMAX_PATHS,
-       features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "argmax_tie_break"),
-       defects=(Defect("argmax_tile_not_pow2", _argmax_tile_not_pow2), Defect(_NAN_DROPPED, _nan_dropped("nan")),
-                Defect("int_input_accepted", _dtype_in("bool")), _EMPTY_REDUCED, _INT32,
-                Defect("grid_y_over_limit", _column_tiles_past_grid_y(512, 512)))),
-    Op(name="argmin", module="flag_gems.ops.argmin", entry="argmin", kind="index", dim_forms=("int",),
-       torch_fn=_torch("argmin"), gems_names=("argmin",), accepts_none=True, extreme="min",
-       exempt={"large_inputs": _INDEX, "large_index": _LARGE_NOT_RUN}, params=(_KEEPDIM_PARAM,), paths=_ARGMIN_PATHS,
-       features=("grid_axes",),
-       defects=(Defect("argmin_inner_out_of_bounds", _argmin_rows_past_end),
-                Defect("argmin_inner_out_of_bounds", _argmin_stores_past_end, emulator_only=True),
-                Defect("argmin_ignores_nan", lambda c: c.values == "nan" and c.reduced_size > 1),
-                Defect("int_input_accepted", _dtype_in("bool")),
-                Defect("empty_input_diverges", lambda c: _empty(c) and not _empty_reduced(c)),
-                Defect("grid_y_over_limit", _argmin_grid_y))),
-    Op(name="prod", module="flag_gems.ops.prod", entry="prod_dim", kind="reduce", dim_forms=("int",),
-       torch_fn=_torch("prod"), gems_names=("prod_dim",), entries=(EntryPoint("prod_dim", "reduce"),),
-       dtype_arg=True, interpreter="toy", seed_table=True,
-       exempt={"large_inputs": "a product of large inputs overflows by definition", "large_index": _LARGE_NOT_RUN},
-       params=(_KEEPDIM_PARAM, _dtype_param((None, "float64"), ("float32",))), paths=_PROD_PATHS,
-       unreached={"prod_kernel_mid": _WHOLE_PROD, "prod_kernel_result": _WHOLE_PROD,
-                  "prod_kernel": "5.4.0.dev0 defines it and calls it nowhere (its prod_dim takes the inner and "
-                                 "non-inner kernels); 5.0.2's paths reach it"},
-       absorbing=0.0, features=(*_KERNEL, "masked_2d_row_load", "grid_axes", "int64_offset_arith", "custom_reduce_combine"),
-       defects=(Defect("int_sum_not_promoted", _dtype_in(*_INTS, "bool")), _FP64, _FP64_ASKED,
-                Defect("prod_int64_in_float", lambda c: c.dtype == "int64" and c.values == "int64_wide"),
-                Defect("empty_input_diverges", _empty_reduced, ("5.0",)))),
-    Op(name="std", module="flag_gems.ops.std", entry="std", kind="reduce", dim_forms=("list", "int"),
-       torch_fn=_torch("std"), gems_names=("std",), entries=(EntryPoint("std", "reduce"),), keepdim="keyword",
-       accepts_none=True, seed_table=True, interpreter="rows", reference_fn=_std_two_pass,
-       exempt={"large_index": _LARGE_NOT_RUN},
-       params=(_KEEPDIM_PARAM, Param("correction", (0, 1, 2, 0.5, 5), lambda v: {"correction": v})),
-       paths=_STD_PATHS,
-       features=(*_KERNEL, "masked_2d_row_load", "int64_offset_arith", "masked_2d_store"),
-       defects=(Defect("std_overflows", lambda c: c.values == "huge"), _ACCEPTED, _EMPTY_REDUCED, _FP64,
-                Defect("std_correction_past_n", _correction_past_n),
-                Defect(_NAN_DROPPED, _nan_dropped("nan", "pos_inf", "inf_minus_inf", "all_neg_inf")),
-                Defect("launch_on_current_device", lambda c: c.placement == "other" and c.dim is not None, ("5.0",)))),
-    Op(name="logsumexp", module="flag_gems.ops.logsumexp", entry="logsumexp", kind="reduce",
-       dim_forms=("list", "int"), torch_fn=_torch("logsumexp"), gems_names=("logsumexp",),
-       entries=(EntryPoint("logsumexp", "reduce"),), seed_table=True, composed_of="sum",
-       exempt={"large_index": _LARGE_NOT_RUN}, params=(_KEEPDIM_PARAM,), paths=_LOGSUMEXP_PATHS,
-       running_max=True, features=("masked_2d_row_load", "int64_offset_arith"),
-       defects=(Defect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),
-                Defect("int_input_accepted", _dtype_in(*INTEGERS)), _EMPTY, _FP64)),
-    Op(name="special_logsumexp", module="flag_gems.ops.special_logsumexp", entry="special_logsumexp", kind="reduce",
-       dim_forms=("list", "int"), torch_fn=_torch("logsumexp"), gems_names=("special_logsumexp",),
-       entries=(EntryPoint("special_logsumexp", "reduce"),),
-       exempt={"large_index": _LARGE_NOT_RUN}, params=(_KEEPDIM_PARAM,), paths=_SPECIAL_LOGSUMEXP_PATHS,
-       running_max=True, features=(*_KERNEL, *_TILED),
-       defects=(Defect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")), _ACCEPTED,
-                _EMPTY_REDUCED, _FP64)),
-    Op(name="special_log_softmax", module="flag_gems.ops.special_log_softmax", entry="special_log_softmax",
-       kind="along", dim_forms=("int",), torch_fn=_torch("log_softmax", takes_keepdim=False),
-       gems_names=("special_log_softmax",), entries=(EntryPoint("special_log_softmax", "along"),),
-       keepdim="none", exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN}, interpreter="rows",
-       paths=_SPECIAL_LOG_SOFTMAX_PATHS, running_max=True, features=(*_KERNEL, *_TILED),
-       defects=(Defect("small_n_ignores_k", _small_n_ignores_k, corrupts=True), _ACCEPTED, _EMPTY, _FP64)),
-
+    Op(
+        name="sum",
+        module="flag_gems.ops.sum",
+        entry="sum_dim",
+        kind="reduce",
+        dim_forms=("list",),
+        torch_fn=_torch("sum"),
+        gems_names=("sum_dim", "sum_dim_out"),
+        entries=(EntryPoint("sum_dim", "reduce"), EntryPoint("sum_dim_out", "reduce", out="out")),
+        out_entry="sum_dim_out",
+        dtype_arg=True,
+        accepts_none=True,
+        fastpath="sum",
+        real_case=True,
+        seed_table=True,
+        params=_REDUCE_PARAMS,
+        paths=_SUM_PATHS,
+        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
+        defects=(
+            _NOT_PROMOTED,
+            Defect("out_non_contiguous_ignored", lambda c: c.layout == "out_non_contiguous"),
+            # dim=None through the entry point is torch.sum itself (sum_dim_comm): its float64 is
+            # torch's; through dispatch it is FlagGems' sum (aten sum), whose first stage
+            # accumulates in the input's dtype
+            _INT32,
+            Defect("fp64_computed_in_fp32", lambda c: _asks_float64(c) and (c.dim is not None or c.dispatched)),
+        ),
+    ),
+    Op(
+        name="mean",
+        module="flag_gems.ops.mean",
+        entry="mean_dim",
+        kind="reduce",
+        dim_forms=("list", "int"),
+        torch_fn=_torch("mean"),
+        gems_names=("mean_dim",),
+        entries=(EntryPoint("mean_dim", "reduce"),),
+        dtype_arg=True,
+        accepts_none=True,
+        fastpath="mean",
+        params=_REDUCE_PARAMS,
+        paths=_MEAN_PATHS,
+        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "masked_2d_store"),
+        defects=(
+            Defect("mean_dim_none_raises", lambda c: c.dim is None),
+            _ACCEPTED,
+            _EMPTY,
+            _INT32,
+            _FP64_ASKED,
+            Defect("grid_y_over_limit", _column_tiles_past_grid_y(512, 1024)),
+        ),
+    ),
+    Op(
+        name="softmax",
+        module="flag_gems.ops.softmax",
+        entry="softmax",
+        kind="along",
+        dim_forms=("int",),
+        torch_fn=_torch("softmax", takes_keepdim=False),
+        gems_names=("softmax",),
+        entries=(
+            EntryPoint("softmax", "along"),
+            EntryPoint("softmax_out", "along", out="out"),
+            EntryPoint("softmax_backward", "along", tensors=("grad_output", "output")),
+            EntryPoint("softmax_backward_out", "along", out="grad_input", tensors=("grad_output", "output")),
+        ),
+        keepdim="none",
+        fastpath="softmax",
+        seed_table=True,
+        exempt={"keepdim": _NO_KEEPDIM},
+        params=(_H2F,),
+        paths=_SOFTMAX_PATHS,
+        running_max=True,
+        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "masked_2d_store"),
+        defects=(
+            Defect("softmax_permuted_output", lambda c: c.layout in DENSE_PERMUTED, ("5.4",)),
+            _INT32,
+            _BACKWARD_STRIDES,
+        ),
+    ),
+    Op(
+        name="log_softmax",
+        module="flag_gems.ops.log_softmax",
+        entry="log_softmax",
+        kind="along",
+        dim_forms=("int",),
+        torch_fn=_torch("log_softmax", takes_keepdim=False),
+        gems_names=("log_softmax",),
+        entries=(
+            EntryPoint("log_softmax", "along"),
+            EntryPoint("log_softmax_out", "along", out="out"),
+            EntryPoint("log_softmax_backward", "along", tensors=("grad_output", "output")),
+            EntryPoint("log_softmax_backward_out", "along", out="out", tensors=("grad_output", "output")),
+        ),
+        keepdim="none",
+        seed_table=True,
+        exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
+        params=(_H2F,),
+        paths=_LOG_SOFTMAX_PATHS,
+        running_max=True,
+        features=(*_KERNEL, *_TILED, "python_and_or_masks", "masked_2d_store"),
+        defects=(
+            _ACCEPTED,
+            _EMPTY,
+            _FP64,
+            _BACKWARD_STRIDES,
+            Defect(_NAN_DROPPED, _nan_dropped("nan"), ("5.0",)),
+            # 5.4's non-inner kernel keeps the NaN; its inner one (where a workaround that
+            # moves the axis to the back sends every call) still drops it
+            Defect(_NAN_DROPPED, lambda c: _nan_dropped("nan")(c) and (c.routed or not c.non_inner)),
+            Defect("grid_y_over_limit", _column_tiles_past_grid_y(1, 1), ("5.0",)),
+        ),
+    ),
+    Op(
+        name="argmax",
+        module="flag_gems.ops.argmax",
+        entry="argmax",
+        kind="index",
+        dim_forms=("int",),
+        torch_fn=_torch("argmax"),
+        gems_names=("argmax",),
+        entries=(EntryPoint("argmax", "index"),),
+        accepts_none=True,
+        extreme="max",
+        exempt={"large_inputs": _INDEX},
+        params=(_KEEPDIM_PARAM,),
+        paths=_ARGMAX_PATHS,
+        features=(*_KERNEL, *_TILED, "tile_2d_reduce", "python_and_or_masks", "argmax_tie_break"),
+        defects=(
+            Defect("argmax_tile_not_pow2", _argmax_tile_not_pow2),
+            Defect(_NAN_DROPPED, _nan_dropped("nan")),
+            Defect("int_input_accepted", _dtype_in("bool")),
+            _EMPTY_REDUCED,
+            _INT32,
+            Defect("grid_y_over_limit", _column_tiles_past_grid_y(512, 512)),
+        ),
+    ),
+    Op(
+        name="argmin",
+        module="flag_gems.ops.argmin",
+        entry="argmin",
+        kind="index",
+        dim_forms=("int",),
+        torch_fn=_torch("argmin"),
+        gems_names=("argmin",),
+        accepts_none=True,
+        extreme="min",
+        exempt={"large_inputs": _INDEX, "large_index": _LARGE_NOT_RUN},
+        params=(_KEEPDIM_PARAM,),
+        paths=_ARGMIN_PATHS,
+        features=("grid_axes",),
+        defects=(
+            Defect("argmin_inner_out_of_bounds", _argmin_rows_past_end),
+            Defect("argmin_inner_out_of_bounds", _argmin_stores_past_end, emulator_only=True),
+            Defect("argmin_ignores_nan", lambda c: c.values == "nan" and c.reduced_size > 1),
+            Defect("int_input_accepted", _dtype_in("bool")),
+            Defect("empty_input_diverges", lambda c: _empty(c) and not _empty_reduced(c)),
+            Defect("grid_y_over_limit", _argmin_grid_y),
+        ),
+    ),
+    Op(
+        name="prod",
+        module="flag_gems.ops.prod",
+        entry="prod_dim",
+        kind="reduce",
+        dim_forms=("int",),
+        torch_fn=_torch("prod"),
+        gems_names=("prod_dim",),
+        entries=(EntryPoint("prod_dim", "reduce"),),
+        dtype_arg=True,
+        interpreter="toy",
+        seed_table=True,
+        exempt={"large_inputs": "a product of large inputs overflows by definition", "large_index": _LARGE_NOT_RUN},
+        params=(_KEEPDIM_PARAM, _dtype_param((None, "float64"), ("float32",))),
+        paths=_PROD_PATHS,
+        unreached={
+            "prod_kernel_mid": _WHOLE_PROD,
+            "prod_kernel_result": _WHOLE_PROD,
+            "prod_kernel": "5.4.0.dev0 defines it and calls it nowhere (its prod_dim takes the inner and "
+            "non-inner kernels); 5.0.2's paths reach it",
+        },
+        absorbing=0.0,
+        features=(*_KERNEL, "masked_2d_row_load", "grid_axes", "int64_offset_arith", "custom_reduce_combine"),
+        defects=(
+            Defect("int_sum_not_promoted", _dtype_in(*_INTS, "bool")),
+            _FP64,
+            _FP64_ASKED,
+            Defect("prod_int64_in_float", lambda c: c.dtype == "int64" and c.values == "int64_wide"),
+            Defect("empty_input_diverges", _empty_reduced, ("5.0",)),
+        ),
+    ),
+    Op(
+        name="std",
+        module="flag_gems.ops.std",
+        entry="std",
+        kind="reduce",
+        dim_forms=("list", "int"),
+        torch_fn=_torch("std"),
+        gems_names=("std",),
+        entries=(EntryPoint("std", "reduce"),),
+        keepdim="keyword",
+        accepts_none=True,
+        seed_table=True,
+        interpreter="rows",
+        reference_fn=_std_two_pass,
+        exempt={"large_index": _LARGE_NOT_RUN},
+        params=(_KEEPDIM_PARAM, Param("correction", (0, 1, 2, 0.5, 5), lambda v: {"correction": v})),
+        paths=_STD_PATHS,
+        features=(*_KERNEL, "masked_2d_row_load", "int64_offset_arith", "masked_2d_store"),
+        defects=(
+            Defect("std_overflows", lambda c: c.values == "huge"),
+            _ACCEPTED,
+            _EMPTY_REDUCED,
+            _FP64,
+            Defect("std_correction_past_n", _correction_past_n),
+            Defect(_NAN_DROPPED, _nan_dropped("nan", "pos_inf", "inf_minus_inf", "all_neg_inf")),
+            Defect("launch_on_current_device", lambda c: c.placement == "other" and c.dim is not None, ("5.0",)),
+        ),
+    ),
+    Op(
+        name="logsumexp",
+        module="flag_gems.ops.logsumexp",
+        entry="logsumexp",
+        kind="reduce",
+        dim_forms=("list", "int"),
+        torch_fn=_torch("logsumexp"),
+        gems_names=("logsumexp",),
+        entries=(EntryPoint("logsumexp", "reduce"),),
+        seed_table=True,
+        composed_of="sum",
+        exempt={"large_index": _LARGE_NOT_RUN},
+        params=(_KEEPDIM_PARAM,),
+        paths=_LOGSUMEXP_PATHS,
+        running_max=True,
+        features=("masked_2d_row_load", "int64_offset_arith"),
+        defects=(
+            Defect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),
+            Defect("int_input_accepted", _dtype_in(*INTEGERS)),
+            _EMPTY,
+            _FP64,
+        ),
+    ),
+    Op(
+        name="special_logsumexp",
+        module="flag_gems.ops.special_logsumexp",
+        entry="special_logsumexp",
+        kind="reduce",
+        dim_forms=("list", "int"),
+        torch_fn=_torch("logsumexp"),
+        gems_names=("special_logsumexp",),
+        entries=(EntryPoint("special_logsumexp", "reduce"),),
+        exempt={"large_index": _LARGE_NOT_RUN},
+        params=(_KEEPDIM_PARAM,),
+        paths=_SPECIAL_LOGSUMEXP_PATHS,
+        running_max=True,
+        features=(*_KERNEL, *_TILED),
+        defects=(
+            Defect("logsumexp_inf_nan", lambda c: c.values in ("pos_inf", "inf_minus_inf")),
+            _ACCEPTED,
+            _EMPTY_REDUCED,
+            _FP64,
+        ),
+    ),
+    Op(
+        name="special_log_softmax",
+        module="flag_gems.ops.special_log_softmax",
+        entry="special_log_softmax",
+        kind="along",
+        dim_forms=("int",),
+        torch_fn=_torch("log_softmax", takes_keepdim=False),
+        gems_names=("special_log_softmax",),
+        entries=(EntryPoint("special_log_softmax", "along"),),
+        keepdim="none",
+        exempt={"keepdim": _NO_KEEPDIM, "large_index": _LARGE_NOT_RUN},
+        interpreter="rows",
+        paths=_SPECIAL_LOG_SOFTMAX_PATHS,
+        running_max=True,
+        features=(*_KERNEL, *_TILED),
+        defects=(Defect("small_n_ignores_k", _small_n_ignores_k, corrupts=True), _ACCEPTED, _EMPTY, _FP64),
+    ),
     _minmax("amax", "amax", "max"),
-    _minmax("amin", "amin", "min", lines=("5.4",),
-            defects=(Defect("amin_float_only", lambda c: c.dtype not in ("float32", "float16", "bfloat16"), ("5.4",)),)),
+    _minmax(
+        "amin",
+        "amin",
+        "min",
+        lines=("5.4",),
+        defects=(Defect("amin_float_only", lambda c: c.dtype not in ("float32", "float16", "bfloat16"), ("5.4",)),),
+    ),
     _minmax("max_dim", "max", "max"),
     _minmax("min_dim", "min", "min"),
     _aminmax(),

@@ -140,15 +140,27 @@ class Row:
         those only the emulator sees count only when ``emulated``, those only compiled code
         shows only when not."""
         version = version if version is not None else flag_gems_version()
-        found = [d.id for d in self.defects if d.in_version(version) and (emulated or not (d.emulator_only or d.corrupts))
-                 and not (emulated and d.hardware_only) and self.spoils(d) and d.applies(call)]
+        found = [
+            d.id
+            for d in self.defects
+            if d.in_version(version)
+            and (emulated or not (d.emulator_only or d.corrupts))
+            and not (emulated and d.hardware_only)
+            and self.spoils(d)
+            and d.applies(call)
+        ]
         return tuple(dict.fromkeys(found))
 
     def corrupting(self, call: Any, version: str | None = None) -> tuple[str, ...]:
         """The defects this call runs into that write past their tensor on hardware (``corrupts``)."""
         version = version if version is not None else flag_gems_version()
-        return tuple(dict.fromkeys(d.id for d in self.defects if d.corrupts and d.in_version(version) and self.spoils(d)
-                                   and d.applies(call)))
+        return tuple(
+            dict.fromkeys(
+                d.id
+                for d in self.defects
+                if d.corrupts and d.in_version(version) and self.spoils(d) and d.applies(call)
+            )
+        )
 
 
 def flag_gems_version() -> str | None:

@@ -54,7 +54,7 @@ class TensorCase:
     def index_shape(self) -> tuple[int, ...]:
         """An "along" index's shape: the case's extent along dim, the input's (or one less) elsewhere."""
         outer = tuple(max(s - 1, 1) if self.narrow else s for s in self.shape)
-        return (*outer[:self.dim], self.index, *outer[self.dim + 1:])
+        return (*outer[: self.dim], self.index, *outer[self.dim + 1 :])
 
     @property
     def same_shape(self) -> bool:
@@ -138,10 +138,17 @@ class TensorOp(Row):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.family not in (MATMUL, INDEX) or not self.entry or not self.cases or self.torch_call is _no_call \
-                or (self.family == INDEX) != (self.index in ("vector", "along")):
-            raise ValueError(f"tensor op {self.name!r}: a row needs a family ({MATMUL} or {INDEX}), an entry point, "
-                             "cases, torch's call and, for an index op, its index form (vector or along)")
+        if (
+            self.family not in (MATMUL, INDEX)
+            or not self.entry
+            or not self.cases
+            or self.torch_call is _no_call
+            or (self.family == INDEX) != (self.index in ("vector", "along"))
+        ):
+            raise ValueError(
+                f"tensor op {self.name!r}: a row needs a family ({MATMUL} or {INDEX}), an entry point, "
+                "cases, torch's call and, for an index op, its index form (vector or along)"
+            )
 
     def entry_names(self) -> tuple[str, ...]:
         return (self.entry,)
@@ -214,9 +221,9 @@ def _cancelling(a: Any, b: Any, g: Any) -> None:
     h = a.shape[-1] // 2
     if not h:
         return
-    a[..., :h], a[..., h:2 * h] = CANCELLING, -CANCELLING
+    a[..., :h], a[..., h : 2 * h] = CANCELLING, -CANCELLING
     noise = torch.randn(b[..., :h, :].shape, generator=g, device=g.device).mul_(0.01)
-    b[..., h:2 * h, :] = b[..., :h, :] + noise
+    b[..., h : 2 * h, :] = b[..., :h, :] + noise
 
 
 def _matmul_operands(op: TensorOp, case: TensorCase, seed: int, values: str, device: str) -> dict[str, Any]:
@@ -263,10 +270,10 @@ def _index_operands(op: TensorOp, case: TensorCase, seed: int, values: str, devi
         index = _index_tensor(torch, g, shape[dim], (case.index,), unique=False)
         found = {"x": x, "index": index, "dim": dim}
         if op.source:
-            found["src"] = _values(torch, (*shape[:dim], case.index, *shape[dim + 1:]), g, values)
+            found["src"] = _values(torch, (*shape[:dim], case.index, *shape[dim + 1 :]), g, values)
         return found
     ishape = case.index_shape
-    moved = (ishape[dim], *ishape[:dim], *ishape[dim + 1:])  # unique along dim: draw with dim first, move it back
+    moved = (ishape[dim], *ishape[:dim], *ishape[dim + 1 :])  # unique along dim: draw with dim first, move it back
     index = _index_tensor(torch, g, shape[dim], moved, unique=op.unique).movedim(0, dim).contiguous()
     found = {"x": x, "index": index, "dim": dim}
     if op.source:
@@ -275,7 +282,9 @@ def _index_operands(op: TensorOp, case: TensorCase, seed: int, values: str, devi
 
 
 _BUILD: dict[str, Callable[[TensorOp, TensorCase, int, str, str], dict[str, Any]]] = {
-    MATMUL: _matmul_operands, INDEX: _index_operands}
+    MATMUL: _matmul_operands,
+    INDEX: _index_operands,
+}
 
 _ALPHA, _BETA = 1.5, 0.5  # addmm's and index_add's scalars: a kernel that drops one is off
 
@@ -323,6 +332,7 @@ def _index_add(torch: Any, o: dict[str, Any], out: Any = None, alpha: Any = _ALP
 
 # -- FlagGems' own defects of the families (catalogue: config/platforms.yaml) -------------
 
+
 def _empty_k(call: TensorCall) -> bool:
     """mm peels its K tail at prev_multiple_of(K, BLOCK_K) = cdiv(K, BLOCK_K) * BLOCK_K - BLOCK_K:
     for K = 0 that is -BLOCK_K, and rk < K holds on every lane of -BLOCK_K..-1."""
@@ -369,8 +379,7 @@ def _stream_k_half(call: TensorCall) -> bool:
     capability 8 - an A100, the Iluvatar parts - float16 or bfloat16 operands, both
     contiguous, K past 5 M and past 5 N) in float16: its partial tiles meet in C itself."""
     *_, m, k, n = call.shape
-    return (call.dtype == "float16" and call.layout == "contiguous" and k > 5 * m and k > 5 * n
-            and _device_major() == 8)
+    return call.dtype == "float16" and call.layout == "contiguous" and k > 5 * m and k > 5 * n and _device_major() == 8
 
 
 def _bmm_empty(call: TensorCall) -> bool:
@@ -415,11 +424,25 @@ def _scatter_wraps(call: TensorCall) -> bool:
 
 
 M = TensorCase
-_MATMUL_FEATURES = ("masked_2d_row_load", "masked_2d_col_load", "mask_2d_logic", "masked_loop_tail", "partial_2d_tiles",
-                    "masked_2d_store", "masked_load_other", "int64_offset_arith", "scalar_bound_at_first_launch",
-                    "cold_first_launch")
-_INDEX_FEATURES = ("masked_1d_load", "int64_offset_arith", "scalar_bound_at_first_launch", "cold_first_launch",
-                   "masked_load_other")
+_MATMUL_FEATURES = (
+    "masked_2d_row_load",
+    "masked_2d_col_load",
+    "mask_2d_logic",
+    "masked_loop_tail",
+    "partial_2d_tiles",
+    "masked_2d_store",
+    "masked_load_other",
+    "int64_offset_arith",
+    "scalar_bound_at_first_launch",
+    "cold_first_launch",
+)
+_INDEX_FEATURES = (
+    "masked_1d_load",
+    "int64_offset_arith",
+    "scalar_bound_at_first_launch",
+    "cold_first_launch",
+    "masked_load_other",
+)
 # M, K and N: K tails below, at and past one BLOCK_K (the tuned configs' 32 to 256), M and N
 # partial tiles; the full sweep adds a K over several tiles with a tail and wide N
 _MM = {
@@ -432,33 +455,80 @@ _BMM = {
 }
 # index ops: the indexed dim inner and outer, index extents below and past the dim's size
 _GATHER = {
-    "quick": (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=17),
-              M((3, 4, 5), dim=2, index=3)),
-    "full": (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=17),
-             M((3, 4, 5), dim=2, index=3), M((64, 130), dim=0, index=200), M((8, 1025), dim=1, index=700)),
+    "quick": (
+        M((5, 7, 9), dim=1, index=4),
+        M((6, 11), dim=0, index=9),
+        M((4, 33), dim=1, index=17),
+        M((3, 4, 5), dim=2, index=3),
+    ),
+    "full": (
+        M((5, 7, 9), dim=1, index=4),
+        M((6, 11), dim=0, index=9),
+        M((4, 33), dim=1, index=17),
+        M((3, 4, 5), dim=2, index=3),
+        M((64, 130), dim=0, index=200),
+        M((8, 1025), dim=1, index=700),
+    ),
 }
 _SCATTER = {  # scatter's index is unique along dim: index <= the dim's size
-    "quick": (M((5, 7, 9), dim=1, index=4), M((11, 6), dim=0, index=9), M((4, 33), dim=1, index=17),
-              M((3, 4, 5), dim=2, index=3), M((5, 7, 9), dim=1, index=4, narrow=True, src_extra=2)),
-    "full": (M((5, 7, 9), dim=1, index=4), M((11, 6), dim=0, index=9), M((4, 33), dim=1, index=17),
-             M((3, 4, 5), dim=2, index=3), M((200, 64), dim=0, index=130), M((8, 1025), dim=1, index=700)),
+    "quick": (
+        M((5, 7, 9), dim=1, index=4),
+        M((11, 6), dim=0, index=9),
+        M((4, 33), dim=1, index=17),
+        M((3, 4, 5), dim=2, index=3),
+        M((5, 7, 9), dim=1, index=4, narrow=True, src_extra=2),
+    ),
+    "full": (
+        M((5, 7, 9), dim=1, index=4),
+        M((11, 6), dim=0, index=9),
+        M((4, 33), dim=1, index=17),
+        M((3, 4, 5), dim=2, index=3),
+        M((200, 64), dim=0, index=130),
+        M((8, 1025), dim=1, index=700),
+    ),
 }
 # gather: an index narrower than the input outside dim; scatter_add_: a narrower index with a larger
 # source, and index, source and input of one shape (its fast path: scatter_add_1) over a non-last
 # and the last dim
-_GATHER_QUICK = (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=17),
-                 M((3, 4, 5), dim=2, index=3))
-_GATHER = {"quick": (*_GATHER_QUICK, M((5, 7, 9), dim=1, index=4, narrow=True)),
-           "full": (*_GATHER["full"], M((5, 7, 9), dim=1, index=4, narrow=True))}
-_SCATTER_ADD = {"quick": (*_GATHER_QUICK, M((5, 7, 9), dim=1, index=4, narrow=True, src_extra=2),
-                          M((5, 7, 9), dim=1, index=7), M((3, 4, 5), dim=2, index=5)),
-                "full": (*_GATHER["full"], M((5, 7, 9), dim=1, index=4, narrow=True, src_extra=2),
-                         M((5, 7, 9), dim=1, index=7), M((3, 4, 5), dim=2, index=5))}
+_GATHER_QUICK = (
+    M((5, 7, 9), dim=1, index=4),
+    M((6, 11), dim=0, index=9),
+    M((4, 33), dim=1, index=17),
+    M((3, 4, 5), dim=2, index=3),
+)
+_GATHER = {
+    "quick": (*_GATHER_QUICK, M((5, 7, 9), dim=1, index=4, narrow=True)),
+    "full": (*_GATHER["full"], M((5, 7, 9), dim=1, index=4, narrow=True)),
+}
+_SCATTER_ADD = {
+    "quick": (
+        *_GATHER_QUICK,
+        M((5, 7, 9), dim=1, index=4, narrow=True, src_extra=2),
+        M((5, 7, 9), dim=1, index=7),
+        M((3, 4, 5), dim=2, index=5),
+    ),
+    "full": (
+        *_GATHER["full"],
+        M((5, 7, 9), dim=1, index=4, narrow=True, src_extra=2),
+        M((5, 7, 9), dim=1, index=7),
+        M((3, 4, 5), dim=2, index=5),
+    ),
+}
 _SELECT = {
-    "quick": (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=40),
-              M((3, 4, 5), dim=2, index=3)),
-    "full": (M((5, 7, 9), dim=1, index=4), M((6, 11), dim=0, index=9), M((4, 33), dim=1, index=40),
-             M((3, 4, 5), dim=2, index=3), M((130, 64), dim=0, index=257), M((8, 1025), dim=1, index=700)),
+    "quick": (
+        M((5, 7, 9), dim=1, index=4),
+        M((6, 11), dim=0, index=9),
+        M((4, 33), dim=1, index=40),
+        M((3, 4, 5), dim=2, index=3),
+    ),
+    "full": (
+        M((5, 7, 9), dim=1, index=4),
+        M((6, 11), dim=0, index=9),
+        M((4, 33), dim=1, index=40),
+        M((3, 4, 5), dim=2, index=3),
+        M((130, 64), dim=0, index=257),
+        M((8, 1025), dim=1, index=700),
+    ),
 }
 # Launch limits, read from each kernel's launch: addmm's grid is (cdiv(M, BLOCK_SIZE_M),
 # cdiv(N, BLOCK_SIZE_N)), bmm's (cdiv(M, TILE_M), cdiv(N, TILE_N), batch), index_select's
@@ -488,88 +558,227 @@ _LARGE = {
 P = TensorPath
 
 OPS: tuple[TensorOp, ...] = (
-    TensorOp(name="mm", family=MATMUL, module="flag_gems.ops.mm", entry="mm", gems_names=("mm", "mm_out"), cases=_MM, torch_call=_mm, out=True,
-             paths=(P("general: M x N tiles, K tiles then a masked K tail", M((13, 19, 17)), "mm_kernel_general"),
-                    # GROUP_M (8) row tiles a group: a partial last group past 8 x BLOCK_M rows
-                    P("general: a partial last group of row tiles", M((601, 17, 70)), "mm_kernel_general"),
-                    # K = 256 divides by every tuned BLOCK_K (32 - 256): the K loop's last tile is the tail's
-                    P("general: K a multiple of BLOCK_K, no K tail", M((13, 256, 17)), "mm_kernel_general"),
-                    P("a @ a.T: the symmetric (syrk) kernel", M((13, 19, 13)), "mm_kernel_syrk", layout="syrk"),
-                    # past one tile, a program below the diagonal also stores its mirror
-                    P("a @ a.T past one tile: the mirrored stores", M((41, 17, 41)), "mm_kernel_syrk", layout="syrk")),
-             # 5.4's _cluster_remote_gemm_kernel: Hopper's cluster GEMM, its B tail under a row condition too
-             kernels=("mm_kernel_general", "mm_kernel_syrk", "_cluster_remote_gemm_kernel"), features=_MATMUL_FEATURES,
-             defects=(Defect("matmul_empty_k_reads_before", _empty_k),
-                      Defect("mm_fp32_small_k_shared_memory", _general_kernel_launch, hardware_only=True),
-                      Defect("mm_stream_k_half_partials", _stream_k_half)),
-             large=_LARGE["mm"]),
-    TensorOp(name="addmm", family=MATMUL, module="flag_gems.ops.addmm", entry="addmm", gems_names=("addmm", "addmm_out"), cases=_MM, torch_call=_addmm, bias=True, out=True,
-             params=(Param("beta", (1, 0, 0.5, 2)), Param("alpha", (1, 0, 1.5, 3))),
-             paths=(P("bias + a @ b: K tiles under (m, k) and (k, n) masks", M((13, 19, 17)), "addmm_kernel"),
-                    P("bias + a @ b: K a multiple of BLOCK_K, no K tail", M((13, 256, 17)), "addmm_kernel"),
-                    # models pass (N,) biases; torch takes any bias that broadcasts to (M, N)
-                    P("a full (M, N) bias: its row stride", M((13, 19, 17)), "addmm_kernel", layout="bias_full"),
-                    P("an (M, 1) bias: a column broadcast along each row", M((13, 19, 17)), "addmm_kernel",
-                      layout="bias_column")),
-             kernels=("addmm_kernel",), features=_MATMUL_FEATURES,
-             defects=(Defect("grid_y_over_limit", _addmm_n_on_grid_y),
-                      Defect("addmm_beta_zero_reads_bias", lambda c: c.values == "nonfinite_bias")),
-             grid=_GRID["addmm"], large=_LARGE["addmm"]),
-    TensorOp(name="bmm", family=MATMUL, module="flag_gems.ops.bmm", entry="bmm", gems_names=("bmm", "bmm_out"), cases=_BMM, torch_call=_bmm, out=True,
-             paths=(P("a batch a grid axis: K tail masked (DIVISIBLE_K off)", M((2, 13, 19, 17)), "bmm_kernel"),
-                    P("K a multiple of TILE_K: no K mask", M((2, 13, 64, 17)), "bmm_kernel"),
-                    # attention broadcasts one operand over the batch; a strided batch steps past K * N
-                    P("operands broadcast over the batch (batch stride 0)", M((3, 7, 5, 6)), "bmm_kernel",
-                      layout="batch_broadcast"),
-                    P("operands every other batch of a larger tensor", M((3, 7, 5, 6)), "bmm_kernel",
-                      layout="batch_strided")),
-             kernels=("bmm_kernel",), features=_MATMUL_FEATURES,
-             defects=(Defect("bmm_empty_log2_key", _bmm_empty, hardware_only=True),
-                      Defect("grid_z_over_limit", _bmm_batch_on_grid_z),
-                      Defect("grid_y_over_limit", _bmm_n_on_grid_y)),
-             grid=_GRID["bmm"], large=_LARGE["bmm"]),
-    TensorOp(name="gather", family=INDEX, module="flag_gems.ops.gather", entry="gather", gems_names=("gather",), cases=_GATHER, torch_call=_gather, index="along",
-             paths=(P("generated strided kernel over the index's elements", M((5, 7, 9), dim=1, index=4),
-                      "_gather_flaggems_jit_function"),
-                    P("past one program's 512 index elements", M((6, 130), dim=1, index=100),
-                      "_gather_flaggems_jit_function")),
-             features=_INDEX_FEATURES,
-             large=_LARGE["gather"]),
-    TensorOp(name="scatter", family=INDEX, module="flag_gems.ops.scatter", entry="scatter", gems_names=("scatter", "scatter_"), cases=_SCATTER, torch_call=_scatter, index="along", source=True, unique=True,
-             params=(Param("reduce", (None, "add", "multiply")),),
-             paths=(P("generated strided kernel over the source's elements", M((5, 7, 9), dim=1, index=4),
-                      "_scatter_flaggems_jit_function"),
-                    P("past one program's 512 source elements", M((6, 130), dim=1, index=100),
-                      "_scatter_flaggems_jit_function")),
-             features=_INDEX_FEATURES,
-             defects=(Defect("scatter_int32_offsets", _scatter_wraps),),
-             large=_LARGE["scatter"]),
-    TensorOp(name="scatter_add_", family=INDEX, module="flag_gems.ops.scatter_add_", entry="scatter_add_", gems_names=("scatter_add_",), cases=_SCATTER_ADD, torch_call=_scatter_add_, index="along", source=True,
-             accumulates=True,
-             paths=(P("generated strided kernel, atomic adds", M((5, 7, 9), dim=1, index=4),
-                      "_scatter_add_flaggems_jit_function"),
-                    P("past one program's 512 source elements, atomic adds", M((6, 130), dim=1, index=100),
-                      "_scatter_add_flaggems_jit_function")),
-             features=_INDEX_FEATURES,
-             defects=(Defect("scatter_int32_offsets", _scatter_wraps),
-                      # the same (wrong) tensor every time, the operands untouched: those contracts cannot see it
-                      Defect("scatter_add_same_shape_copy",
-                             lambda c: c.case.same_shape and c.case.dim != len(c.shape) - 1
-                             and c.contract not in SELF_COMPARING)),
-             large=_LARGE["scatter_add_"]),
-    TensorOp(name="index_select", family=INDEX, module="flag_gems.ops.index_select", entry="index_select", gems_names=("index_select",), cases=_SELECT, torch_call=_index_select, index="vector", out=False,
-             paths=(P("(rows, index) tiles", M((5, 7, 9), dim=1, index=4), "index_select_kernel"),),
-             features=(*_INDEX_FEATURES, "mask_2d_logic", "python_and_or_masks"),  # its row-masked load is stored under the same mask
-             defects=(Defect("index_select_index_strides", _index_strided),
-                      Defect("grid_y_over_limit", _index_select_on_grid_y)),
-             grid=_GRID["index_select"], large=_LARGE["index_select"]),
-    TensorOp(name="index_add", family=INDEX, module="flag_gems.ops.index_add", entry="index_add", gems_names=("index_add", "index_add_"), cases=_SELECT, torch_call=_index_add, index="vector", source=True,
-             params=(Param("alpha", (1, 0, 1.5, 3)),),
-             accumulates=True,
-             paths=(P("generated strided kernel over the source, atomic adds", M((5, 7, 9), dim=1, index=4),
-                      "_index_add_flaggems_jit_function"),),
-             features=_INDEX_FEATURES,
-             defects=(Defect("index_add_src_layout", _src_not_like_input),
-                      Defect("index_add_index_strides", _index_strided)),
-             large=_LARGE["index_add"]),
+    TensorOp(
+        name="mm",
+        family=MATMUL,
+        module="flag_gems.ops.mm",
+        entry="mm",
+        gems_names=("mm", "mm_out"),
+        cases=_MM,
+        torch_call=_mm,
+        out=True,
+        paths=(
+            P("general: M x N tiles, K tiles then a masked K tail", M((13, 19, 17)), "mm_kernel_general"),
+            # GROUP_M (8) row tiles a group: a partial last group past 8 x BLOCK_M rows
+            P("general: a partial last group of row tiles", M((601, 17, 70)), "mm_kernel_general"),
+            # K = 256 divides by every tuned BLOCK_K (32 - 256): the K loop's last tile is the tail's
+            P("general: K a multiple of BLOCK_K, no K tail", M((13, 256, 17)), "mm_kernel_general"),
+            P("a @ a.T: the symmetric (syrk) kernel", M((13, 19, 13)), "mm_kernel_syrk", layout="syrk"),
+            # past one tile, a program below the diagonal also stores its mirror
+            P("a @ a.T past one tile: the mirrored stores", M((41, 17, 41)), "mm_kernel_syrk", layout="syrk"),
+        ),
+        # 5.4's _cluster_remote_gemm_kernel: Hopper's cluster GEMM, its B tail under a row condition too
+        kernels=("mm_kernel_general", "mm_kernel_syrk", "_cluster_remote_gemm_kernel"),
+        features=_MATMUL_FEATURES,
+        defects=(
+            Defect("matmul_empty_k_reads_before", _empty_k),
+            Defect("mm_fp32_small_k_shared_memory", _general_kernel_launch, hardware_only=True),
+            Defect("mm_stream_k_half_partials", _stream_k_half),
+        ),
+        large=_LARGE["mm"],
+    ),
+    TensorOp(
+        name="addmm",
+        family=MATMUL,
+        module="flag_gems.ops.addmm",
+        entry="addmm",
+        gems_names=("addmm", "addmm_out"),
+        cases=_MM,
+        torch_call=_addmm,
+        bias=True,
+        out=True,
+        params=(Param("beta", (1, 0, 0.5, 2)), Param("alpha", (1, 0, 1.5, 3))),
+        paths=(
+            P("bias + a @ b: K tiles under (m, k) and (k, n) masks", M((13, 19, 17)), "addmm_kernel"),
+            P("bias + a @ b: K a multiple of BLOCK_K, no K tail", M((13, 256, 17)), "addmm_kernel"),
+            # models pass (N,) biases; torch takes any bias that broadcasts to (M, N)
+            P("a full (M, N) bias: its row stride", M((13, 19, 17)), "addmm_kernel", layout="bias_full"),
+            P(
+                "an (M, 1) bias: a column broadcast along each row",
+                M((13, 19, 17)),
+                "addmm_kernel",
+                layout="bias_column",
+            ),
+        ),
+        kernels=("addmm_kernel",),
+        features=_MATMUL_FEATURES,
+        defects=(
+            Defect("grid_y_over_limit", _addmm_n_on_grid_y),
+            Defect("addmm_beta_zero_reads_bias", lambda c: c.values == "nonfinite_bias"),
+        ),
+        grid=_GRID["addmm"],
+        large=_LARGE["addmm"],
+    ),
+    TensorOp(
+        name="bmm",
+        family=MATMUL,
+        module="flag_gems.ops.bmm",
+        entry="bmm",
+        gems_names=("bmm", "bmm_out"),
+        cases=_BMM,
+        torch_call=_bmm,
+        out=True,
+        paths=(
+            P("a batch a grid axis: K tail masked (DIVISIBLE_K off)", M((2, 13, 19, 17)), "bmm_kernel"),
+            P("K a multiple of TILE_K: no K mask", M((2, 13, 64, 17)), "bmm_kernel"),
+            # attention broadcasts one operand over the batch; a strided batch steps past K * N
+            P(
+                "operands broadcast over the batch (batch stride 0)",
+                M((3, 7, 5, 6)),
+                "bmm_kernel",
+                layout="batch_broadcast",
+            ),
+            P("operands every other batch of a larger tensor", M((3, 7, 5, 6)), "bmm_kernel", layout="batch_strided"),
+        ),
+        kernels=("bmm_kernel",),
+        features=_MATMUL_FEATURES,
+        defects=(
+            Defect("bmm_empty_log2_key", _bmm_empty, hardware_only=True),
+            Defect("grid_z_over_limit", _bmm_batch_on_grid_z),
+            Defect("grid_y_over_limit", _bmm_n_on_grid_y),
+        ),
+        grid=_GRID["bmm"],
+        large=_LARGE["bmm"],
+    ),
+    TensorOp(
+        name="gather",
+        family=INDEX,
+        module="flag_gems.ops.gather",
+        entry="gather",
+        gems_names=("gather",),
+        cases=_GATHER,
+        torch_call=_gather,
+        index="along",
+        paths=(
+            P(
+                "generated strided kernel over the index's elements",
+                M((5, 7, 9), dim=1, index=4),
+                "_gather_flaggems_jit_function",
+            ),
+            P("past one program's 512 index elements", M((6, 130), dim=1, index=100), "_gather_flaggems_jit_function"),
+        ),
+        features=_INDEX_FEATURES,
+        large=_LARGE["gather"],
+    ),
+    TensorOp(
+        name="scatter",
+        family=INDEX,
+        module="flag_gems.ops.scatter",
+        entry="scatter",
+        gems_names=("scatter", "scatter_"),
+        cases=_SCATTER,
+        torch_call=_scatter,
+        index="along",
+        source=True,
+        unique=True,
+        params=(Param("reduce", (None, "add", "multiply")),),
+        paths=(
+            P(
+                "generated strided kernel over the source's elements",
+                M((5, 7, 9), dim=1, index=4),
+                "_scatter_flaggems_jit_function",
+            ),
+            P(
+                "past one program's 512 source elements",
+                M((6, 130), dim=1, index=100),
+                "_scatter_flaggems_jit_function",
+            ),
+        ),
+        features=_INDEX_FEATURES,
+        defects=(Defect("scatter_int32_offsets", _scatter_wraps),),
+        large=_LARGE["scatter"],
+    ),
+    TensorOp(
+        name="scatter_add_",
+        family=INDEX,
+        module="flag_gems.ops.scatter_add_",
+        entry="scatter_add_",
+        gems_names=("scatter_add_",),
+        cases=_SCATTER_ADD,
+        torch_call=_scatter_add_,
+        index="along",
+        source=True,
+        accumulates=True,
+        paths=(
+            P(
+                "generated strided kernel, atomic adds",
+                M((5, 7, 9), dim=1, index=4),
+                "_scatter_add_flaggems_jit_function",
+            ),
+            P(
+                "past one program's 512 source elements, atomic adds",
+                M((6, 130), dim=1, index=100),
+                "_scatter_add_flaggems_jit_function",
+            ),
+        ),
+        features=_INDEX_FEATURES,
+        defects=(
+            Defect("scatter_int32_offsets", _scatter_wraps),
+            # the same (wrong) tensor every time, the operands untouched: those contracts cannot see it
+            Defect(
+                "scatter_add_same_shape_copy",
+                lambda c: c.case.same_shape and c.case.dim != len(c.shape) - 1 and c.contract not in SELF_COMPARING,
+            ),
+        ),
+        large=_LARGE["scatter_add_"],
+    ),
+    TensorOp(
+        name="index_select",
+        family=INDEX,
+        module="flag_gems.ops.index_select",
+        entry="index_select",
+        gems_names=("index_select",),
+        cases=_SELECT,
+        torch_call=_index_select,
+        index="vector",
+        out=False,
+        paths=(P("(rows, index) tiles", M((5, 7, 9), dim=1, index=4), "index_select_kernel"),),
+        features=(
+            *_INDEX_FEATURES,
+            "mask_2d_logic",
+            "python_and_or_masks",
+        ),  # its row-masked load is stored under the same mask
+        defects=(
+            Defect("index_select_index_strides", _index_strided),
+            Defect("grid_y_over_limit", _index_select_on_grid_y),
+        ),
+        grid=_GRID["index_select"],
+        large=_LARGE["index_select"],
+    ),
+    TensorOp(
+        name="index_add",
+        family=INDEX,
+        module="flag_gems.ops.index_add",
+        entry="index_add",
+        gems_names=("index_add", "index_add_"),
+        cases=_SELECT,
+        torch_call=_index_add,
+        index="vector",
+        source=True,
+        params=(Param("alpha", (1, 0, 1.5, 3)),),
+        accumulates=True,
+        paths=(
+            P(
+                "generated strided kernel over the source, atomic adds",
+                M((5, 7, 9), dim=1, index=4),
+                "_index_add_flaggems_jit_function",
+            ),
+        ),
+        features=_INDEX_FEATURES,
+        defects=(
+            Defect("index_add_src_layout", _src_not_like_input),
+            Defect("index_add_index_strides", _index_strided),
+        ),
+        large=_LARGE["index_add"],
+    ),
 )

@@ -38,8 +38,10 @@ def verdict(attempt: int, failed_before: bool, when: str, outcome: str) -> str |
         return None
     if not (when == "call" or (when == "setup" and outcome == "skipped")):
         return None
-    return (f"{RETRIED}: it failed before, then {outcome} in attempt {attempt}: a result that changes between "
-            "identical runs is a nondeterministic result, never a pass")
+    return (
+        f"{RETRIED}: it failed before, then {outcome} in attempt {attempt}: a result that changes between "
+        "identical runs is a nondeterministic result, never a pass"
+    )
 
 
 class Attempts:

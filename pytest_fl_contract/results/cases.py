@@ -88,8 +88,10 @@ def _fields(case: junit.Case, tag: Mapping[str, Any]) -> tuple[tuple[str, str], 
     """The overload suite's fields of a case: its own ``<properties>`` as pytest wrote them,
     else its ``fl_cases`` tag (what is left of them once the runner has rewritten the file)."""
     found = overload_fields(case.properties) or overload_fields(
-        (f"fl_{name}", tag[name]) for name in OVERLOAD_FIELDS
-        if isinstance(tag.get(name), (str, int)) and not isinstance(tag.get(name), bool))
+        (f"fl_{name}", tag[name])
+        for name in OVERLOAD_FIELDS
+        if isinstance(tag.get(name), (str, int)) and not isinstance(tag.get(name), bool)
+    )
     return tuple((name, found[name]) for name in OVERLOAD_FIELDS if name in found)
 
 
@@ -103,8 +105,10 @@ def _untagged(classname: str, name: str, tags: Mapping[str, Any]) -> dict[str, A
 
     module = classname.rsplit(".", 1)[-1]
     first = name.partition("[")[2].split("-", 1)[0]
-    return {"contract": module.removeprefix("test_") if module.startswith("test_") else None,
-            "op": first if first in ROWS.names() else None}
+    return {
+        "contract": module.removeprefix("test_") if module.startswith("test_") else None,
+        "op": first if first in ROWS.names() else None,
+    }
 
 
 # How bad an outcome is: a case written twice in one report (pytest writes a test that fails
@@ -137,17 +141,34 @@ def _entries(report: junit.Report, fallback_lane: str) -> list[Row]:
             tag = tags.get(ident) or _untagged(classname, case.name, tags)
             message = _message(case)
             seed = tag.get("seed")
-            rows.append(Row(lane, step, f"{step}/{ident}", _outcome(case), _text(tag.get("op")),
-                            _text(tag.get("contract")), _text(tag.get("defect")),
-                            seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-                            message, case.time, _rerun_label(message), _fields(case, tag)))
+            rows.append(
+                Row(
+                    lane,
+                    step,
+                    f"{step}/{ident}",
+                    _outcome(case),
+                    _text(tag.get("op")),
+                    _text(tag.get("contract")),
+                    _text(tag.get("defect")),
+                    seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+                    message,
+                    case.time,
+                    _rerun_label(message),
+                    _fields(case, tag),
+                )
+            )
     return rows
 
 
 def from_report(report: junit.Report, lane: str, path: str) -> LaneReport:
     """A report held in memory (a step of the run in progress) as the one lane it is of."""
-    return LaneReport(lane, path, tuple(row for row in rows_of(report, lane) if row.lane == lane),
-                      dict(report.suites[0].properties) if report.suites else {}, _step_properties(report, lane)[lane])
+    return LaneReport(
+        lane,
+        path,
+        tuple(row for row in rows_of(report, lane) if row.lane == lane),
+        dict(report.suites[0].properties) if report.suites else {},
+        _step_properties(report, lane)[lane],
+    )
 
 
 def _step_properties(report: junit.Report, fallback: str) -> dict[str, dict[str, dict[str, str]]]:
@@ -168,8 +189,9 @@ def lanes_of(parsed: junit.Report, path: str, fallback: str) -> list[LaneReport]
     for suite in parsed.suites:
         props.setdefault(split_suite(suite.name, fallback)[0], dict(suite.properties))
     steps = _step_properties(parsed, fallback)
-    return [LaneReport(name, path, tuple(rows), props.get(name, {}), steps.get(name, {}))
-            for name, rows in by_lane.items()]
+    return [
+        LaneReport(name, path, tuple(rows), props.get(name, {}), steps.get(name, {})) for name, rows in by_lane.items()
+    ]
 
 
 def read(path: Path, lane: str | None = None) -> list[LaneReport]:
@@ -196,8 +218,9 @@ def read_one(path: Path) -> LaneReport:
     """A report of one lane (compare's two sides): a file or directory holding several is bad input."""
     reports = read(path)
     if len(reports) != 1:
-        raise FlContractError(f"{path}: holds {len(reports)} lanes ({', '.join(r.lane for r in reports)}); "
-                              "name one lane's report")
+        raise FlContractError(
+            f"{path}: holds {len(reports)} lanes ({', '.join(r.lane for r in reports)}); name one lane's report"
+        )
     return reports[0]
 
 

@@ -23,8 +23,17 @@ from dataclasses import dataclass
 from ..util import FlContractError, md_code, md_text
 from .cases import FAILING, LaneReport, Row, worst
 
-KINDS = ("new_failures", "fixed", "still_failing", "xpassed", "hidden", "new_xfails", "new_skips", "disappeared",
-         "new_cases")
+KINDS = (
+    "new_failures",
+    "fixed",
+    "still_failing",
+    "xpassed",
+    "hidden",
+    "new_xfails",
+    "new_skips",
+    "disappeared",
+    "new_cases",
+)
 TITLES = {
     "new_failures": "new failures",
     "fixed": "fixed",
@@ -75,8 +84,15 @@ class Comparison:
     def differs(self) -> list[Change]:
         """Cases the two sides do not fail alike (``--same-failures``, a compare step): one
         fails or xfails a case the other does not, or fails it the other way, or lost it."""
-        return [c for c in self.changes if c.kind == "disappeared" or (
-            fail_class(c.before) != fail_class(c.after) and not (c.before == "absent" and fail_class(c.after) == "ok"))]
+        return [
+            c
+            for c in self.changes
+            if c.kind == "disappeared"
+            or (
+                fail_class(c.before) != fail_class(c.after)
+                and not (c.before == "absent" and fail_class(c.after) == "ok")
+            )
+        ]
 
     @property
     def regressions(self) -> list[Change]:
@@ -115,8 +131,12 @@ def _kind(before: Row | None, after: Row | None) -> str | None:
     was_failing = before.failing or before.outcome == "xfailed"
     if was_failing and after.outcome == "passed":
         return "fixed"
-    if before.failing and after.outcome in ("skipped", "xfailed") or \
-            before.outcome == "xfailed" and after.outcome == "skipped":
+    if (
+        before.failing
+        and after.outcome in ("skipped", "xfailed")
+        or before.outcome == "xfailed"
+        and after.outcome == "skipped"
+    ):
         return "hidden"
     if after.outcome == "xfailed" and before.outcome in ("passed", "skipped"):
         return "new_xfails"
@@ -143,7 +163,8 @@ def compare(baseline: LaneReport, current: LaneReport) -> Comparison:
     if not common:
         raise FlContractError(
             f"{current.path} and {baseline.path} share no case: reports of different suites "
-            f"({len(after)} and {len(before)} cases)")
+            f"({len(after)} and {len(before)} cases)"
+        )
     changes = []
     for key in sorted(set(before) | set(after)):
         old, new = before.get(key), after.get(key)
@@ -152,12 +173,23 @@ def compare(baseline: LaneReport, current: LaneReport) -> Comparison:
             continue
         shown = new or old
         assert shown is not None
-        changes.append(Change(kind, key, shown.op, shown.contract, shown.defect or (old.defect if old else None),
-                              old.outcome if old else "absent", new.outcome if new else "absent", shown.message,
-                              new.rerun if new else None))
+        changes.append(
+            Change(
+                kind,
+                key,
+                shown.op,
+                shown.contract,
+                shown.defect or (old.defect if old else None),
+                old.outcome if old else "absent",
+                new.outcome if new else "absent",
+                shown.message,
+                new.rerun if new else None,
+            )
+        )
     both = sum(1 for key in common if before[key].outcome == "passed" and after[key].outcome == "passed")
-    return Comparison(f"{baseline.lane} ({baseline.path})", f"{current.lane} ({current.path})", tuple(changes),
-                      len(common), both)
+    return Comparison(
+        f"{baseline.lane} ({baseline.path})", f"{current.lane} ({current.path})", tuple(changes), len(common), both
+    )
 
 
 def _groups(changes: Iterable[Change]) -> str:
@@ -170,9 +202,13 @@ def markdown(result: Comparison, limit: int = 40) -> str:
     verdict = f"{len(result.regressions)} regression(s)" if result.regressions else "no regression"
     if result.proves_nothing:
         verdict += ", and no case passed in both: the comparison shows nothing held"
-    out = [f"### fl-contract compare: {md_text(result.current)} against {md_text(result.baseline)}: {verdict}", "",
-           f"{result.common} cases in both, {result.passed_in_both} passed in both. "
-           + ", ".join(f"{TITLES[k]}: {counts[k]}" for k in KINDS), ""]
+    out = [
+        f"### fl-contract compare: {md_text(result.current)} against {md_text(result.baseline)}: {verdict}",
+        "",
+        f"{result.common} cases in both, {result.passed_in_both} passed in both. "
+        + ", ".join(f"{TITLES[k]}: {counts[k]}" for k in KINDS),
+        "",
+    ]
     for kind in KINDS:
         changes = result.of(kind)
         if not changes or kind == "new_cases":
@@ -186,9 +222,11 @@ def markdown(result: Comparison, limit: int = 40) -> str:
             first = group[0]
             defects = sorted({c.defect for c in group if c.defect})
             label = f" ({first.rerun})" if first.rerun else ""
-            out.append(f"| {md_code(op)} | {md_text(contract)} | {len(group)} | "
-                       f"{', '.join(md_code(d) for d in defects) or '-'} | {md_code(first.key)} | "
-                       f"{first.before} -> {first.after}{label} |")
+            out.append(
+                f"| {md_code(op)} | {md_text(contract)} | {len(group)} | "
+                f"{', '.join(md_code(d) for d in defects) or '-'} | {md_code(first.key)} | "
+                f"{first.before} -> {first.after}{label} |"
+            )
         if len(by_contract) > limit:
             out.append(f"| ... | {len(by_contract) - limit} more groups | | | | |")
         out.append("")
@@ -196,13 +234,17 @@ def markdown(result: Comparison, limit: int = 40) -> str:
 
 
 def to_json(result: Comparison) -> str:
-    return json.dumps({
-        "baseline": result.baseline,
-        "current": result.current,
-        "common": result.common,
-        "counts": result.counts(),
-        "passed_in_both": result.passed_in_both,
-        "regressions": len(result.regressions),
-        "differs": len(result.differs),
-        "changes": [c.__dict__ for c in result.changes],
-    }, indent=1, sort_keys=True)
+    return json.dumps(
+        {
+            "baseline": result.baseline,
+            "current": result.current,
+            "common": result.common,
+            "counts": result.counts(),
+            "passed_in_both": result.passed_in_both,
+            "regressions": len(result.regressions),
+            "differs": len(result.differs),
+            "changes": [c.__dict__ for c in result.changes],
+        },
+        indent=1,
+        sort_keys=True,
+    )

@@ -70,12 +70,23 @@ def add(path: Path, reports: Iterable[LaneReport], when: str) -> list[int]:
             cursor = db.execute(
                 "insert into runs (lane, source, added, commit_id, flag_gems, torch, triton, registry) "
                 "values (?, ?, ?, ?, ?, ?, ?, ?)",
-                (report.lane, report.path, when, p.get("fl_checkout_commit"), p.get("version_flag_gems"),
-                 p.get("version_torch"), p.get("version_triton"), p.get("fl_registry_sha256")))
+                (
+                    report.lane,
+                    report.path,
+                    when,
+                    p.get("fl_checkout_commit"),
+                    p.get("version_flag_gems"),
+                    p.get("version_torch"),
+                    p.get("version_triton"),
+                    p.get("fl_registry_sha256"),
+                ),
+            )
             run = cursor.lastrowid
             assert run is not None
-            db.executemany("insert or replace into cases values (?, ?, ?, ?, ?, ?)",
-                           [(run, row.key, row.outcome, row.op, row.contract, row.defect) for row in report.rows])
+            db.executemany(
+                "insert or replace into cases values (?, ?, ?, ?, ?, ?)",
+                [(run, row.key, row.outcome, row.op, row.contract, row.defect) for row in report.rows],
+            )
             ids.append(run)
     return ids
 
@@ -94,16 +105,24 @@ def case_history(path: Path, key: str, lane: str | None = None) -> list[CaseHist
     """Every lane's history of one case (``key`` as compare prints it, or its unique ending)."""
     with database(path) as db:
         # the whole key, or its exact ending: no LIKE (its % and _ are wildcards, its case folds)
-        keys = [k for (k,) in db.execute("select distinct key from cases where key = ?1 or "
-                                          "(length(key) > length(?1) and substr(key, -length(?1)) = ?1)", (key,))]
+        keys = [
+            k
+            for (k,) in db.execute(
+                "select distinct key from cases where key = ?1 or "
+                "(length(key) > length(?1) and substr(key, -length(?1)) = ?1)",
+                (key,),
+            )
+        ]
         if len(keys) > 1 and key not in keys:
             raise FlContractError(f"{key!r} names {len(keys)} cases ({', '.join(keys[:3])}, ...); give more of it")
         if not keys:
             raise FlContractError(f"no case {key!r} in {shown(path)}")
         found = key if key in keys else keys[0]
-        rows = db.execute("select r.lane, r.id, r.added, r.commit_id, c.outcome from cases c join runs r on r.id = c.run "
-                          "where c.key = ? and (? is null or r.lane = ?) order by r.lane, r.id",
-                          (found, lane, lane)).fetchall()
+        rows = db.execute(
+            "select r.lane, r.id, r.added, r.commit_id, c.outcome from cases c join runs r on r.id = c.run "
+            "where c.key = ? and (? is null or r.lane = ?) order by r.lane, r.id",
+            (found, lane, lane),
+        ).fetchall()
     out = []
     for name in sorted({r[0] for r in rows}):
         mine = [r for r in rows if r[0] == name]
@@ -117,8 +136,9 @@ def case_history(path: Path, key: str, lane: str | None = None) -> list[CaseHist
 def flaky(path: Path, top: int = 20) -> Sequence[tuple[str, str, int, int]]:
     """The cases that flipped most, (lane, key, flips, runs): the nondeterminism a single run cannot see."""
     with database(path) as db:
-        rows = db.execute("select r.lane, c.key, c.outcome from cases c join runs r on r.id = c.run "
-                          "order by r.lane, c.key, r.id").fetchall()
+        rows = db.execute(
+            "select r.lane, c.key, c.outcome from cases c join runs r on r.id = c.run order by r.lane, c.key, r.id"
+        ).fetchall()
     seen: dict[tuple[str, str], list[bool]] = {}
     for lane, key, outcome in rows:
         seen.setdefault((lane, key), []).append(outcome in FAILING)

@@ -92,8 +92,9 @@ class Matrix:
         for (o, _, where), cell in self.cells.items():
             if o == op and where == lane:
                 seen.update(dict(cell.counts))
-        return Rate(lane, seen["passed"], seen["failed"] + seen["error"] + seen["xpassed"], seen["skipped"],
-                    seen["xfailed"])
+        return Rate(
+            lane, seen["passed"], seen["failed"] + seen["error"] + seen["xpassed"], seen["skipped"], seen["xfailed"]
+        )
 
     @property
     def ops(self) -> list[str]:
@@ -111,8 +112,15 @@ def matrix(reports: Sequence[LaneReport]) -> Matrix:
     rates = []
     for report in reports:
         seen = Counter(row.outcome for row in report.rows)
-        rates.append(Rate(report.lane, seen["passed"], seen["failed"] + seen["error"] + seen["xpassed"],
-                          seen["skipped"], seen["xfailed"]))
+        rates.append(
+            Rate(
+                report.lane,
+                seen["passed"],
+                seen["failed"] + seen["error"] + seen["xpassed"],
+                seen["skipped"],
+                seen["xfailed"],
+            )
+        )
         for row in report.rows:
             op = row.op or "-"
             contract = row.contract or row.step
@@ -123,12 +131,23 @@ def matrix(reports: Sequence[LaneReport]) -> Matrix:
 
 
 def markdown(result: Matrix, only_disagreeing: bool = False) -> str:
-    out = ["### fl-contract parity", "", f"{RATE}.", "",
-           "| lane | pass rate | passed | failing | known defects | skipped |", "|---|---:|---:|---:|---:|---:|"]
-    out += [f"| {md_text(r.lane)} | {r.shown} | {r.passed} | {r.failing} | {r.xfailed} | {r.skipped} |"
-            for r in result.rates]
-    out += ["", "| op | contract | " + " | ".join(md_text(lane) for lane in result.lanes) + " | also failing in |",
-            "|---|---|" + "---|" * len(result.lanes) + "---|"]
+    out = [
+        "### fl-contract parity",
+        "",
+        f"{RATE}.",
+        "",
+        "| lane | pass rate | passed | failing | known defects | skipped |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    out += [
+        f"| {md_text(r.lane)} | {r.shown} | {r.passed} | {r.failing} | {r.xfailed} | {r.skipped} |"
+        for r in result.rates
+    ]
+    out += [
+        "",
+        "| op | contract | " + " | ".join(md_text(lane) for lane in result.lanes) + " | also failing in |",
+        "|---|---|" + "---|" * len(result.lanes) + "---|",
+    ]
     for op, contract in result.rows:
         states = {result.cell(op, contract, lane).state for lane in result.lanes} - {"absent"}
         if only_disagreeing and len(states) <= 1:
@@ -140,13 +159,34 @@ def markdown(result: Matrix, only_disagreeing: bool = False) -> str:
 
 
 def to_json(result: Matrix) -> str:
-    return json.dumps({
-        "formula": RATE,
-        "lanes": list(result.lanes),
-        "rates": [{"lane": r.lane, "rate": r.value, "passed": r.passed, "failing": r.failing, "xfailed": r.xfailed,
-                   "skipped": r.skipped} for r in result.rates],
-        "cells": [{"op": op, "contract": contract, "lane": lane, "state": result.cell(op, contract, lane).state,
-                   "label": result.cell(op, contract, lane).label,
-                   "counts": dict(result.cell(op, contract, lane).counts)}
-                  for op, contract in result.rows for lane in result.lanes],
-    }, indent=1, sort_keys=True)
+    return json.dumps(
+        {
+            "formula": RATE,
+            "lanes": list(result.lanes),
+            "rates": [
+                {
+                    "lane": r.lane,
+                    "rate": r.value,
+                    "passed": r.passed,
+                    "failing": r.failing,
+                    "xfailed": r.xfailed,
+                    "skipped": r.skipped,
+                }
+                for r in result.rates
+            ],
+            "cells": [
+                {
+                    "op": op,
+                    "contract": contract,
+                    "lane": lane,
+                    "state": result.cell(op, contract, lane).state,
+                    "label": result.cell(op, contract, lane).label,
+                    "counts": dict(result.cell(op, contract, lane).counts),
+                }
+                for op, contract in result.rows
+                for lane in result.lanes
+            ],
+        },
+        indent=1,
+        sort_keys=True,
+    )

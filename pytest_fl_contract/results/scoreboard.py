@@ -100,8 +100,9 @@ class Verdict:
         else:
             return f"{self.status}: {self.reason}"
         if self.defects:
-            text += f" (known defect{'s' if len(self.defects) > 1 else ''} {', '.join(self.defects)}" + \
-                    (" only)" if self.known_only else ")")
+            text += f" (known defect{'s' if len(self.defects) > 1 else ''} {', '.join(self.defects)}" + (
+                " only)" if self.known_only else ")"
+            )
         return text
 
 
@@ -156,8 +157,10 @@ def case_of(row: Row) -> Case | None:
     overload = fields.get("overload", "")
     if not overload:
         if "status" in fields:  # the suite could not name its overloads (no FlagGems table): the run is broken
-            raise FlContractError(f"case {one_line(row.key, 200)}: fl_status {fields['status']} without fl_overload"
-                                  + (f": {fields['detail']}" if fields.get("detail") else ""))
+            raise FlContractError(
+                f"case {one_line(row.key, 200)}: fl_status {fields['status']} without fl_overload"
+                + (f": {fields['detail']}" if fields.get("detail") else "")
+            )
         return None
     status, detail = fields.get("status", ""), fields.get("detail", "")
     transform, sample = fields.get("transform", ""), fields.get("sample", "")
@@ -180,8 +183,11 @@ def case_of(row: Row) -> Case | None:
             return make(status, "fail", detail or row.message)
         return make("ERROR", "fail", f"{outcome} (fl_status {said}): {row.message}")
     if outcome == "xpassed":
-        return make(status or "PASS", "xpass",
-                    f"known defect {row.defect or '(no id)'} did not show (strict xpass): its entry is due")
+        return make(
+            status or "PASS",
+            "xpass",
+            f"known defect {row.defect or '(no id)'} did not show (strict xpass): its entry is due",
+        )
     if outcome == "xfailed":
         return make(status if status in FAILING else "ERROR", "known", detail or row.message)
     if status and status not in SKIPPING:  # skipped, yet it says it ran: the suite contradicts itself
@@ -221,11 +227,24 @@ def verdict_of(overload: str, cases: Sequence[Case]) -> Verdict:
     else:
         status = "STRICT" if passed == ran else "FAILED" if passed == 0 else "PARTIAL"
         bad = next((c for c in cases if c.kind in ("fail", "xpass")), None) or next(
-            (c for c in cases if c.kind == "known"), None)
+            (c for c in cases if c.kind == "known"), None
+        )
         label = "XPASS(strict)" if bad is not None and bad.kind == "xpass" else bad.status if bad is not None else ""
         reason, first = (f"{label}: {bad.detail}", bad.key) if bad is not None else ("", "")
-    return Verdict(overload, status, passed, ran, failing, known, kinds["unsupported"], kinds["untested"], defects,
-                   reason, first, transforms)
+    return Verdict(
+        overload,
+        status,
+        passed,
+        ran,
+        failing,
+        known,
+        kinds["unsupported"],
+        kinds["untested"],
+        defects,
+        reason,
+        first,
+        transforms,
+    )
 
 
 def _registered(report: LaneReport, steps: Iterable[str]) -> tuple[list[str], int | None, list[str]]:
@@ -255,8 +274,10 @@ def board_of(report: LaneReport) -> Board:
     report of the overload suite: a board of nothing would read as nothing to fix)."""
     found = cases_of(report)
     if not found:
-        raise FlContractError(f"{report.path}: lane {report.lane} has no overload cases (fl_overload): not a report "
-                              "of the overload suite (contracts/overloads)")
+        raise FlContractError(
+            f"{report.path}: lane {report.lane} has no overload cases (fl_overload): not a report "
+            "of the overload suite (contracts/overloads)"
+        )
     keys = {c.key for c in found}
     steps = list(dict.fromkeys(row.step for row in report.rows if row.key in keys))
     names, count, notes = _registered(report, steps)
@@ -270,8 +291,10 @@ def board_of(report: LaneReport) -> Board:
         registered, source = len(names), f"the report's registration table ({REGISTERED})"
         extra = sorted(set(by_overload) - set(names))
         if extra:
-            notes.append(f"{len(extra)} overload(s) with cases are not in the registration table: "
-                         f"{', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''}")
+            notes.append(
+                f"{len(extra)} overload(s) with cases are not in the registration table: "
+                f"{', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''}"
+            )
             registered = len(by_overload)
     elif count is not None:
         registered, source = max(count, len(by_overload)), f"the report's registration count ({REGISTERED})"
@@ -282,8 +305,17 @@ def board_of(report: LaneReport) -> Board:
     props = next((report.step_properties[s] for s in steps if report.step_properties.get(s)), report.properties)
     provenance = {k: v for k, v in sorted(props.items()) if k not in NOT_PROVENANCE}
     seeds = tuple(sorted({c.seed for c in found if c.seed is not None}))
-    return Board(report.lane, report.path, verdicts, registered, source, provenance, seeds,
-                 max(registered - len(by_overload), 0), tuple(notes))
+    return Board(
+        report.lane,
+        report.path,
+        verdicts,
+        registered,
+        source,
+        provenance,
+        seeds,
+        max(registered - len(by_overload), 0),
+        tuple(notes),
+    )
 
 
 def has_overloads(report: LaneReport) -> bool:
@@ -343,10 +375,19 @@ def across(boards: Sequence[Board]) -> list[Disagreement]:
 # -- outputs --------------------------------------------------------------------------
 
 
-PROVENANCE_SHOWN = (("version_torch", "torch"), ("version_triton", "triton"), ("version_flag_gems", "flag_gems"),
-                    ("fl_flag_gems_commit", "flag_gems commit"), ("fl_device", "device"),
-                    ("fl_platform", "platform"), ("fl_emulated", "emulated"), ("fl_workaround", "workaround"),
-                    ("fl_sweep", "sweep"), ("fl_seed", "seed"), ("fl_checkout_commit", "checkout"))
+PROVENANCE_SHOWN = (
+    ("version_torch", "torch"),
+    ("version_triton", "triton"),
+    ("version_flag_gems", "flag_gems"),
+    ("fl_flag_gems_commit", "flag_gems commit"),
+    ("fl_device", "device"),
+    ("fl_platform", "platform"),
+    ("fl_emulated", "emulated"),
+    ("fl_workaround", "workaround"),
+    ("fl_sweep", "sweep"),
+    ("fl_seed", "seed"),
+    ("fl_checkout_commit", "checkout"),
+)
 
 
 def provenance_line(board: Board) -> str:
@@ -363,21 +404,31 @@ def ordered(board: Board) -> list[Verdict]:
 
 def markdown(board: Board, only_problems: bool = False) -> str:
     """The lane's board as Markdown; ``only_problems``: STRICT rows left out (a step summary)."""
-    out = [f"### fl-contract overload scoreboard: lane {md_code(board.lane)}", "",
-           f"**{md_text(board.summary())}**", "",
-           f"from {md_code(board.source, 500)}; {md_text(provenance_line(board), 1000)}; "
-           f"denominator: {md_text(board.registered_from)}", ""]
+    out = [
+        f"### fl-contract overload scoreboard: lane {md_code(board.lane)}",
+        "",
+        f"**{md_text(board.summary())}**",
+        "",
+        f"from {md_code(board.source, 500)}; {md_text(provenance_line(board), 1000)}; "
+        f"denominator: {md_text(board.registered_from)}",
+        "",
+    ]
     out += [f"- note: {md_text(note, 500)}" for note in board.notes]
     if board.unnamed:
         out.append(f"- {board.unnamed} registered overload(s) are named by no case: counted UNTESTED ({ABSENT})")
     rows = [v for v in ordered(board) if not (only_problems and v.status == "STRICT")]
     if rows:
         out += [""] if out[-1] else []
-        out += ["| overload | status | passed | ran | known defects | unsupported | untested | why / first failing |",
-                "|---|---|---:|---:|---|---:|---:|---|"]
-        out += [f"| {md_code(v.overload)} | {v.status}{' (known only)' if v.known_only else ''} | {v.passed} | {v.ran} | "
-                f"{md_text(', '.join(v.defects)) or '-'} | {v.unsupported} | {v.untested} | "
-                f"{md_text(v.reason, 300) or '-'} |" for v in rows]
+        out += [
+            "| overload | status | passed | ran | known defects | unsupported | untested | why / first failing |",
+            "|---|---|---:|---:|---|---:|---:|---|",
+        ]
+        out += [
+            f"| {md_code(v.overload)} | {v.status}{' (known only)' if v.known_only else ''} | {v.passed} | {v.ran} | "
+            f"{md_text(', '.join(v.defects)) or '-'} | {v.unsupported} | {v.untested} | "
+            f"{md_text(v.reason, 300) or '-'} |"
+            for v in rows
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -401,12 +452,25 @@ def to_dict(board: Board) -> dict:
         "known_only": board.known_only,
         "unnamed": board.unnamed,
         "notes": list(board.notes),
-        "overloads": [{
-            "overload": v.overload, "status": v.status, "label": v.label, "known_only": v.known_only,
-            "passed": v.passed, "ran": v.ran, "failing": v.failing, "known": v.known, "unsupported": v.unsupported,
-            "untested": v.untested, "defects": list(v.defects), "reason": v.reason, "first_failing": v.first,
-            "transforms": {t: {"passed": p, "failing": f, "known": k} for t, p, f, k in v.transforms},
-        } for v in board.verdicts],
+        "overloads": [
+            {
+                "overload": v.overload,
+                "status": v.status,
+                "label": v.label,
+                "known_only": v.known_only,
+                "passed": v.passed,
+                "ran": v.ran,
+                "failing": v.failing,
+                "known": v.known,
+                "unsupported": v.unsupported,
+                "untested": v.untested,
+                "defects": list(v.defects),
+                "reason": v.reason,
+                "first_failing": v.first,
+                "transforms": {t: {"passed": p, "failing": f, "known": k} for t, p, f, k in v.transforms},
+            }
+            for v in board.verdicts
+        ],
     }
 
 
@@ -417,16 +481,23 @@ def to_json(board: Board) -> str:
 def across_markdown(boards: Sequence[Board]) -> str:
     """The parity view's overload lines: one per overload whose status differs between lanes."""
     lines = across(boards)
-    out = [f"### overloads across lanes: {len(lines)} differ", "",
-           "| lane | " + " | ".join(md_text(b.lane) for b in boards) + " |", "|---|" + "---|" * len(boards),
-           "| summary | " + " | ".join(md_text(b.summary()) for b in boards) + " |", ""]
+    out = [
+        f"### overloads across lanes: {len(lines)} differ",
+        "",
+        "| lane | " + " | ".join(md_text(b.lane) for b in boards) + " |",
+        "|---|" + "---|" * len(boards),
+        "| summary | " + " | ".join(md_text(b.summary()) for b in boards) + " |",
+        "",
+    ]
     out += [f"- {md_text(d.line(), 600)}" for d in lines]
     return "\n".join(out) + "\n"
 
 
 def across_dict(boards: Sequence[Board]) -> list[dict]:
-    return [{"overload": d.overload, "line": d.line(),
-             "lanes": {lane: compared(v) for lane, v in d.verdicts}} for d in across(boards)]
+    return [
+        {"overload": d.overload, "line": d.line(), "lanes": {lane: compared(v) for lane, v in d.verdicts}}
+        for d in across(boards)
+    ]
 
 
 # -- files ----------------------------------------------------------------------------

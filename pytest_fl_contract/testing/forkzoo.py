@@ -86,8 +86,10 @@ def serve(spec: dict) -> int:
         if code != 1 and run.get("then"):
             pending.insert(0, {"name": run["name"], "argv": run["then"], "seconds": seconds, "tries": 2})
             continue
-        print(json.dumps({"name": run["name"], "code": code, "seconds": seconds, "tries": run.get("tries", 1)}),
-              flush=True)
+        print(
+            json.dumps({"name": run["name"], "code": code, "seconds": seconds, "tries": run.get("tries", 1)}),
+            flush=True,
+        )
     return 0
 
 

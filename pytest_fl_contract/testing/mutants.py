@@ -16,11 +16,15 @@ from .zoo import get
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("fl_contract").addoption(
-        "--fl-mutant", dest="fl_mutant", metavar="NAME",
+        "--fl-mutant",
+        dest="fl_mutant",
+        metavar="NAME",
         help="apply a defect mutant (fl-contract mutants --list) to prove the contracts catch it",
     )
     parser.getgroup("fl_contract").addoption(
-        "--fl-killer-file", dest="fl_killer_file", metavar="PATH",
+        "--fl-killer-file",
+        dest="fl_killer_file",
+        metavar="PATH",
         help="write the absolute node id of the first failing case here (the zoo records its killers)",
     )
 
@@ -39,10 +43,15 @@ def pytest_configure(config: pytest.Config) -> None:
         if session is None or session.settings.emulation is None:
             # a mutant rewrites a kernel's source for the interpreter; on a compiled lane it
             # would change nothing, and every contract would pass as if it had been caught
-            where = "the fl_contract plugin is not active" if session is None else \
-                f"platform {session.settings.platform.name} compiles its kernels"
-            raise pytest.UsageError(f"--fl-mutant {name}: mutants run on Triton's interpreter only (--platform cpu "
-                                    f"or --fl-emulate), and {where}")
+            where = (
+                "the fl_contract plugin is not active"
+                if session is None
+                else f"platform {session.settings.platform.name} compiles its kernels"
+            )
+            raise pytest.UsageError(
+                f"--fl-mutant {name}: mutants run on Triton's interpreter only (--platform cpu "
+                f"or --fl-emulate), and {where}"
+            )
     path = config.getoption("fl_killer_file")
     if path:
         config.pluginmanager.register(_Killer(config.rootpath, Path(path)), "fl-mutant-killer")
@@ -80,8 +89,9 @@ def pytest_fl_contract_flag_gems(flag_gems: Any, session: Any) -> None:
     # flag_gems already imported (the zoo's fork server): this runs while pytest is still
     # loading the initial conftests, before the options are parsed - only the known args are
     config = session.config
-    name = config.getoption("fl_mutant", None) or getattr(getattr(config, "known_args_namespace", None),
-                                                          "fl_mutant", None)
+    name = config.getoption("fl_mutant", None) or getattr(
+        getattr(config, "known_args_namespace", None), "fl_mutant", None
+    )
     apply = get(name).apply if name else None
     if apply is not None:
         apply()

@@ -36,7 +36,6 @@ def entry(op: str, attr: str | None = None) -> tuple[Any, Any]:
 def wrap(op: str, attr: str | None, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """Replace an op's entry point (module attribute and its registration) with a mutant."""
 
-
     row = ROWS.get(op)
     replace(sys.modules[row.module], attr or row.entry, make)
 
@@ -56,6 +55,7 @@ def replace(mod: Any, attr: str, make: Callable[[Callable[..., Any]], Callable[.
 def rewire(flag_gems: Any, original: Any, mutant: Any) -> None:
     """The registrations of ``original`` now register ``mutant``: ``_FULL_CONFIG`` (enable,
     use_gems()) and, where the line has it, ``FULL_CONFIG_BY_FUNC`` (use_gems(include=...))."""
+
     def swap(item: tuple[Any, ...]) -> tuple[Any, ...]:
         return (item[0], mutant, *item[2:]) if len(item) > 1 and item[1] is original else item
 

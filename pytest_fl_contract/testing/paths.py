@@ -80,6 +80,7 @@ def trace_layers(version: str | None = None) -> list[Seen]:
 
     from ..emulation.device import DEVICE
     from ..families.layers import make_inputs, run
+
     version = version or flag_gems_version()
     seen = []
     for layer in ROWS.installed("layers", version):
@@ -89,8 +90,15 @@ def trace_layers(version: str | None = None) -> list[Seen]:
             DEVICE.launches = []
             error = ""
             try:
-                run(layer, path.case, make_inputs(layer, path.case), device="cpu", dtype="float32", gems=flag_gems,
-                    backward=path.backward)
+                run(
+                    layer,
+                    path.case,
+                    make_inputs(layer, path.case),
+                    device="cpu",
+                    dtype="float32",
+                    gems=flag_gems,
+                    backward=path.backward,
+                )
             except Exception as exc:  # a path that raises does not reach anything: said
                 error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
             launched = tuple((kernel, None) for kernel, _ in DEVICE.launches)
@@ -118,8 +126,13 @@ def _kernels_in(module_name: str) -> tuple[str, ...]:
     import triton
 
     module = sys.modules[module_name]
-    return tuple(sorted(name for name, value in vars(module).items()
-                        if "kernel" in name and isinstance(value, triton.runtime.KernelInterface)))
+    return tuple(
+        sorted(
+            name
+            for name, value in vars(module).items()
+            if "kernel" in name and isinstance(value, triton.runtime.KernelInterface)
+        )
+    )
 
 
 def kernels_of(op: reductions.Op) -> tuple[str, ...]:
@@ -127,8 +140,13 @@ def kernels_of(op: reductions.Op) -> tuple[str, ...]:
     import triton
 
     module = sys.modules[op.module]
-    return tuple(sorted(name for name, value in vars(module).items()
-                        if "kernel" in name and isinstance(value, triton.runtime.KernelInterface)))
+    return tuple(
+        sorted(
+            name
+            for name, value in vars(module).items()
+            if "kernel" in name and isinstance(value, triton.runtime.KernelInterface)
+        )
+    )
 
 
 def unreached(seen: list[Seen]) -> dict[str, list[str]]:
@@ -161,8 +179,15 @@ def main(argv: list[str] | None = None) -> int:
     bring_up("nvidia-small")
     import_flag_gems()
     seen, layer_seen = trace(), trace_layers()
-    print(json.dumps({"version": flag_gems_version(), "seen": [asdict(s) for s in seen + layer_seen],
-                      "unreached": {**unreached(seen), **unreached_layers(layer_seen)}}))
+    print(
+        json.dumps(
+            {
+                "version": flag_gems_version(),
+                "seen": [asdict(s) for s in seen + layer_seen],
+                "unreached": {**unreached(seen), **unreached_layers(layer_seen)},
+            }
+        )
+    )
     return 0
 
 

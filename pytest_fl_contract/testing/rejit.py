@@ -63,7 +63,9 @@ def source(module: ModuleType | str, kernel_name: str) -> str:
     try:
         src = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError) as exc:
-        raise FlContractError(f"cannot mutate {fn.__module__}.{kernel_name}: its source is not readable ({exc})") from None
+        raise FlContractError(
+            f"cannot mutate {fn.__module__}.{kernel_name}: its source is not readable ({exc})"
+        ) from None
     return src[src.index("def ") :]
 
 

@@ -51,8 +51,12 @@ def recorded_killers(path: Path = KILLERS) -> dict[str, tuple[str, ...]]:
     out = {}
     for name, nodes in data.items():
         nodes = [nodes] if isinstance(nodes, str) else nodes
-        if isinstance(name, str) and isinstance(nodes, list) and nodes and \
-                all(isinstance(n, str) and "::" in n for n in nodes):
+        if (
+            isinstance(name, str)
+            and isinstance(nodes, list)
+            and nodes
+            and all(isinstance(n, str) and "::" in n for n in nodes)
+        ):
             out[name] = tuple(nodes)
     return out
 
@@ -65,14 +69,38 @@ def _argv(mutant: Mutant, contracts: Path, workdir: Path, every: bool, killer: t
     select, stop = (op if op in ROWS.names() else mutant.select, []) if every else (mutant.select, ["-x"])
     suite = contracts if mutant.suite == "reductions" else contracts.parent / mutant.suite  # contracts: reductions/
     where = [str(contracts.parent / node) for node in killer] if killer else [str(suite), "-k", select]
-    return [*where, "-p", "fl_contract", "-p", PLUGIN, "--platform", "cpu",
-            "--fl-mutant", mutant.name, *mutant.args, *stop, "-q", "-p", "no:cacheprovider",
-            "-p", "no:randomly", f"--junitxml={workdir / (mutant.name + '.xml')}",
-            f"--fl-killer-file={workdir / (mutant.name + '.killer')}", "-o", "addopts="]
+    return [
+        *where,
+        "-p",
+        "fl_contract",
+        "-p",
+        PLUGIN,
+        "--platform",
+        "cpu",
+        "--fl-mutant",
+        mutant.name,
+        *mutant.args,
+        *stop,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        f"--junitxml={workdir / (mutant.name + '.xml')}",
+        f"--fl-killer-file={workdir / (mutant.name + '.killer')}",
+        "-o",
+        "addopts=",
+    ]
 
 
-def _tries(mutant: Mutant, contracts: Path, workdir: Path, every: bool,
-           killers: dict[str, tuple[str, ...]], search: bool = True) -> list[list[str]]:
+def _tries(
+    mutant: Mutant,
+    contracts: Path,
+    workdir: Path,
+    every: bool,
+    killers: dict[str, tuple[str, ...]],
+    search: bool = True,
+) -> list[list[str]]:
     """The argvs to run in turn until one fails a case: the recorded killer, then the search
     (unless ``search`` is off: only the killer, as ``minimal`` tries them)."""
     whole = _argv(mutant, contracts, workdir, every)
@@ -82,8 +110,9 @@ def _tries(mutant: Mutant, contracts: Path, workdir: Path, every: bool,
     return [_argv(mutant, contracts, workdir, every, killer), *([whole] if search else [])]
 
 
-def _verdict(mutant: Mutant, code: int, workdir: Path, contracts: Path, output: str, seconds: float,
-             tries: int = 1) -> Verdict:
+def _verdict(
+    mutant: Mutant, code: int, workdir: Path, contracts: Path, output: str, seconds: float, tries: int = 1
+) -> Verdict:
     report, killer = workdir / f"{mutant.name}.xml", workdir / f"{mutant.name}.killer"
     killers: list[str] = []
     if report.exists():
@@ -103,25 +132,38 @@ def _verdict(mutant: Mutant, code: int, workdir: Path, contracts: Path, output: 
     return Verdict(mutant.name, "error", (), seconds, f"pytest exit {code}: {' | '.join(tail)}", tries=tries)
 
 
-def run_one(mutant: Mutant, contracts: Path, workdir: Path, every: bool = False,
-            killers: dict[str, tuple[str, ...]] | None = None, search: bool = True) -> Verdict:
+def run_one(
+    mutant: Mutant,
+    contracts: Path,
+    workdir: Path,
+    every: bool = False,
+    killers: dict[str, tuple[str, ...]] | None = None,
+    search: bool = True,
+) -> Verdict:
     """One mutant's contract runs, each in a process of its own: killed at the first failing
     contract (-x); with ``every``, every contract of the mutated op runs and each that fails
     is a killer."""
     start, code, output = time.monotonic(), 0, ""
     tries = _tries(mutant, contracts, workdir, every, killers or {}, search)
     for argv in tries:
-        done = subprocess.run([sys.executable, "-m", "pytest", *argv], capture_output=True, text=True, cwd=workdir,
-                              timeout=900)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", *argv], capture_output=True, text=True, cwd=workdir, timeout=900
+        )
         code, output = done.returncode, done.stdout + done.stderr
         if code == 1:
             break
-    return _verdict(mutant, code, workdir, contracts, output, time.monotonic() - start,
-                    tries.index(argv) + 1)
+    return _verdict(mutant, code, workdir, contracts, output, time.monotonic() - start, tries.index(argv) + 1)
 
 
-def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, every: bool,
-            killers: dict[str, tuple[str, ...]], search: bool = True) -> list[Verdict] | None:
+def _forked(
+    mutants: list[Mutant],
+    contracts: Path,
+    workdir: Path,
+    jobs: int,
+    every: bool,
+    killers: dict[str, tuple[str, ...]],
+    search: bool = True,
+) -> list[Verdict] | None:
     """Every mutant through the fork server (``forkzoo``); None when it could not warm up."""
     from .forkzoo import WARM_FAILED
 
@@ -130,10 +172,16 @@ def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, ev
         first, *then = _tries(m, contracts, workdir, every, killers, search)
         runs.append({"name": m.name, "argv": first, **({"then": then[0]} if then else {})})
     spec = workdir / "spec.json"
-    spec.write_text(json.dumps({"platform": "cpu", "workdir": str(workdir), "jobs": jobs, "timeout": 900,
-                                "runs": runs}))
-    done = subprocess.run([sys.executable, "-m", "pytest_fl_contract.testing.forkzoo", str(spec)], cwd=workdir,
-                          capture_output=True, text=True, timeout=900 * len(mutants))
+    spec.write_text(
+        json.dumps({"platform": "cpu", "workdir": str(workdir), "jobs": jobs, "timeout": 900, "runs": runs})
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_fl_contract.testing.forkzoo", str(spec)],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=900 * len(mutants),
+    )
     if done.returncode == WARM_FAILED:
         return None
     ended = {}
@@ -156,8 +204,14 @@ def _forked(mutants: list[Mutant], contracts: Path, workdir: Path, jobs: int, ev
     return verdicts
 
 
-def run_zoo(names: list[str], contracts: Path, jobs: int, every: bool = False,
-            killers: dict[str, tuple[str, ...]] | None = None, search: bool = True) -> list[Verdict]:
+def run_zoo(
+    names: list[str],
+    contracts: Path,
+    jobs: int,
+    every: bool = False,
+    killers: dict[str, tuple[str, ...]] | None = None,
+    search: bool = True,
+) -> list[Verdict]:
     """Through the fork server; each mutant in a process of its own where it cannot warm up.
     ``killers``: the recorded ones (default: ``killers.json``; {} searches every selection);
     ``search`` off: a killer that does not kill is the verdict (survived)."""
@@ -239,9 +293,15 @@ def table(verdicts: list[Verdict]) -> str:
         lines.append(f"| {v.mutant} | {v.status}{' (searched)' if v.tries > 1 else ''} | {by} | {v.seconds:.1f} |")
     killed = sum(v.status == "killed" for v in verdicts)
     searched = sum(v.tries > 1 for v in verdicts)
-    lines.append(f"\n{killed} of {len(verdicts)} mutants killed"
-                 + (f"; {searched} searched past a recorded killer that did not kill them "
-                    "(fl-contract mutants --record-killers)" if searched else ""))
+    lines.append(
+        f"\n{killed} of {len(verdicts)} mutants killed"
+        + (
+            f"; {searched} searched past a recorded killer that did not kill them "
+            "(fl-contract mutants --record-killers)"
+            if searched
+            else ""
+        )
+    )
     return "\n".join(lines)
 
 

@@ -76,8 +76,10 @@ class Recorder:
         def name_of(t: Any) -> str:
             if id(t) not in tensors:
                 if t.untyped_storage().nbytes() > MAX_STORAGE:
-                    raise script.Unrecordable(f"an input of {t.untyped_storage().nbytes() >> 20} MiB (past "
-                                              f"{MAX_STORAGE >> 20} MiB: not saved)")
+                    raise script.Unrecordable(
+                        f"an input of {t.untyped_storage().nbytes() >> 20} MiB (past "
+                        f"{MAX_STORAGE >> 20} MiB: not saved)"
+                    )
                 tensors[id(t)] = (f"t{len(tensors)}", t)
             return tensors[id(t)][0]
 
@@ -89,10 +91,17 @@ class Recorder:
             self.refused = self.refused or f"{fn.__name__}: {exc}"
             return
         first = next((t for _, t in tensors.values() if isinstance(t, torch.Tensor)), None)
-        self.calls.append({"module": fn.__module__, "function": fn.__name__, "aten": aten,
-                           "args": encoded_args, "kwargs": encoded_kwargs,
-                           "tensors": [(record, data) for _, record, data in saved],
-                           "device": first.device.type if first is not None else "cpu"})
+        self.calls.append(
+            {
+                "module": fn.__module__,
+                "function": fn.__name__,
+                "aten": aten,
+                "args": encoded_args,
+                "kwargs": encoded_kwargs,
+                "tensors": [(record, data) for _, record, data in saved],
+                "device": first.device.type if first is not None else "cpu",
+            }
+        )
 
     def wrap(self, fn: Any, aten: str) -> Any:
         recorder = self
@@ -114,14 +123,22 @@ class Recorder:
         table = registered(self.gems)
         wrappers = {key: self.wrap(fn, aten) for key, (fn, aten) in table.items()}
         full = self.gems._FULL_CONFIG
-        self.gems._FULL_CONFIG = tuple((i[0], wrappers[id(i[1])], *i[2:]) if isinstance(i, tuple) and len(i) >= 2
-                                       and id(i[1]) in wrappers else i for i in full)
+        self.gems._FULL_CONFIG = tuple(
+            (i[0], wrappers[id(i[1])], *i[2:]) if isinstance(i, tuple) and len(i) >= 2 and id(i[1]) in wrappers else i
+            for i in full
+        )
         self._undo.append((self.gems, "_FULL_CONFIG", full))
         by_func = getattr(self.gems, "FULL_CONFIG_BY_FUNC", None)  # what use_gems(include=...) reads
         if isinstance(by_func, dict):
             self.gems.FULL_CONFIG_BY_FUNC = {
-                name: [(i[0], wrappers[id(i[1])], *i[2:]) if isinstance(i, tuple) and len(i) >= 2
-                       and id(i[1]) in wrappers else i for i in items] for name, items in by_func.items()}
+                name: [
+                    (i[0], wrappers[id(i[1])], *i[2:])
+                    if isinstance(i, tuple) and len(i) >= 2 and id(i[1]) in wrappers
+                    else i
+                    for i in items
+                ]
+                for name, items in by_func.items()
+            }
             self._undo.append((self.gems, "FULL_CONFIG_BY_FUNC", by_func))
         for fn, _ in table.values():
             module = sys.modules.get(getattr(fn, "__module__", "") or "")
@@ -162,7 +179,7 @@ def tolerance(item: pytest.Item, calls: list[dict[str, Any]]) -> tuple[float, fl
         if sizes:
             terms = max(terms, max(sizes) // max(min(sizes), 1))
     half = EPS[dtype] if dtype in ("float16", "bfloat16") else 0.0
-    return 32 * EPS["float32"] + 2 * half, (16 * EPS["float32"] * terms + 2 * half) * terms ** 0.5
+    return 32 * EPS["float32"] + 2 * half, (16 * EPS["float32"] * terms + 2 * half) * terms**0.5
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -175,8 +192,10 @@ def _numel(shape: tuple[int, ...]) -> int:
 def _versions() -> dict[str, str]:
     from ..util import installed_version
 
-    return {name: installed_version(dist) or "?" for name, dist in
-            (("torch", "torch"), ("triton", "triton"), ("flag_gems", "flag_gems"))}
+    return {
+        name: installed_version(dist) or "?"
+        for name, dist in (("torch", "torch"), ("triton", "triton"), ("flag_gems", "flag_gems"))
+    }
 
 
 def _lane_facts(config: pytest.Config) -> tuple[str, tuple[str, tuple[str, ...]] | None, str | None, str]:
@@ -249,8 +268,11 @@ def _failure(report: pytest.TestReport) -> str:
 def write(item: pytest.Item, key: str, recorder: Recorder | None, failure: str, out: Path) -> dict[str, Any]:
     """The case's script and record; {"script": path} or {"why": ...} (no FlagGems call)."""
     if recorder is None or not recorder.calls:
-        why = recorder.refused if recorder is not None and recorder.refused else \
-            "the case made no FlagGems call that reached the recorder"
+        why = (
+            recorder.refused
+            if recorder is not None and recorder.refused
+            else "the case made no FlagGems call that reached the recorder"
+        )
         return {"why": why}
     platform, emulated, cpu_profile, device_name = _lane_facts(item.config)
     rtol, atol = tolerance(item, recorder.calls)
@@ -262,15 +284,35 @@ def write(item: pytest.Item, key: str, recorder: Recorder | None, failure: str, 
         for r, raw in c["tensors"]:
             tensors.append(script.Tensor(**{**asdict(r), "name": rename[r.name], "shape": r.shape, "stride": r.stride}))
             data[rename[r.name]] = raw
-        calls.append(script.Call(c["module"], c["function"], c["aten"], _renamed(c["args"], rename),
-                                 tuple((k, _renamed((v,), rename)[0]) for k, v in c["kwargs"]), rtol, atol))
+        calls.append(
+            script.Call(
+                c["module"],
+                c["function"],
+                c["aten"],
+                _renamed(c["args"], rename),
+                tuple((k, _renamed((v,), rename)[0]) for k, v in c["kwargs"]),
+                rtol,
+                atol,
+            )
+        )
     from ..stash import TAG
 
     tag = item.stash.get(TAG, None)
-    repro = script.Repro(key=key, lane=os.environ.get(LANE_ENV, platform), platform=platform,
-                         device=recorder.calls[0]["device"], failure=failure, versions=_versions(),
-                         calls=tuple(calls), tensors=tuple(tensors), emulated=emulated, cpu_profile=cpu_profile,
-                         op=getattr(tag, "op", None), contract=getattr(tag, "contract", None), device_name=device_name)
+    repro = script.Repro(
+        key=key,
+        lane=os.environ.get(LANE_ENV, platform),
+        platform=platform,
+        device=recorder.calls[0]["device"],
+        failure=failure,
+        versions=_versions(),
+        calls=tuple(calls),
+        tensors=tuple(tensors),
+        emulated=emulated,
+        cpu_profile=cpu_profile,
+        op=getattr(tag, "op", None),
+        contract=getattr(tag, "contract", None),
+        device_name=device_name,
+    )
     name = slug(key)
     path = out / f"{name}.py"
     path.write_text(script.render(repro, path.name), encoding="utf-8")

@@ -32,7 +32,7 @@ from .rerun import Runner, check_versions, clean_env, ident, lane_options
 def _runner(args: argparse.Namespace, properties: dict[str, str]) -> Runner:
     """The re-run's runner: the packaged contracts under the lane's options, or ``--root``
     (a suite of one's own) with the caller's pytest options only."""
-    extra = tuple(getattr(args, 'passthrough', None) or ())
+    extra = tuple(getattr(args, "passthrough", None) or ())
     if args.root:
         root = Path(args.root).resolve()
         if not root.is_dir():
@@ -67,8 +67,11 @@ def capture(runner: Runner, cases: list[str], out: Path, lane: str) -> dict[str,
     log = out / "captured.jsonl"
     if log.exists():
         log.unlink()
-    outcomes = runner.run(cases, extra=("-p", "pytest_fl_contract.triage.capture"),
-                          env={"FL_TRIAGE_OUT": str(out), "FL_TRIAGE_LANE": lane})
+    outcomes = runner.run(
+        cases,
+        extra=("-p", "pytest_fl_contract.triage.capture"),
+        env={"FL_TRIAGE_OUT": str(out), "FL_TRIAGE_LANE": lane},
+    )
     found: dict[str, dict[str, Any]] = {}
     if log.exists():
         for line in log.read_text(encoding="utf-8").splitlines():
@@ -76,8 +79,11 @@ def capture(runner: Runner, cases: list[str], out: Path, lane: str) -> dict[str,
             found[entry["key"]] = entry
     for case in cases:
         if case not in found:
-            found[case] = {"key": case, "outcome": outcomes.get(case, "missing"),
-                           "why": f"the re-run reported it {outcomes.get(case, 'missing')}"}
+            found[case] = {
+                "key": case,
+                "outcome": outcomes.get(case, "missing"),
+                "why": f"the re-run reported it {outcomes.get(case, 'missing')}",
+            }
         elif found[case]["outcome"] not in ("failed", "xfailed") and "script" not in found[case]:
             found[case]["why"] = f"it {found[case]['outcome']} on the re-run: nothing to reproduce"
     return found
@@ -87,8 +93,14 @@ def verify(script: str, lane: str | None = None, timeout: float = 900) -> tuple[
     """Run a script standalone (its own directory, no plugin on the command line): (output, exit)."""
     argv = [sys.executable, script, *(["--lane", lane] if lane else [])]
     try:
-        done = subprocess.run(argv, cwd=str(Path(script).parent), capture_output=True, text=True, timeout=timeout,
-                              env={k: v for k, v in clean_env().items() if k not in ("FL_TRIAGE_OUT", "FL_TRIAGE_LANE")})
+        done = subprocess.run(
+            argv,
+            cwd=str(Path(script).parent),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={k: v for k, v in clean_env().items() if k not in ("FL_TRIAGE_OUT", "FL_TRIAGE_LANE")},
+        )
     except subprocess.TimeoutExpired:
         return f"no result in {timeout:g}s", 124
     return done.stdout + (done.stderr[-2000:] if done.returncode not in (0, 1) else ""), done.returncode
@@ -109,9 +121,10 @@ def cmd_repro(args: argparse.Namespace) -> int:
     if not cases:
         raise FlContractError("no case to reproduce: name case keys, or a report with failing cases")
     props = _properties(report)
-    if not args.root and not props.get("fl_platform") and not getattr(args, 'passthrough', None):
-        raise FlContractError("which lane? give --report LANE.xml (its options are the lane's), or the lane's "
-                              "pytest options after --")
+    if not args.root and not props.get("fl_platform") and not getattr(args, "passthrough", None):
+        raise FlContractError(
+            "which lane? give --report LANE.xml (its options are the lane's), or the lane's pytest options after --"
+        )
     out = Path(args.out)
     found = capture(_runner(args, props), cases, out, report.lane if report else "lane")
     failed = 0
@@ -147,7 +160,7 @@ def candidates(group: groups.Group, count: int) -> list[str]:
     def size(key: str) -> int:
         found = _SIZE.search(key)
         n = 1
-        for part in (found.group(1).split("x") if found else ["1000000"]):
+        for part in found.group(1).split("x") if found else ["1000000"]:
             n *= int(part)
         return n
 
@@ -188,28 +201,54 @@ def cmd_triage(args: argparse.Namespace) -> int:
     for g in found:
         ev = evidence[g.ident]
         path = out / "drafts" / f"{g.ident}.md"
-        path.write_text(drafts.render(g, ev, lane=report.lane, report=report.path, properties=props, registry=registry),
-                        encoding="utf-8")
+        path.write_text(
+            drafts.render(g, ev, lane=report.lane, report=report.path, properties=props, registry=registry),
+            encoding="utf-8",
+        )
         links[g.ident] = (os.path.relpath(ev.script, out) if ev.script else "", os.path.relpath(path, out))
-    lines = groups.markdown(found, {k: v for k, v in links.items() if v[0]} | {
-        k: ("", v[1]) for k, v in links.items() if not v[0]})
+    lines = groups.markdown(
+        found, {k: v for k, v in links.items() if v[0]} | {k: ("", v[1]) for k, v in links.items() if not v[0]}
+    )
     lines = [ln.replace("[script](), ", "") for ln in lines]
-    (out / "groups.md").write_text(f"## {report.lane}: failures by cause\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
-    (out / "groups.json").write_text(json.dumps({
-        "lane": report.lane, "report": report.path,
-        "groups": [{**asdict(g), "size": g.size, "ident": g.ident, "title": g.signature.title(), "whose": g.signature.whose,
-                    "draft": links[g.ident][1], "script": links[g.ident][0],
-                    "reproduces": bool(evidence[g.ident].script), "findings": list(evidence[g.ident].findings)}
-                   for g in found]}, indent=1), encoding="utf-8")
+    (out / "groups.md").write_text(
+        f"## {report.lane}: failures by cause\n\n" + "\n".join(lines) + "\n", encoding="utf-8"
+    )
+    (out / "groups.json").write_text(
+        json.dumps(
+            {
+                "lane": report.lane,
+                "report": report.path,
+                "groups": [
+                    {
+                        **asdict(g),
+                        "size": g.size,
+                        "ident": g.ident,
+                        "title": g.signature.title(),
+                        "whose": g.signature.whose,
+                        "draft": links[g.ident][1],
+                        "script": links[g.ident][0],
+                        "reproduces": bool(evidence[g.ident].script),
+                        "findings": list(evidence[g.ident].findings),
+                    }
+                    for g in found
+                ],
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
     (out / "groups.html").write_text(groups.page(report.lane, report.path, found, links), encoding="utf-8")
     print("\n".join(lines))
-    print(f"\nwritten: {out / 'groups.md'}, {out / 'groups.html'}, {out / 'groups.json'}, {len(found)} drafts in "
-          f"{out / 'drafts'}")
+    print(
+        f"\nwritten: {out / 'groups.md'}, {out / 'groups.html'}, {out / 'groups.json'}, {len(found)} drafts in "
+        f"{out / 'drafts'}"
+    )
     return 0
 
 
-def _reproduce(args: argparse.Namespace, report: Any, props: dict[str, str], found: list[groups.Group],
-               out: Path) -> dict[str, drafts.Evidence]:
+def _reproduce(
+    args: argparse.Namespace, report: Any, props: dict[str, str], found: list[groups.Group], out: Path
+) -> dict[str, drafts.Evidence]:
     """Each group's reproduction: its candidates re-run with the recorder in one process,
     then each script run standalone until one fails on the lane (and, emulated, holds on
     the CPU lane)."""
@@ -229,22 +268,33 @@ def _reproduce(args: argparse.Namespace, report: Any, props: dict[str, str], fou
                 continue
             output, code = verify(script)
             if code != 1:
-                tried.append((key, f"its script exits {code} standalone: the contract's failure is not in the "
-                                   "calls' values (an order, state or property check)"))
+                tried.append(
+                    (
+                        key,
+                        f"its script exits {code} standalone: the contract's failure is not in the "
+                        "calls' values (an order, state or property check)",
+                    )
+                )
                 continue
             tables = [("On the lane" + (" (emulated, the defect injected)" if _emulated(props) else ""), output, code)]
             if _emulated(props):
                 cpu_output, cpu_code = verify(script, "cpu")
                 tables.append(("On the plain CPU lane (no defect)", cpu_output, cpu_code))
-            picked = drafts.Evidence(script, Path(script).read_text(encoding="utf-8"), key, tuple(tables),
-                                     tried=tuple(tried))
+            picked = drafts.Evidence(
+                script, Path(script).read_text(encoding="utf-8"), key, tuple(tables), tried=tuple(tried)
+            )
             break
         evidence[g.ident] = picked if picked.script else drafts.Evidence(tried=tuple(tried))
     return evidence
 
 
-def _isolate(args: argparse.Namespace, report: Any, props: dict[str, str], found: list[groups.Group],
-             evidence: dict[str, drafts.Evidence]) -> dict[str, drafts.Evidence]:
+def _isolate(
+    args: argparse.Namespace,
+    report: Any,
+    props: dict[str, str],
+    found: list[groups.Group],
+    evidence: dict[str, drafts.Evidence],
+) -> dict[str, drafts.Evidence]:
     """Order and isolation of each group's cases (``--isolate N``: at most N a group, the
     representative first)."""
     runner = _runner(args, props)
@@ -254,9 +304,8 @@ def _isolate(args: argparse.Namespace, report: Any, props: dict[str, str], found
         keys = [ident(k) for k in g.keys]
         rep = evidence[g.ident].key
         keys = ([rep] if rep else []) + [k for k in keys if k != rep]
-        findings = order.classify_all(keys[:args.isolate], everything, runner.run, window=args.window)
-        out[g.ident] = drafts.Evidence(**{**asdict(evidence[g.ident]),
-                                          "findings": tuple(f.line() for f in findings)})
+        findings = order.classify_all(keys[: args.isolate], everything, runner.run, window=args.window)
+        out[g.ident] = drafts.Evidence(**{**asdict(evidence[g.ident]), "findings": tuple(f.line() for f in findings)})
     return out
 
 
@@ -275,22 +324,32 @@ def _probe_packet(where: Path, defect: str, registry: Any, lane: str, props: dic
     emulation = None
     if emulated not in ("", "no"):
         profile, _, rest = emulated.partition(";")
-        emulation = (profile.strip(), tuple(d.strip() for d in rest.partition("defects:")[2].split(",")
-                                            if d.strip() and d.strip() != "none"))
+        emulation = (
+            profile.strip(),
+            tuple(d.strip() for d in rest.partition("defects:")[2].split(",") if d.strip() and d.strip() != "none"),
+        )
     cpu_profile = None
     try:
         cpu_profile = getattr(registry.get("cpu"), "emulation_profile", None)
     except Exception:  # no cpu platform in this registry: the lane's own profile
         cpu_profile = None
     try:
-        runner = probes.packet(where, defect, getattr(entry, "feature", "") or "", lane,
-                               getattr(platform, "device_type", None) or "cuda", emulation, cpu_profile)
+        runner = probes.packet(
+            where,
+            defect,
+            getattr(entry, "feature", "") or "",
+            lane,
+            getattr(platform, "device_type", None) or "cuda",
+            emulation,
+            cpu_profile,
+        )
     except FlContractError as exc:
         return f"(no probe packet: {exc})"
-    text = [f"The packet: `{runner}` with `probes_battery.py` beside it (`python probe.py`; exit 1 while a probe "
-            "fails)."]
+    text = [
+        f"The packet: `{runner}` with `probes_battery.py` beside it (`python probe.py`; exit 1 while a probe fails)."
+    ]
     if run:
-        for how, lane_arg in ((("On the lane", None),) + ((("On the plain CPU lane", "cpu"),) if emulation else ())):
+        for how, lane_arg in (("On the lane", None),) + ((("On the plain CPU lane", "cpu"),) if emulation else ()):
             output, code = verify(str(runner), lane_arg)
             table = [ln for ln in output.splitlines() if ln.startswith("|")]
             text += ["", f"{how} (exit {code}):", "", *(table or [f"(no table: {' '.join(output.split())[-300:]})"])]
@@ -298,33 +357,65 @@ def _probe_packet(where: Path, defect: str, registry: Any, lane: str, props: dic
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    rep = sub.add_parser("repro", help="a standalone reproduction script per failing case (case keys, or a report: "
-                                       "every failing case), written from the calls the case made")
-    rep.add_argument("cases", nargs="*", metavar="CASE|REPORT",
-                     help="case keys (module::test[id], as in the lane's report), or a LANE.xml")
+    rep = sub.add_parser(
+        "repro",
+        help="a standalone reproduction script per failing case (case keys, or a report: "
+        "every failing case), written from the calls the case made",
+    )
+    rep.add_argument(
+        "cases",
+        nargs="*",
+        metavar="CASE|REPORT",
+        help="case keys (module::test[id], as in the lane's report), or a LANE.xml",
+    )
     rep.add_argument("--report", metavar="LANE.xml", help="the lane's report: its options re-run the cases")
     rep.add_argument("--out", default="reports/repro", help="directory for the scripts (default reports/repro)")
     rep.add_argument("--root", metavar="DIR", help="the suite's root (default: the packaged contracts)")
-    rep.add_argument("--verify", action="store_true",
-                     help="run each script standalone: on the lane, and on the plain CPU lane for an emulated one")
+    rep.add_argument(
+        "--verify",
+        action="store_true",
+        help="run each script standalone: on the lane, and on the plain CPU lane for an emulated one",
+    )
     rep.set_defaults(fn=cmd_repro)
-    tri = sub.add_parser("triage", help="a lane's failures grouped by cause, a reproduction and an issue draft per "
-                                        "group (files only: nothing is sent)")
+    tri = sub.add_parser(
+        "triage",
+        help="a lane's failures grouped by cause, a reproduction and an issue draft per "
+        "group (files only: nothing is sent)",
+    )
     tri.add_argument("report", help="the lane's report (LANE.xml)")
     tri.add_argument("--out", default="reports/triage", help="directory for groups.md, groups.json, drafts/, repro/")
     tri.add_argument("--root", metavar="DIR", help="the suite's root (default: the packaged contracts)")
     tri.add_argument("--no-repro", dest="repro", action="store_false", help="group and draft only: re-run nothing")
     tri.add_argument("--candidates", type=int, default=4, help="cases tried per group for its reproduction (default 4)")
-    tri.add_argument("--isolate", type=int, default=0, metavar="N",
-                     help="re-run up to N cases a group alone and after the cases before them: alone, order, flaky")
-    tri.add_argument("--window", type=int, default=64, metavar="N",
-                     help="with --isolate: how many of the cases before a case are replayed (default 64)")
-    tri.add_argument("--twin", metavar="LANE.xml",
-                     help="the same suite's report where the compiler defect is not (the plain CPU lane for an "
-                          "emulated one): a case failing there too is not grouped under the compiler defect")
-    tri.add_argument("--registered", action="store_true",
-                     help="also group strict xfails of registered FlagGems defects (a hardware lane's known defects)")
-    tri.add_argument("--probes", action="store_true",
-                     help="run each compiler group's standalone probe packet (written always) into its draft: "
-                          "on the lane, and on the plain CPU lane for an emulated one")
+    tri.add_argument(
+        "--isolate",
+        type=int,
+        default=0,
+        metavar="N",
+        help="re-run up to N cases a group alone and after the cases before them: alone, order, flaky",
+    )
+    tri.add_argument(
+        "--window",
+        type=int,
+        default=64,
+        metavar="N",
+        help="with --isolate: how many of the cases before a case are replayed (default 64)",
+    )
+    tri.add_argument(
+        "--twin",
+        metavar="LANE.xml",
+        help="the same suite's report where the compiler defect is not (the plain CPU lane for an "
+        "emulated one): a case failing there too is not grouped under the compiler defect",
+    )
+    tri.add_argument(
+        "--registered",
+        action="store_true",
+        help="also group strict xfails of registered FlagGems defects (a hardware lane's known defects)",
+    )
+    tri.add_argument(
+        "--probes",
+        action="store_true",
+        help="run each compiler group's standalone probe packet (written always) into its draft: "
+        "on the lane, and on the plain CPU lane for an emulated one",
+    )
     tri.set_defaults(fn=cmd_triage)

@@ -77,8 +77,11 @@ class Group:
         import hashlib
 
         s = self.signature
-        base = (f"{s.defect}-{s.family}" if s.family else s.defect) if s.defect else \
-            f"{s.error}-{hashlib.sha256((s.text + s.family).encode()).hexdigest()[:8]}"
+        base = (
+            (f"{s.defect}-{s.family}" if s.family else s.defect)
+            if s.defect
+            else f"{s.error}-{hashlib.sha256((s.text + s.family).encode()).hexdigest()[:8]}"
+        )
         return re.sub(r"[^A-Za-z0-9_.-]+", "-", base)
 
 
@@ -158,8 +161,11 @@ def lane_of(properties: Mapping[str, str], registry: Any) -> Lane:
         except Exception:  # a platform this registry does not know: no compiler defects known
             platform = None
     emulated = properties.get("fl_emulated", "no")
-    injected = tuple(d.strip() for d in emulated.partition("defects:")[2].split(",")
-                     if d.strip() and d.strip() != "none") if emulated != "no" else ()
+    injected = (
+        tuple(d.strip() for d in emulated.partition("defects:")[2].split(",") if d.strip() and d.strip() != "none")
+        if emulated != "no"
+        else ()
+    )
     entries = {d.id: d for d in (platform.defects if platform is not None else ()) if not d.flag_gems}
     for defect_id in injected:
         entry = (platform.defect(defect_id) if platform is not None else None) or registry.defects.get(defect_id)
@@ -167,12 +173,20 @@ def lane_of(properties: Mapping[str, str], registry: Any) -> Lane:
             entries.setdefault(defect_id, entry)
     compiler = {d: frozenset(ROWS.reach(e)) for d, e in entries.items()}
     families = {row.name: getattr(row, "family", "") or row.suite for row in ROWS.rows()}
-    return Lane(compiler, {d: tuple(e.fails_with) + (("EmulatedDeviceFault", "DeviceLost") if e.faults else ())
-                           for d, e in entries.items()}, families, injected)
+    return Lane(
+        compiler,
+        {
+            d: tuple(e.fails_with) + (("EmulatedDeviceFault", "DeviceLost") if e.faults else ())
+            for d, e in entries.items()
+        },
+        families,
+        injected,
+    )
 
 
-def signature(row: Row, lane: Lane, probed: Mapping[str, Sequence[str]], registered: bool = False,
-              twin_failed: bool = False) -> Signature:
+def signature(
+    row: Row, lane: Lane, probed: Mapping[str, Sequence[str]], registered: bool = False, twin_failed: bool = False
+) -> Signature:
     """``twin_failed``: the case failed on the twin lane too (the same suite where the compiler
     defect is not: the plain CPU lane for an emulated one), so it is not the compiler's."""
     message = unwrapped(row.message)
@@ -206,8 +220,11 @@ def group(rows: Iterable[Row], lane: Lane, registered: bool = False, twin: Itera
         defect = sig.defect
         probes = tuple(probed.get(defect, ())) if sig.whose == "compiler" and defect else ()
         if sig.whose == "compiler":
-            how = (f"the lane's compiler probes failed for {defect} ({len(probes)} probe cases)" if probes else
-                   f"the platform lists {defect} and these ops rely on its feature; no probe of it failed here")
+            how = (
+                f"the lane's compiler probes failed for {defect} ({len(probes)} probe cases)"
+                if probes
+                else f"the platform lists {defect} and these ops rely on its feature; no probe of it failed here"
+            )
             if defect in lane.injected:
                 how += "; the emulator injected it"
         elif sig.whose == "flag_gems":
@@ -215,8 +232,17 @@ def group(rows: Iterable[Row], lane: Lane, registered: bool = False, twin: Itera
         else:
             how = "the same exception and message (numbers and names taken out)"
         messages = tuple(dict.fromkeys(r.message for r in members))[:3]
-        out.append(Group(sig, tuple(r.key for r in members), _counts(op_of(r) for r in members),
-                         _counts(r.contract for r in members), probes, how, messages))
+        out.append(
+            Group(
+                sig,
+                tuple(r.key for r in members),
+                _counts(op_of(r) for r in members),
+                _counts(r.contract for r in members),
+                probes,
+                how,
+                messages,
+            )
+        )
     return sorted(out, key=lambda g: (-g.size, g.signature.cause, g.signature.text))
 
 
@@ -239,13 +265,19 @@ def markdown(groups: Sequence[Group], links: Mapping[str, tuple[str, str]] | Non
         return ["No failing cases: nothing to group."]
     from ..util import md_text
 
-    lines = [f"**{sum(g.size for g in groups)} failing cases in {len(groups)} groups**", "",
-             "| # | cases | cause | whose | ops | contracts | reproduction |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"**{sum(g.size for g in groups)} failing cases in {len(groups)} groups**",
+        "",
+        "| # | cases | cause | whose | ops | contracts | reproduction |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for n, g in enumerate(groups, 1):
         link = (links or {}).get(g.ident)
         shown = f"[script]({link[0]}), [draft]({link[1]})" if link else "-"
-        lines.append(f"| {n} | {g.size} | {md_text(g.signature.title(), 300)} | {g.signature.whose} | "
-                     f"{md_text(shown_counts(g.ops), 400)} | {md_text(shown_counts(g.contracts), 400)} | {shown} |")
+        lines.append(
+            f"| {n} | {g.size} | {md_text(g.signature.title(), 300)} | {g.signature.whose} | "
+            f"{md_text(shown_counts(g.ops), 400)} | {md_text(shown_counts(g.contracts), 400)} | {shown} |"
+        )
     return lines
 
 
@@ -264,15 +296,20 @@ def lane_summary(report_path: str, lane: str, registry: Any = None) -> str:
             from ..config.platforms import load_registry
 
             registry = load_registry(entry_points=False)
-        props = next((p for p in [report.properties, *report.step_properties.values()] if p.get("fl_platform")),
-                     report.properties)
+        props = next(
+            (p for p in [report.properties, *report.step_properties.values()] if p.get("fl_platform")),
+            report.properties,
+        )
         found = group(report.rows, lane_of(props, registry))
     except (FlContractError, OSError, ValueError) as exc:
         return f"\n**failures by cause: {md_text(str(exc), 400)}**\n"
     if not found:
         return ""
-    return ("\n#### Failures by cause\n\n" + "\n".join(markdown(found)) +
-            f"\n\nReproductions and issue drafts: {md_code(f'fl-contract triage {report_path}')}\n")
+    return (
+        "\n#### Failures by cause\n\n"
+        + "\n".join(markdown(found))
+        + f"\n\nReproductions and issue drafts: {md_code(f'fl-contract triage {report_path}')}\n"
+    )
 
 
 def page(lane: str, report: str, groups: Sequence[Group], links: Mapping[str, tuple[str, str]]) -> str:
@@ -285,14 +322,25 @@ def page(lane: str, report: str, groups: Sequence[Group], links: Mapping[str, tu
     def link(path: str, text: str) -> str:
         return f'<a href="{esc(quote(path))}">{esc(text)}</a>' if path else "-"
 
-    rows = [f'<tr data-group="{esc(g.ident)}" data-cases="{g.size}"><td class="num">{g.size}</td>'
-            f"<td>{esc(g.signature.title())}</td><td>{esc(g.signature.whose)}</td><td>{esc(shown_counts(g.ops))}</td>"
-            f"<td>{esc(shown_counts(g.contracts))}</td><td>{link(links.get(g.ident, ('', ''))[0], 'script')}</td>"
-            f"<td>{link(links.get(g.ident, ('', ''))[1], 'draft')}</td></tr>" for g in groups]
-    table = ('<table id="groups"><thead><tr><th>cases</th><th>cause</th><th>whose</th><th>ops</th><th>contracts</th>'
-             "<th>reproduction</th><th>issue draft</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
-             if rows else '<p class="note" id="groups-none">no case failed</p>')
-    return document(f"fl-contract triage {lane}", [
-        f"<h1>fl-contract triage: lane <code>{esc(lane)}</code></h1>",
-        f'<p class="note">{sum(g.size for g in groups)} failing cases of <code>{esc(report)}</code> in '
-        f"{len(groups)} groups; drafts are files, nothing was sent.</p>", table])
+    rows = [
+        f'<tr data-group="{esc(g.ident)}" data-cases="{g.size}"><td class="num">{g.size}</td>'
+        f"<td>{esc(g.signature.title())}</td><td>{esc(g.signature.whose)}</td><td>{esc(shown_counts(g.ops))}</td>"
+        f"<td>{esc(shown_counts(g.contracts))}</td><td>{link(links.get(g.ident, ('', ''))[0], 'script')}</td>"
+        f"<td>{link(links.get(g.ident, ('', ''))[1], 'draft')}</td></tr>"
+        for g in groups
+    ]
+    table = (
+        '<table id="groups"><thead><tr><th>cases</th><th>cause</th><th>whose</th><th>ops</th><th>contracts</th>'
+        "<th>reproduction</th><th>issue draft</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
+        if rows
+        else '<p class="note" id="groups-none">no case failed</p>'
+    )
+    return document(
+        f"fl-contract triage {lane}",
+        [
+            f"<h1>fl-contract triage: lane <code>{esc(lane)}</code></h1>",
+            f'<p class="note">{sum(g.size for g in groups)} failing cases of <code>{esc(report)}</code> in '
+            f"{len(groups)} groups; drafts are files, nothing was sent.</p>",
+            table,
+        ],
+    )

@@ -90,6 +90,6 @@ def classify_all(failing: Sequence[str], order: Sequence[str], run: Run, window:
     out = []
     for key in failing:
         n = position.get(key)
-        before = list(order[max(0, n - window):n]) if n is not None else []
+        before = list(order[max(0, n - window) : n]) if n is not None else []
         out.append(classify(key, before, run))
     return out

@@ -105,29 +105,50 @@ def battery_source() -> str:
     if spec is None or spec.origin is None:
         raise FlContractError("the probe battery is not installed")
     text = Path(spec.origin).read_text(encoding="utf-8")
-    text, found = _OUR_IMPORT.subn(f"GRID_LIMITS = {GRID_LIMITS!r}  # pytest_fl_contract.registry.schema's, written in\n",
-                                   text)
+    text, found = _OUR_IMPORT.subn(
+        f"GRID_LIMITS = {GRID_LIMITS!r}  # pytest_fl_contract.registry.schema's, written in\n", text
+    )
     if found != 1 or "pytest_fl_contract" in text.replace("pytest_fl_contract.registry.schema's", ""):
-        raise FlContractError("the probe battery imports more of pytest-fl-contract than its grid limits: "
-                              "no standalone packet")
+        raise FlContractError(
+            "the probe battery imports more of pytest-fl-contract than its grid limits: no standalone packet"
+        )
     return text
 
 
-def packet(out: Path, defect: str, feature: str, lane: str, device: str,
-           emulated: tuple[str, tuple[str, ...]] | None, cpu_profile: str | None) -> Path:
+def packet(
+    out: Path,
+    defect: str,
+    feature: str,
+    lane: str,
+    device: str,
+    emulated: tuple[str, tuple[str, ...]] | None,
+    cpu_profile: str | None,
+) -> Path:
     """Write the packet into ``out``; the runner's path."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "probes_battery.py").write_text(battery_source(), encoding="utf-8")
     lanes_value: dict[str, tuple[str, tuple[str, ...]] | None]
     if emulated is not None:
         lanes_value = {"emulated": (emulated[0], tuple(emulated[1])), "cpu": (cpu_profile or emulated[0], ())}
-        lanes = ("--lane emulated (default): on Triton's interpreter with the defect injected (the one import of "
-                 "pytest-fl-contract: its emulator module); --lane cpu: the plain CPU lane")
+        lanes = (
+            "--lane emulated (default): on Triton's interpreter with the defect injected (the one import of "
+            "pytest-fl-contract: its emulator module); --lane cpu: the plain CPU lane"
+        )
         default, device = "emulated", "cpu"
     else:
         lanes_value, default = {"device": None}, "device"
         lanes = "--lane device (default): this machine's accelerator"
     runner = out / "probe.py"
-    runner.write_text(_RUNNER.format(defect=defect, feature=" ".join(feature.split()) or defect, lanes=lanes, lane=lane,
-                                     lanes_value=lanes_value, default=default, device=device), encoding="utf-8")
+    runner.write_text(
+        _RUNNER.format(
+            defect=defect,
+            feature=" ".join(feature.split()) or defect,
+            lanes=lanes,
+            lane=lane,
+            lanes_value=lanes_value,
+            default=default,
+            device=device,
+        ),
+        encoding="utf-8",
+    )
     return runner

@@ -69,8 +69,11 @@ def clean_env() -> dict[str, str]:
     """This process's environment less what would make the re-run another run: the caller's
     PYTEST_ADDOPTS (a ``-n 2`` there against our ``-p no:xdist``) and an xdist worker's
     identity (a re-run from inside a test worker is not that worker)."""
-    return {k: v for k, v in os.environ.items()
-            if k != "PYTEST_ADDOPTS" and not k.startswith("PYTEST_XDIST_") and k != "PYTEST_CURRENT_TEST"}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k != "PYTEST_ADDOPTS" and not k.startswith("PYTEST_XDIST_") and k != "PYTEST_CURRENT_TEST"
+    }
 
 
 def check_versions(properties: Mapping[str, str]) -> str | None:
@@ -80,8 +83,10 @@ def check_versions(properties: Mapping[str, str]) -> str | None:
     wanted = properties.get("version_flag_gems")
     have = installed_version("flag_gems")
     if wanted and have and wanted != have:
-        return (f"the report ran flag_gems {wanted}, this environment has {have}: re-run where {wanted} is "
-                "installed (PYTHONPATH or its virtual environment)")
+        return (
+            f"the report ran flag_gems {wanted}, this environment has {have}: re-run where {wanted} is "
+            "installed (PYTHONPATH or its virtual environment)"
+        )
     return None
 
 
@@ -100,17 +105,47 @@ class Runner:
         from ..config.suites import cache_dir, root
 
         base = root()
-        return Runner(base, tuple(options), ("-p", "fl_contract", "-c", str(base / "pytest.ini"), "--rootdir",
-                                             str(base), "-o", f"cache_dir={cache_dir() / 'pytest'}"), dict(env or {}))
+        return Runner(
+            base,
+            tuple(options),
+            (
+                "-p",
+                "fl_contract",
+                "-c",
+                str(base / "pytest.ini"),
+                "--rootdir",
+                str(base),
+                "-o",
+                f"cache_dir={cache_dir() / 'pytest'}",
+            ),
+            dict(env or {}),
+        )
 
     def argv(self, cases: Sequence[str], junit: Path, extra: Sequence[str] = ()) -> list[str]:
         ids = [nodeid(c, self.root) for c in cases]
         config = self.config or ("--rootdir", str(self.root))  # keys are relative to the root, never to our cwd
-        return [sys.executable, "-m", "pytest", *config, "-p", "no:randomly", "-p", "no:xdist",
-                "-p", "no:cacheprovider", "-q", "--tb=line", *self.options, *extra, f"--junitxml={junit}",
-                *(str(self.root / i) for i in ids)]
+        return [
+            sys.executable,
+            "-m",
+            "pytest",
+            *config,
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--tb=line",
+            *self.options,
+            *extra,
+            f"--junitxml={junit}",
+            *(str(self.root / i) for i in ids),
+        ]
 
-    def run(self, cases: Sequence[str], extra: Sequence[str] = (), env: Mapping[str, str] | None = None) -> dict[str, str]:
+    def run(
+        self, cases: Sequence[str], extra: Sequence[str] = (), env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
         """Each case's outcome (passed, failed, error, skipped, ...) from one fresh process
         running ``cases`` in this order; a case pytest never reported is "missing"."""
         from ..results.cases import read
@@ -118,8 +153,15 @@ class Runner:
         with tempfile.TemporaryDirectory(prefix="fl-triage-") as tmp:
             junit = Path(tmp) / "rerun.xml"
             try:  # from a directory of its own: never inside the suite (its conftest is not a rootdir's)
-                subprocess.run(self.argv(cases, junit, extra), cwd=tmp, env={**clean_env(), **self.env, **(env or {})},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=self.timeout, check=False)
+                subprocess.run(
+                    self.argv(cases, junit, extra),
+                    cwd=tmp,
+                    env={**clean_env(), **self.env, **(env or {})},
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=self.timeout,
+                    check=False,
+                )
             except subprocess.TimeoutExpired:
                 return {c: "timeout" for c in cases}
             if not junit.is_file():

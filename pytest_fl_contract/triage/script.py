@@ -96,8 +96,15 @@ def tensor_record(name: str, t: Any) -> tuple[Tensor, bytes]:
     raw = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage, 0, (storage.nbytes(),), (1,))
     data = raw.detach().cpu().numpy().tobytes()
     digest = hashlib.sha256(data).hexdigest()
-    record = Tensor(name, str(t.dtype).removeprefix("torch."), tuple(t.shape), tuple(t.stride()), t.storage_offset(),
-                    len(data), digest)
+    record = Tensor(
+        name,
+        str(t.dtype).removeprefix("torch."),
+        tuple(t.shape),
+        tuple(t.stride()),
+        t.storage_offset(),
+        len(data),
+        digest,
+    )
     if record.inline:
         record = Tensor(**{**record.__dict__, "data": base64.b64encode(zlib.compress(data, 6)).decode("ascii")})
     return record, data
@@ -164,13 +171,21 @@ def sidecar_name(script_name: str, tensor: Tensor) -> str:
 def _header(repro: Repro, script_name: str) -> list[str]:
     v = repro.versions
     versions = ", ".join(f"{k} {v[k]}" for k in ("torch", "triton", "flag_gems") if k in v)
-    where = f"{repro.platform}, emulated on CPU (profile {repro.emulated[0]}, injected: " \
-            f"{', '.join(repro.emulated[1]) or 'none'})" if repro.emulated else \
-            f"{repro.platform}, {repro.device_name or repro.device}"
-    lanes = ("--lane emulated (default): FlagGems on Triton's interpreter with the defect injected;\n"
-             "    --lane cpu: the plain CPU lane (no defect): passes once the only cause is the defect.\n"
-             "    Under the emulator the one import from pytest-fl-contract is its emulator module.") \
-        if repro.emulated else "--lane device (default): on this machine's accelerator; torch and flag_gems only."
+    where = (
+        f"{repro.platform}, emulated on CPU (profile {repro.emulated[0]}, injected: "
+        f"{', '.join(repro.emulated[1]) or 'none'})"
+        if repro.emulated
+        else f"{repro.platform}, {repro.device_name or repro.device}"
+    )
+    lanes = (
+        (
+            "--lane emulated (default): FlagGems on Triton's interpreter with the defect injected;\n"
+            "    --lane cpu: the plain CPU lane (no defect): passes once the only cause is the defect.\n"
+            "    Under the emulator the one import from pytest-fl-contract is its emulator module."
+        )
+        if repro.emulated
+        else "--lane device (default): on this machine's accelerator; torch and flag_gems only."
+    )
     return [
         "#!/usr/bin/env python3",
         f'"""Reproduction of {repro.key}',
@@ -405,8 +420,10 @@ def render(repro: Repro, script_name: str) -> str:
     lines.append(_BODY)
     device = "cpu" if repro.emulated else repro.device
     if repro.emulated:
-        lanes = {"emulated": (repro.emulated[0], tuple(repro.emulated[1])),
-                 "cpu": (repro.cpu_profile or repro.emulated[0], ())}
+        lanes = {
+            "emulated": (repro.emulated[0], tuple(repro.emulated[1])),
+            "cpu": (repro.cpu_profile or repro.emulated[0], ()),
+        }
         lines += [f"LANES = {lanes!r}", 'DEFAULT_LANE = "emulated"']
     else:
         lines += ['LANES = {"device": None}', 'DEFAULT_LANE = "device"']
@@ -414,21 +431,32 @@ def render(repro: Repro, script_name: str) -> str:
     lines.append("INPUTS = {")
     for t in repro.tensors:
         file = "" if t.inline else sidecar_name(script_name, t)
-        lines.append(f"    {t.name!r}: ({t.name!r}, {t.dtype!r}, {t.shape!r}, {t.stride!r}, {t.offset!r}, {t.nbytes!r}, "
-                     f"{t.sha256!r},\n        {t.data!r}, {file!r}),")
+        lines.append(
+            f"    {t.name!r}: ({t.name!r}, {t.dtype!r}, {t.shape!r}, {t.stride!r}, {t.offset!r}, {t.nbytes!r}, "
+            f"{t.sha256!r},\n        {t.data!r}, {file!r}),"
+        )
     lines.append("}")
-    lines += ["", "", "def CALLS(torch, flag_gems):",
-              '    """The calls the case made: FlagGems\' function against the aten op it registers."""']
+    lines += [
+        "",
+        "",
+        "def CALLS(torch, flag_gems):",
+        '    """The calls the case made: FlagGems\' function against the aten op it registers."""',
+    ]
     for t in repro.tensors:
         lines.append(f"    {t.name} = tensor(INPUTS[{t.name!r}])")
     lines.append("    rows = []")
     for call in repro.calls:
         fn = f"importlib.import_module({call.module!r}).{call.function}"
         names = list(dict.fromkeys(names_in([*call.args, *(v for _, v in call.kwargs)])))
-        body = f"([{', '.join(code(a) for a in call.args)}], {{{', '.join(f'{k!r}: {code(v)}' for k, v in call.kwargs)}}})"
+        body = (
+            f"([{', '.join(code(a) for a in call.args)}], {{{', '.join(f'{k!r}: {code(v)}' for k, v in call.kwargs)}}})"
+        )
         # fresh inputs for every repeat (a call may write into them), aliasing kept within a call
-        args = f"lambda: (lambda {', '.join(names)}: {body})({', '.join(f'tensor(INPUTS[{n!r}])' for n in names)})" \
-            if names else f"lambda: {body}"
+        args = (
+            f"lambda: (lambda {', '.join(names)}: {body})({', '.join(f'tensor(INPUTS[{n!r}])' for n in names)})"
+            if names
+            else f"lambda: {body}"
+        )
         if call.aten:
             name, _, overload = call.aten.partition(".")
             aten = f"torch.ops.aten.{name}.{overload or 'default'}"
@@ -436,15 +464,18 @@ def render(repro: Repro, script_name: str) -> str:
             nat = _native(call, aten)
         else:  # no aten op registers it: torch has nothing to compare with, so the call must not raise
             reference = nat = "no_reference"
-        lines.append(f"    rows.append(run({label(call)!r}, {fn},\n                    {args},\n"
-                     f"                    {reference},\n                    {nat},\n"
-                     f"                    {call.rtol!r}, {call.atol!r}))")
+        lines.append(
+            f"    rows.append(run({label(call)!r}, {fn},\n                    {args},\n"
+            f"                    {reference},\n                    {nat},\n"
+            f"                    {call.rtol!r}, {call.atol!r}))"
+        )
     lines += ["    return rows", "", "", 'if __name__ == "__main__":', "    sys.exit(main())", ""]
     return "\n".join(lines)
 
 
 def _native(call: Call, aten: str) -> str:
     """The reference in the inputs' own dtypes on the CPU (where torch refuses float64)."""
+
     def native_code(value: Any) -> str:
         if isinstance(value, dict) and "tensor" in value:
             return f"native({value['tensor']})"
@@ -453,7 +484,9 @@ def _native(call: Call, aten: str) -> str:
         if isinstance(value, dict) and ("list" in value or "tuple" in value):
             kind = "list" if "list" in value else "tuple"
             parts = [native_code(v) for v in value[kind]]
-            return f"[{', '.join(parts)}]" if kind == "list" else f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+            return (
+                f"[{', '.join(parts)}]" if kind == "list" else f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+            )
         return code(value)
 
     text = ", ".join([*(native_code(a) for a in call.args), *(f"{k}={native_code(v)}" for k, v in call.kwargs)])

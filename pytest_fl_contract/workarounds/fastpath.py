@@ -67,8 +67,19 @@ def accepts(op: Any, dim: Any) -> bool:
 
 
 @triton.jit
-def _sum_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-              LOG_R: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr):
+def _sum_rows(
+    in_ptr,
+    n_start,
+    n_end,
+    col,
+    kmask,
+    K,
+    BLOCK_R: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    LOG_R: tl.constexpr,
+    STAGES: tl.constexpr,
+    UNROLL: tl.constexpr,
+):
     """fp32 column sums of rows [n_start, n_end) (``col``: each column's offset of row 0,
     from ``_columns``): whole BLOCK_R blocks under the column mask alone, then the rest in whole blocks of BLOCK_R/2, /4, ... 1 rows (its binary
     digits: at most LOG_R more steps, never a row mask)."""
@@ -97,8 +108,19 @@ def _fold_rows(x, m, s):
 
 
 @triton.jit
-def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                        LOG_R: tl.constexpr, STAGES: tl.constexpr, UNROLL: tl.constexpr):
+def _softmax_stats_rows(
+    in_ptr,
+    n_start,
+    n_end,
+    col,
+    kmask,
+    K,
+    BLOCK_R: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    LOG_R: tl.constexpr,
+    STAGES: tl.constexpr,
+    UNROLL: tl.constexpr,
+):
     """Column max and sum of exp over rows [n_start, n_end), online, same row walk.  Tiles
     of 32 columns or more keep a max and a sum per element and fold the rows once, at the
     end: folding across rows at every step (across threads, often across warps) made
@@ -138,9 +160,22 @@ def _softmax_stats_rows(in_ptr, n_start, n_end, col, kmask, K, BLOCK_R: tl.const
 
 
 @triton.jit
-def _softmax_write_rows(out_ptr, in_ptr, n_start, n_end, col, kmask, K, m, inv,
-                        BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, STAGES: tl.constexpr,
-                        UNROLL: tl.constexpr):
+def _softmax_write_rows(
+    out_ptr,
+    in_ptr,
+    n_start,
+    n_end,
+    col,
+    kmask,
+    K,
+    m,
+    inv,
+    BLOCK_R: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    LOG_R: tl.constexpr,
+    STAGES: tl.constexpr,
+    UNROLL: tl.constexpr,
+):
     rows = tl.arange(0, BLOCK_R)
     n_full = n_start + ((n_end - n_start) // BLOCK_R) * BLOCK_R
     for n0 in tl.range(n_start, n_full, BLOCK_R, num_stages=STAGES, loop_unroll_factor=UNROLL):
@@ -194,9 +229,21 @@ def _split_rows(N, rows_per_split):
 
 
 @triton.jit
-def fl_reduce_rows_kernel(out_ptr, in_ptr, MK, N, K, scale, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                          LOG_R: tl.constexpr, FLAT: tl.constexpr,
-                          STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1):
+def fl_reduce_rows_kernel(
+    out_ptr,
+    in_ptr,
+    MK,
+    N,
+    K,
+    scale,
+    BLOCK_R: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    LOG_R: tl.constexpr,
+    FLAT: tl.constexpr,
+    STAGES: tl.constexpr = None,
+    UNROLL: tl.constexpr = None,
+    K_DIV: tl.constexpr = 1,
+):
     K = _aligned(K, K_DIV)
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     total = _sum_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL) * scale
@@ -205,8 +252,19 @@ def fl_reduce_rows_kernel(out_ptr, in_ptr, MK, N, K, scale, BLOCK_R: tl.constexp
 
 @triton.jit
 def fl_reduce_rows_split_kernel(
-    part_ptr, in_ptr, MK, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
-    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1
+    part_ptr,
+    in_ptr,
+    MK,
+    N,
+    K,
+    rows_per_split,
+    BLOCK_R: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    LOG_R: tl.constexpr,
+    FLAT: tl.constexpr,
+    STAGES: tl.constexpr = None,
+    UNROLL: tl.constexpr = None,
+    K_DIV: tl.constexpr = 1,
 ):
     """Partial sums of ``rows_per_split`` rows each, into part[(split, m, k)] (fp32):
     when cdiv(M * K, BLOCK_K) programs alone cannot fill the GPU (few, long columns)."""
@@ -218,9 +276,20 @@ def fl_reduce_rows_split_kernel(
 
 
 @triton.jit
-def fl_softmax_rows_kernel(out_ptr, in_ptr, MK, N, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
-                           LOG_R: tl.constexpr, FLAT: tl.constexpr,
-                           STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1):
+def fl_softmax_rows_kernel(
+    out_ptr,
+    in_ptr,
+    MK,
+    N,
+    K,
+    BLOCK_R: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    LOG_R: tl.constexpr,
+    FLAT: tl.constexpr,
+    STAGES: tl.constexpr = None,
+    UNROLL: tl.constexpr = None,
+    K_DIV: tl.constexpr = 1,
+):
     K = _aligned(K, K_DIV)
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
     m, s = _softmax_stats_rows(in_ptr, 0, N, col, cmask, K, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
@@ -229,8 +298,20 @@ def fl_softmax_rows_kernel(out_ptr, in_ptr, MK, N, K, BLOCK_R: tl.constexpr, BLO
 
 @triton.jit
 def fl_softmax_stats_split_kernel(
-    m_ptr, s_ptr, in_ptr, MK, N, K, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
-    STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1
+    m_ptr,
+    s_ptr,
+    in_ptr,
+    MK,
+    N,
+    K,
+    rows_per_split,
+    BLOCK_R: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    LOG_R: tl.constexpr,
+    FLAT: tl.constexpr,
+    STAGES: tl.constexpr = None,
+    UNROLL: tl.constexpr = None,
+    K_DIV: tl.constexpr = 1,
 ):
     """Per split of rows: the column max and sum of exp, into (split, m, k)."""
     K = _aligned(K, K_DIV)
@@ -242,9 +323,24 @@ def fl_softmax_stats_split_kernel(
 
 
 @triton.jit
-def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, MK, N, K, rows_per_split, splits,
-                                 BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, LOG_R: tl.constexpr, FLAT: tl.constexpr,
-                                 STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None, K_DIV: tl.constexpr = 1):
+def fl_softmax_norm_split_kernel(
+    out_ptr,
+    in_ptr,
+    m_ptr,
+    s_ptr,
+    MK,
+    N,
+    K,
+    rows_per_split,
+    splits,
+    BLOCK_R: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    LOG_R: tl.constexpr,
+    FLAT: tl.constexpr,
+    STAGES: tl.constexpr = None,
+    UNROLL: tl.constexpr = None,
+    K_DIV: tl.constexpr = 1,
+):
     """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
     K = _aligned(K, K_DIV)
     c, col, cmask = _columns(MK, N, K, BLOCK_K, FLAT)
@@ -261,7 +357,9 @@ def fl_softmax_norm_split_kernel(out_ptr, in_ptr, m_ptr, s_ptr, MK, N, K, rows_p
         mi = tl.load(m_ptr + stat, mask=cmask, other=float("-inf"))
         s += tl.load(s_ptr + stat, mask=cmask, other=0.0) * tl.exp(mi - m_safe)
         stat += MK
-    _softmax_write_rows(out_ptr, in_ptr, n_start, n_end, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL)
+    _softmax_write_rows(
+        out_ptr, in_ptr, n_start, n_end, col, cmask, K, m, 1.0 / s, BLOCK_R, BLOCK_K, LOG_R, STAGES, UNROLL
+    )
 
 
 # Tiny K (``tilemodel.slabs``): a program reads its m's rows [n_start, n_end) as
@@ -297,15 +395,28 @@ def _slab_sums(in_ptr, start, end, K_C: tl.constexpr, BLOCK: tl.constexpr, STAGE
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     steps = (end - start) // STEP
     full = start + steps * STEP
-    for i in tl.range(0, steps, num_stages=STAGES, loop_unroll_factor=UNROLL):  # a step count, not addresses: the interpreter's range yields Python ints
+    for i in tl.range(
+        0, steps, num_stages=STAGES, loop_unroll_factor=UNROLL
+    ):  # a step count, not addresses: the interpreter's range yields Python ints
         acc += tl.load(in_ptr + (start + i * STEP) + j, mask=lanes, other=0.0).to(tl.float32)
     acc += tl.load(in_ptr + full + j, mask=lanes & (full + j < end), other=0.0).to(tl.float32)
     return acc
 
 
 @triton.jit
-def fl_slab_sum_kernel(out_ptr, in_ptr, N, MK, rows_per_split, scale, K_C: tl.constexpr, BLOCK: tl.constexpr,
-                       SPLIT: tl.constexpr, STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
+def fl_slab_sum_kernel(
+    out_ptr,
+    in_ptr,
+    N,
+    MK,
+    rows_per_split,
+    scale,
+    K_C: tl.constexpr,
+    BLOCK: tl.constexpr,
+    SPLIT: tl.constexpr,
+    STAGES: tl.constexpr = None,
+    UNROLL: tl.constexpr = None,
+):
     """Sums (times ``scale``) of one m's rows per k into out[m, k]; SPLIT: fp32 partials of
     ``rows_per_split`` rows into part[(split, m, k)], reduced by ``fl_reduce_rows_kernel``."""
     pid_s, start, end = _slab(N, K_C, rows_per_split, SPLIT)
@@ -356,8 +467,18 @@ def _slab_fold(m, s, K_C: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _slab_write(out_ptr, in_ptr, start, end, lane_m, inv, K_C: tl.constexpr, BLOCK: tl.constexpr, STAGES: tl.constexpr,
-                UNROLL: tl.constexpr):
+def _slab_write(
+    out_ptr,
+    in_ptr,
+    start,
+    end,
+    lane_m,
+    inv,
+    K_C: tl.constexpr,
+    BLOCK: tl.constexpr,
+    STAGES: tl.constexpr,
+    UNROLL: tl.constexpr,
+):
     STEP: tl.constexpr = (BLOCK // K_C) * K_C
     j = tl.arange(0, BLOCK)
     lanes = j < STEP
@@ -369,8 +490,9 @@ def _slab_write(out_ptr, in_ptr, start, end, lane_m, inv, K_C: tl.constexpr, BLO
 
 
 @triton.jit
-def fl_slab_softmax_kernel(out_ptr, in_ptr, N, K_C: tl.constexpr, BLOCK: tl.constexpr, STAGES: tl.constexpr = None,
-                           UNROLL: tl.constexpr = None):
+def fl_slab_softmax_kernel(
+    out_ptr, in_ptr, N, K_C: tl.constexpr, BLOCK: tl.constexpr, STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None
+):
     _, start, end = _slab(N, K_C, N, False)
     m, s = _slab_stats(in_ptr, start, end, K_C, BLOCK, STAGES, UNROLL)
     lane_m, lane_s = _slab_fold(m, s, K_C, BLOCK)
@@ -378,8 +500,18 @@ def fl_slab_softmax_kernel(out_ptr, in_ptr, N, K_C: tl.constexpr, BLOCK: tl.cons
 
 
 @triton.jit
-def fl_slab_softmax_stats_kernel(m_ptr, s_ptr, in_ptr, N, MK, rows_per_split, K_C: tl.constexpr, BLOCK: tl.constexpr,
-                                 STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
+def fl_slab_softmax_stats_kernel(
+    m_ptr,
+    s_ptr,
+    in_ptr,
+    N,
+    MK,
+    rows_per_split,
+    K_C: tl.constexpr,
+    BLOCK: tl.constexpr,
+    STAGES: tl.constexpr = None,
+    UNROLL: tl.constexpr = None,
+):
     """Per split of rows: each k's max and sum of exp, into (split, m, k)."""
     pid_s, start, end = _slab(N, K_C, rows_per_split, True)
     m, s = _slab_stats(in_ptr, start, end, K_C, BLOCK, STAGES, UNROLL)
@@ -391,8 +523,20 @@ def fl_slab_softmax_stats_kernel(m_ptr, s_ptr, in_ptr, N, MK, rows_per_split, K_
 
 
 @triton.jit
-def fl_slab_softmax_norm_kernel(out_ptr, in_ptr, m_ptr, s_ptr, N, MK, rows_per_split, splits, K_C: tl.constexpr,
-                                BLOCK: tl.constexpr, STAGES: tl.constexpr = None, UNROLL: tl.constexpr = None):
+def fl_slab_softmax_norm_kernel(
+    out_ptr,
+    in_ptr,
+    m_ptr,
+    s_ptr,
+    N,
+    MK,
+    rows_per_split,
+    splits,
+    K_C: tl.constexpr,
+    BLOCK: tl.constexpr,
+    STAGES: tl.constexpr = None,
+    UNROLL: tl.constexpr = None,
+):
     """Merge the splits' statistics (in split order: deterministic), normalise own rows."""
     _, start, end = _slab(N, K_C, rows_per_split, True)
     j = tl.arange(0, BLOCK)
@@ -490,13 +634,15 @@ class _Site:
             runners[key] = (kernel, *runner)
 
 
-def _runner(kernel: Any, grid: tuple[int, ...], meta: dict[str, Any], args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]] | None:
+def _runner(
+    kernel: Any, grid: tuple[int, ...], meta: dict[str, Any], args: tuple[Any, ...]
+) -> tuple[Any, tuple[Any, ...]] | None:
     """(launch, constexprs after ``args``) of the compiled kernel ``args`` just launched, or
     None where this Triton's compiled kernels may not take the parameters that way."""
     if _TRITON < (3, 3):
         return None  # an older launcher convention
     params = kernel.params
-    rest = params[len(args):]
+    rest = params[len(args) :]
     if any(not p.is_constexpr for p in rest):
         return None
     tail = tuple(meta[p.name] if p.name in meta else p.default for p in rest)
@@ -528,8 +674,14 @@ VECTOR = 8
 
 def _meta(plan: Plan, K: int) -> dict[str, int]:
     """The constexprs of a row-walk launch over rows of ``K`` elements."""
-    return {"BLOCK_R": plan.block_r, "BLOCK_K": plan.block_k, "LOG_R": _log2(plan.block_r), "FLAT": plan.flat,
-            "K_DIV": math.gcd(K, VECTOR), "num_warps": plan.warps}
+    return {
+        "BLOCK_R": plan.block_r,
+        "BLOCK_K": plan.block_k,
+        "LOG_R": _log2(plan.block_r),
+        "FLAT": plan.flat,
+        "K_DIV": math.gcd(K, VECTOR),
+        "num_warps": plan.warps,
+    }
 
 
 class _Planned:
@@ -568,8 +720,9 @@ class _Planned:
 class Reduce(_Planned):
     """A planned sum/mean over dim ``d``."""
 
-    def __init__(self, shape: tuple[int, ...], d: int, keepdim: bool, mean: bool, plan: Plan, device: Device,
-                 where: Any) -> None:
+    def __init__(
+        self, shape: tuple[int, ...], d: int, keepdim: bool, mean: bool, plan: Plan, device: Device, where: Any
+    ) -> None:
         super().__init__(where)
         M, N, K = mnk(shape, d)
         out_shape = list(shape)
@@ -637,8 +790,9 @@ class Softmax(_Planned):
 class SlabReduce(_Planned):
     """A sum/mean over dim ``d`` of a tiny-K problem, a slab per m (and split)."""
 
-    def __init__(self, shape: tuple[int, ...], d: int, keepdim: bool, mean: bool, plan: SlabPlan, device: Device,
-                 where: Any) -> None:
+    def __init__(
+        self, shape: tuple[int, ...], d: int, keepdim: bool, mean: bool, plan: SlabPlan, device: Device, where: Any
+    ) -> None:
         super().__init__(where)
         M, N, K = mnk(shape, d)
         out_shape = list(shape)
@@ -744,12 +898,24 @@ def _key(op: Any, x: Any, arguments: dict[str, Any]) -> tuple[Any, ...] | None:
     fast path's; and a tensor in a key would be kept alive)."""
     dim: Any = arguments.get("dim")
     if type(dim) is not int:
-        if not isinstance(dim, (list, tuple)) or type(dim) not in (list, tuple) or len(dim) != 1 or \
-                type(dim[0]) is not int:
+        if (
+            not isinstance(dim, (list, tuple))
+            or type(dim) not in (list, tuple)
+            or len(dim) != 1
+            or type(dim[0]) is not int
+        ):
             return None  # more than one dim, or none: never the fast path's
         dim = (type(dim), dim[0])
-    return (op.name, x.shape, x.dtype, x.device, dim, bool(arguments.get("keepdim", False)),
-            arguments.get("dtype"), bool(arguments.get("half_to_float", False)))
+    return (
+        op.name,
+        x.shape,
+        x.dtype,
+        x.device,
+        dim,
+        bool(arguments.get("keepdim", False)),
+        arguments.get("dtype"),
+        bool(arguments.get("half_to_float", False)),
+    )
 
 
 def try_fast(op: Any, x: Any, arguments: dict[str, Any], route: Any) -> Any:

@@ -57,8 +57,16 @@ def _mask(output_mask: Sequence[bool] | None) -> list[bool]:
 
 def _layer_norm_backward(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
-    def layer_norm_backward(grad_out: Any, input: Any, normalized_shape: Any, mean: Any, rstd: Any,
-                            weight: Any = None, bias: Any = None, output_mask: Any = None) -> Any:
+    def layer_norm_backward(
+        grad_out: Any,
+        input: Any,
+        normalized_shape: Any,
+        mean: Any,
+        rstd: Any,
+        weight: Any = None,
+        bias: Any = None,
+        output_mask: Any = None,
+    ) -> Any:
         mask = _mask(output_mask)
         n = math.prod(normalized_shape)
         if input.numel() == 0 or n == 0:
@@ -67,8 +75,16 @@ def _layer_norm_backward(original: Callable[..., Any]) -> Callable[..., Any]:
         x2, dy2 = input.reshape(m, n), grad_out.reshape(m, n)  # (rows, normalized): its dx kernel's rows are rows
         dx = None
         if mask[0]:
-            dx = original(dy2, x2, [n], mean.reshape(m), rstd.reshape(m), None if weight is None else weight.reshape(n),
-                          None, [True, False, False])[0].reshape(input.shape)
+            dx = original(
+                dy2,
+                x2,
+                [n],
+                mean.reshape(m),
+                rstd.reshape(m),
+                None if weight is None else weight.reshape(n),
+                None,
+                [True, False, False],
+            )[0].reshape(input.shape)
         dw = db = None
         if mask[1] and weight is not None:
             xhat = (_wide(x2) - _wide(mean).reshape(m, 1)) * _wide(rstd).reshape(m, 1)
@@ -111,16 +127,29 @@ def _group_norm(original: Callable[..., Any]) -> Callable[..., Any]:
             y = y * _wide(weight).reshape(1, C, 1)
         if bias is not None:
             y = y + _wide(bias).reshape(1, C, 1)
-        return (y.to(input.dtype).reshape(input.shape), mean.reshape(N, group).to(input.dtype),
-                rstd.reshape(N, group).to(input.dtype))
+        return (
+            y.to(input.dtype).reshape(input.shape),
+            mean.reshape(N, group).to(input.dtype),
+            rstd.reshape(N, group).to(input.dtype),
+        )
 
     return group_norm
 
 
 def _group_norm_backward(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
-    def group_norm_backward(grad_out: Any, input: Any, mean: Any, rstd: Any, weight: Any, N: int, C: int, HxW: int,
-                            group: int, output_mask: Any) -> Any:
+    def group_norm_backward(
+        grad_out: Any,
+        input: Any,
+        mean: Any,
+        rstd: Any,
+        weight: Any,
+        N: int,
+        C: int,
+        HxW: int,
+        group: int,
+        output_mask: Any,
+    ) -> Any:
         mask = _mask(output_mask)
         if input.numel() == 0 or group <= 0 or C % group:
             return original(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask)
@@ -151,13 +180,23 @@ def _three_d(t: Any) -> Any:
 
 def _batch_norm(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
-    def batch_norm(input: Any, weight: Any = None, bias: Any = None, running_mean: Any = None,
-                   running_var: Any = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Any:
+    def batch_norm(
+        input: Any,
+        weight: Any = None,
+        bias: Any = None,
+        running_mean: Any = None,
+        running_var: Any = None,
+        training: bool = False,
+        momentum: float = 0.1,
+        eps: float = 1e-5,
+    ) -> Any:
         if not training or input.numel() == 0 or input.dim() < 2:
             return original(input, weight, bias, running_mean, running_var, training, momentum, eps)
         x3 = _wide(_three_d(input))
         count = x3.shape[0] * x3.shape[2]
-        per_channel = x3.transpose(0, 1).reshape(x3.shape[1], -1)  # (channels, batch x spatial): folds along the last dim
+        per_channel = x3.transpose(0, 1).reshape(
+            x3.shape[1], -1
+        )  # (channels, batch x spatial): folds along the last dim
         mean = per_channel.mean(-1)
         centred = per_channel - mean[:, None]
         var = (centred * centred).mean(-1)
@@ -179,13 +218,23 @@ def _batch_norm(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _batch_norm_backward(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
-    def batch_norm_backward(grad_out: Any, input: Any, weight: Any = None, running_mean: Any = None,
-                            running_var: Any = None, save_mean: Any = None, save_invstd: Any = None, train: bool = False,
-                            eps: float = 1e-5, output_mask: Any = None) -> Any:
+    def batch_norm_backward(
+        grad_out: Any,
+        input: Any,
+        weight: Any = None,
+        running_mean: Any = None,
+        running_var: Any = None,
+        save_mean: Any = None,
+        save_invstd: Any = None,
+        train: bool = False,
+        eps: float = 1e-5,
+        output_mask: Any = None,
+    ) -> Any:
         mask = _mask(output_mask)
         if input.numel() == 0 or input.dim() < 2 or (train and (save_mean is None or save_invstd is None)):
-            return original(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps,
-                            output_mask)
+            return original(
+                grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask
+            )
         x3, g3 = _wide(_three_d(input)), _wide(_three_d(grad_out))
         if train:
             mean, invstd = _wide(save_mean), _wide(save_invstd)

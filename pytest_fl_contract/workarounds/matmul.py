@@ -26,8 +26,16 @@ from .layers import _of_the_package
 _FALLBACK_TILE = 256  # the largest BLOCK_K of FlagGems' tuned configs on every line read
 _TILE_NAMES = ("BLOCK_K", "TILE_K", "BLOCK_SIZE_K")
 # entry point -> the position of its (..., K, N) operand
-_SECOND = {"mm": 1, "mm_out": 1, "addmm": 2, "addmm_out": 2, "addmm_dtype": 2, "addmm_dtype_out": 2,
-           "bmm": 1, "bmm_out": 1}
+_SECOND = {
+    "mm": 1,
+    "mm_out": 1,
+    "addmm": 2,
+    "addmm_out": 2,
+    "addmm_dtype": 2,
+    "addmm_dtype_out": 2,
+    "bmm": 1,
+    "bmm_out": 1,
+}
 
 
 @dataclass(frozen=True)
@@ -66,8 +74,13 @@ def k_tile(module_name: str) -> int:
     import sys
 
     module = sys.modules.get(module_name)
-    found = [int(value) for obj in (vars(module).values() if module is not None else ()) for config in _configs(obj)
-             for name, value in getattr(config, "kwargs", {}).items() if name in _TILE_NAMES]
+    found = [
+        int(value)
+        for obj in (vars(module).values() if module is not None else ())
+        for config in _configs(obj)
+        for name, value in getattr(config, "kwargs", {}).items()
+        if name in _TILE_NAMES
+    ]
     return max(found, default=_FALLBACK_TILE)
 
 
@@ -89,8 +102,12 @@ def _pad_k(t: Any, tile: int) -> Any:
 
 def _transpose_pair(a: Any, b: Any) -> bool:
     """``b`` is ``a.T`` over the same memory: mm's symmetric kernel serves it."""
-    return (a.dim() == b.dim() == 2 and a.data_ptr() == b.data_ptr() and tuple(b.shape) == tuple(a.shape)[::-1]
-            and tuple(b.stride()) == tuple(a.stride())[::-1])
+    return (
+        a.dim() == b.dim() == 2
+        and a.data_ptr() == b.data_ptr()
+        and tuple(b.shape) == tuple(a.shape)[::-1]
+        and tuple(b.stride()) == tuple(a.stride())[::-1]
+    )
 
 
 def _k_tail(original: Callable[..., Any], attr: str, module: str) -> Callable[..., Any]:

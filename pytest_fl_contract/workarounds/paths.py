@@ -51,21 +51,35 @@ class Path:
     def kernels(self) -> frozenset[str]:
         """The fast path's kernels one call of this path launches."""
         if self.kind == "reduce":
-            first = "fl_slab_sum_kernel" if self.slab else ("fl_reduce_rows_split_kernel" if self.split else "fl_reduce_rows_kernel")
+            first = (
+                "fl_slab_sum_kernel"
+                if self.slab
+                else ("fl_reduce_rows_split_kernel" if self.split else "fl_reduce_rows_kernel")
+            )
             return frozenset({first, "fl_reduce_rows_kernel"} if self.split else {first})
         if self.slab:
-            return frozenset({"fl_slab_softmax_stats_kernel", "fl_slab_softmax_norm_kernel"} if self.split
-                             else {"fl_slab_softmax_kernel"})
-        return frozenset({"fl_softmax_stats_split_kernel", "fl_softmax_norm_split_kernel"} if self.split
-                         else {"fl_softmax_rows_kernel"})
+            return frozenset(
+                {"fl_slab_softmax_stats_kernel", "fl_slab_softmax_norm_kernel"}
+                if self.split
+                else {"fl_slab_softmax_kernel"}
+            )
+        return frozenset(
+            {"fl_softmax_stats_split_kernel", "fl_softmax_norm_split_kernel"}
+            if self.split
+            else {"fl_softmax_rows_kernel"}
+        )
 
 
 def every_path(kind: str) -> tuple[Path, ...]:
     """Every path of a kind, in a fixed order (the contracts' parameters)."""
     if kind not in KINDS:
         raise ValueError(f"unknown fast-path kind {kind!r}; known: {', '.join(KINDS)}")
-    tiles = [Path(kind, False, split, flat, wide) for flat in (False, True) for split in (False, True)
-             for wide in ((False, True) if kind == "softmax" else (False,))]
+    tiles = [
+        Path(kind, False, split, flat, wide)
+        for flat in (False, True)
+        for split in (False, True)
+        for wide in ((False, True) if kind == "softmax" else (False,))
+    ]
     slabs = [Path(kind, True, split, k_divides=divides) for divides in (True, False) for split in (False, True)]
     return tuple(tiles + slabs)
 

@@ -38,18 +38,28 @@ def device_info(device_type: str, index: int = 0) -> Device:
         sms = int(props.multi_processor_count)
     except Exception:
         return ASSUMED
-    occupancy = {"threads_per_sm": int(getattr(props, "max_threads_per_multi_processor", 0) or 2048),
-                 "regs_per_sm": int(getattr(props, "regs_per_multiprocessor", 0) or 65536)}
+    occupancy = {
+        "threads_per_sm": int(getattr(props, "max_threads_per_multi_processor", 0) or 2048),
+        "regs_per_sm": int(getattr(props, "regs_per_multiprocessor", 0) or 65536),
+    }
     clock = getattr(props, "memory_clock_rate", 0) or 0  # kHz
     bus = getattr(props, "memory_bus_width", 0) or 0  # bits
     name = getattr(props, "name", device_type)
     if clock and bus:
         bandwidth = 2 * clock * 1e3 * bus / 8  # double data rate
-        return Device(sms, bandwidth, f"{name}: {sms} SMs, {bandwidth / 1e12:.2f} TB/s (read from torch.{device_type})",
-                      **occupancy)
-    return Device(sms, ASSUMED.bandwidth * sms / ASSUMED.sms,
-                  f"{name}: {sms} SMs (read from torch.{device_type}), bandwidth assumed "
-                  f"{ASSUMED.bandwidth * sms / ASSUMED.sms / 1e12:.2f} TB/s (not reported)", **occupancy)
+        return Device(
+            sms,
+            bandwidth,
+            f"{name}: {sms} SMs, {bandwidth / 1e12:.2f} TB/s (read from torch.{device_type})",
+            **occupancy,
+        )
+    return Device(
+        sms,
+        ASSUMED.bandwidth * sms / ASSUMED.sms,
+        f"{name}: {sms} SMs (read from torch.{device_type}), bandwidth assumed "
+        f"{ASSUMED.bandwidth * sms / ASSUMED.sms / 1e12:.2f} TB/s (not reported)",
+        **occupancy,
+    )
 
 
 @dataclass(frozen=True)
@@ -113,8 +123,9 @@ def programs(M: int, K: int, plan: Plan) -> int:
     return cdiv(M * K, plan.block_k) if plan.flat else M * cdiv(K, plan.block_k)
 
 
-def cost(M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind: str = "reduce",
-         latency_s: float = LATENCY) -> tuple[float, float]:
+def cost(
+    M: int, N: int, K: int, plan: Plan, device: Device, elem: int = 4, kind: str = "reduce", latency_s: float = LATENCY
+) -> tuple[float, float]:
     """(time, GPU time) of a plan in seconds, as the model sees it.
 
     Time is the larger of the host's launches and the GPU's work.  The GPU's work has two
@@ -181,7 +192,9 @@ def launchable(M: int, K: int, plan: Plan, kind: str = "reduce") -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def tiles(M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce", one_launch: bool = False) -> Plan | None:
+def tiles(
+    M: int, N: int, K: int, device: Device, elem: int = 4, kind: str = "reduce", one_launch: bool = False
+) -> Plan | None:
     """The tiles of a non-inner reduction: the plan of least modelled time (``cost``).
 
     Memory-bound work whose programs each walk the rows of a block of output columns (the
@@ -258,7 +271,9 @@ def candidates(M: int, N: int, K: int, elem: int = 4, kind: str = "reduce") -> I
 SLAB_K_MAX = 16
 SLAB_BLOCKS = (1024, 2048, 4096)
 SLAB_LATENCY = 0.25e-6  # a slab step's wait: its loads do not wait on the previous step's, so they overlap (fit, see results README)
-SLAB_SM_BANDWIDTH = 150e9  # bytes a second one program streams on an otherwise idle SM (H200 fit); the device's sum bounds many
+SLAB_SM_BANDWIDTH = (
+    150e9  # bytes a second one program streams on an otherwise idle SM (H200 fit); the device's sum bounds many
+)
 SLAB_FOLD = 0.4e-6  # a program's fold of its lanes per k (a block-wide reduction each), softmax three times (fit, results README)
 SLAB_SPLIT_ROWS = 64  # rows a split holds at least (and a multiple of: ``slab_rows``)
 
@@ -307,8 +322,9 @@ def slab_candidates(M: int, N: int, K: int, kind: str = "reduce") -> Iterator[Sl
             yield SlabPlan(block, splits)
 
 
-def slab_cost(M: int, N: int, K: int, plan: SlabPlan, device: Device, elem: int = 4,
-              kind: str = "reduce") -> tuple[float, float]:
+def slab_cost(
+    M: int, N: int, K: int, plan: SlabPlan, device: Device, elem: int = 4, kind: str = "reduce"
+) -> tuple[float, float]:
     """(time, GPU time) of a slab plan, as ``cost`` prices a tiled one: a program's steps
     each wait for one contiguous run of (BLOCK // K) * K elements; splits pay the partials'
     second launch (a reduction) or every program's merge of every split's statistics
