@@ -27,13 +27,13 @@ def _base(case: Any) -> str:
     return case.overload.split(".", 1)[0]
 
 
-def _zero_dim(case: Any, sample: Any) -> bool:
+def _zero_dim(case: Any, sample: Any, ops: frozenset[str] | None = None) -> bool:
     """A dim-taking op (or a repeat) called on a 0-dim tensor, which torch treats as one element."""
     import torch
 
     inp = sample[0]
     return (
-        case.overload in ZERO_DIM_OPS
+        case.overload in (ZERO_DIM_OPS if ops is None else ops)
         and isinstance(inp, torch.Tensor)
         and inp.dim() == 0
         and case.transform in ("none", "transposed", "strided", "expanded")
@@ -114,18 +114,29 @@ def _layer_norm_all_dims(case: Any, sample: Any) -> bool:
     return case.overload == "native_layer_norm" and len(args) > 0 and len(args[0]) == inp.dim()
 
 
+# 5.4.0.dev0 refuses a 0-dim input in these too (index_copy(_) and index_reduce_ index a dim it
+# lacks, logsumexp asserts "Invalid dim", unfold_copy divides by a zero extent), besides ZERO_DIM_OPS
+ZERO_DIM_OPS_54 = ZERO_DIM_OPS | {"index_copy", "index_copy_", "index_reduce_", "logsumexp", "unfold_copy"}
+
 KNOWN: tuple[Known, ...] = (
     Known("zero_dim_input_rejected", _zero_dim, ("5.0.2",)),
+    Known("zero_dim_input_rejected", lambda case, sample: _zero_dim(case, sample, ZERO_DIM_OPS_54), ("5.4",)),
     Known("zero_dim_input_rejected", _scalar_index_embedding),
-    Known("linspace_zero_steps", _zero_steps, ("5.0.2",)),
+    Known("linspace_zero_steps", _zero_steps, ("5.0.2", "5.4")),
     Known(
         "digamma_reflection_fp32",
         lambda case, sample: _base(case) == "digamma_" and _negative(case, sample),
         ("5.0.2",),
     ),
+    # 5.4 registers the out-of-place digamma too, the same kernel
+    Known(
+        "digamma_reflection_fp32",
+        lambda case, sample: _base(case) in ("digamma", "digamma_") and _negative(case, sample),
+        ("5.4",),
+    ),
     Known("group_norm_group_size_not_pow2", _group_not_pow2),
     Known("scatter_add_same_shape_copy", _same_shape_scatter),
-    Known("layer_norm_stat_shape", _layer_norm_all_dims, ("5.0.2",)),
+    Known("layer_norm_stat_shape", _layer_norm_all_dims, ("5.0.2", "5.4")),
 )
 
 
