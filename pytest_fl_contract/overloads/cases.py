@@ -9,6 +9,8 @@ that overload alone, with a spy that must see it called.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,6 +248,31 @@ def to_device(sample: Any, device: str) -> Any:
     return tree_map(lambda v: v.detach().to(device) if isinstance(v, torch.Tensor) else v, sample)
 
 
+@contextlib.contextmanager
+def only(overload: str, fn: Callable[..., Any], keys: tuple[str, ...]) -> Iterator[list[int]]:
+    """``fn`` registered for ``overload`` alone while the block runs; yields its calls so far
+    (a case that never reached it does not count)."""
+    spy, calls = spied(fn)
+    lib = registered(overload, spy, keys)
+    try:
+        yield calls
+    finally:
+        lib._destroy()
+
+
+def call_once(
+    case: Case, drawn_sample: Any, out: dict[str, Any] | None, device: str, seed: int
+) -> tuple[Any, Any, Any]:
+    """The case's call on a fresh device copy of its sample, in its layout, with fresh out=
+    buffers where it has them: (result, the inputs it was given, the buffers)."""
+    import torch
+
+    inputs = boundary.relayout(to_device(drawn_sample, device), case.transform)
+    bufs = {k: torch.empty_like(v, device=device) for k, v in out.items()} if out else None
+    torch.manual_seed(seed)
+    return invoke(case.overload, case.source, inputs, out=bufs), inputs, bufs
+
+
 def run(
     gems: Any, case: Case, *, budget: int, seconds: float, seed: int = SEED, device: str = "cpu", emulated: bool = False
 ) -> Verdict:
@@ -284,29 +311,15 @@ def run(
                 torch.manual_seed(seed + k)
                 draws.append(_torch_call(case, sample)[0])
         fn, extra = function_of(gems, case.overload)
-        spy, calls = spied(fn)
-        lib = registered(case.overload, spy, (dispatch_key(gems), *extra))
-        try:
-            inputs = boundary.relayout(to_device(drawn_sample, device), case.transform)
-            bufs = {k: torch.empty_like(v, device=device) for k, v in out.items()} if out else None
-            with deadline(seconds):
-                torch.manual_seed(seed)
-                got = invoke(case.overload, case.source, inputs, out=bufs)
-                again = None
-                if random:
-                    torch.manual_seed(seed)
-                    again = invoke(
-                        case.overload,
-                        case.source,
-                        boundary.relayout(to_device(drawn_sample, device), case.transform),
-                        out={k: torch.empty_like(v, device=device) for k, v in out.items()} if out else None,
-                    )
-        except (Exception, Timeout) as exc:
-            if not calls:
-                return Verdict("UNTESTED", f"the case did not reach {fn.__name__} ({one_line(exc)})")
-            return failure(exc, emulated)
-        finally:
-            lib._destroy()
+        with only(case.overload, fn, (dispatch_key(gems), *extra)) as calls:
+            try:
+                with deadline(seconds):
+                    got, inputs, bufs = call_once(case, drawn_sample, out, device, seed)
+                    again = call_once(case, drawn_sample, out, device, seed)[0] if random else None
+            except (Exception, Timeout) as exc:
+                if not calls:
+                    return Verdict("UNTESTED", f"the case did not reach {fn.__name__} ({one_line(exc)})")
+                return failure(exc, emulated)
     if not calls:
         return Verdict("UNTESTED", f"the case did not reach {fn.__name__}: dispatch took another path")
     problem = identity(case.source.caller, got, inputs, bufs)

@@ -19,36 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from . import boundary
-from .cases import Case, _torch_call, dispatch_key, fresh, is_random, to_device
-from .oracle import Timeout, Verdict, compare, deadline, emulator_gap, one_line, spied
-from .samples import SEED, drawn, invoke, registered
+from .cases import Case, _torch_call, call_once, dispatch_key, fresh, is_random, only
+from .oracle import Timeout, Verdict, compare, deadline, emulator_gap, one_line
+from .samples import SEED, drawn
 from .table import function_of
-
-
-def _call(
-    fn: Callable[..., Any],
-    keys: tuple[str, ...],
-    case: Case,
-    drawn_sample: Any,
-    out: dict[str, Any] | None,
-    device: str,
-    seconds: float,
-    seed: int,
-) -> tuple[Any, int]:
-    """``fn`` registered for the case's overload alone, called the case's way: (result, calls)."""
-    import torch
-
-    spy, calls = spied(fn)
-    lib = registered(case.overload, spy, keys)
-    try:
-        inputs = boundary.relayout(to_device(drawn_sample, device), case.transform)
-        bufs = {k: torch.empty_like(v, device=device) for k, v in out.items()} if out else None
-        with deadline(seconds):
-            torch.manual_seed(seed)
-            got = invoke(case.overload, case.source, inputs, out=bufs)
-    finally:
-        lib._destroy()
-    return got, len(calls)
 
 
 def differential(
@@ -90,11 +64,13 @@ def differential(
             return Verdict("UNTESTED", f"torch refuses this sample ({case.transform}): {one_line(exc)}")
         results: dict[str, Any] = {}
         for name, fn in (("override", override), ("generic", generic)):
-            try:
-                got, calls = _call(fn, keys, case, drawn_sample, out, device, seconds, seed)
-            except (Exception, Timeout) as exc:
-                results[name] = exc
-                continue
+            with only(case.overload, fn, keys) as calls:
+                try:
+                    with deadline(seconds):
+                        got = call_once(case, drawn_sample, out, device, seed)[0]
+                except (Exception, Timeout) as exc:
+                    results[name] = exc
+                    continue
             results[name] = got if calls else None
     mine, theirs = results["override"], results["generic"]
     if mine is None or theirs is None:
