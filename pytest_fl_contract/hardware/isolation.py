@@ -226,10 +226,16 @@ class Batch:
 def run_batch(batch: Batch, timeout: float = 600) -> str:
     """Why the child gave no results ("" when they are in ``batch.out``: a tensor, or the
     error it raised as a string, per call; ``torch.load`` them)."""
+    return _spawn("--batch", batch, timeout)
+
+
+def _spawn(flag: str, batch: Batch | RowBatch, timeout: float) -> str:
+    """``batch`` run by this module in a fresh process (its own Triton cache where it names
+    one); why it gave no results, "" when it did."""
     import os
 
     env = {**os.environ, **({"TRITON_CACHE_DIR": batch.cache_dir} if batch.cache_dir else {})}
-    argv = [sys.executable, "-m", "pytest_fl_contract.hardware.isolation", "--batch", json.dumps(asdict(batch))]
+    argv = [sys.executable, "-m", "pytest_fl_contract.hardware.isolation", flag, json.dumps(asdict(batch))]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -240,7 +246,10 @@ def run_batch(batch: Batch, timeout: float = 600) -> str:
     return ""
 
 
-def _batch_child(batch: Batch) -> None:
+def _as_the_lane(batch: Batch | RowBatch) -> Any:
+    """A child brought up as the lane runs: its emulator (profile, injected defects) or its
+    autotune mode, FlagGems, its workaround, the rows its plugins registered.  Returns
+    flag_gems."""
     import importlib
 
     if batch.emulation is not None:
@@ -252,14 +261,22 @@ def _batch_child(batch: Batch) -> None:
 
         if batch.autotune in autotune.MODES:  # else FlagGems times its configs: other picks, other bits
             autotune.install(autotune.plan(batch.autotune, emulated=False))
-    import flag_gems  # noqa: F401 - the entry points, as the lane has them
-    import torch
+    import flag_gems  # the entry points, as the lane has them
 
     from ..registry import ROWS
 
     if batch.workaround:
         importlib.import_module(batch.workaround).install()
     ROWS.load_sources(batch.sources)
+    return flag_gems
+
+
+def _batch_child(batch: Batch) -> None:
+    _as_the_lane(batch)  # first: the emulator comes up before anything imports torch here
+    import torch
+
+    from ..registry import ROWS
+
     results: list[Any] = []
     for name, shape, dim, dtype in batch.calls:
         op = ROWS.get(name)
@@ -307,41 +324,16 @@ def case_of(row: Any, fields: dict[str, Any]) -> Any:
 
 def run_rows(batch: RowBatch, timeout: float = 600) -> str:
     """Why the child gave no results ("" when they are in ``batch.out``)."""
-    import os
-
-    env = {**os.environ, **({"TRITON_CACHE_DIR": batch.cache_dir} if batch.cache_dir else {})}
-    argv = [sys.executable, "-m", "pytest_fl_contract.hardware.isolation", "--rows", json.dumps(asdict(batch))]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return f"the fresh process did not finish in {timeout:g}s"
-    if done.returncode != 0:
-        tail = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
-        return f"the fresh process exited {done.returncode}: {tail[-1].strip()[:300] if tail else ''}"
-    return ""
+    return _spawn("--rows", batch, timeout)
 
 
 def _rows_child(batch: RowBatch) -> None:
-    import importlib
-
-    if batch.emulation is not None:
-        from ..emulation.interpreter import bring_up
-
-        bring_up(batch.emulation[0], tuple(batch.emulation[1]))
-    else:
-        from . import autotune
-
-        if batch.autotune in autotune.MODES:
-            autotune.install(autotune.plan(batch.autotune, emulated=False))
-    import flag_gems
+    flag_gems = _as_the_lane(batch)  # first: the emulator comes up before anything imports torch here
     import torch
 
     from ..families import of
     from ..registry import ROWS
 
-    if batch.workaround:
-        importlib.import_module(batch.workaround).install()
-    ROWS.load_sources(batch.sources)
     results: list[Any] = []
     for name, fields, dtype, backward in batch.calls:
         row = ROWS.get(name)
