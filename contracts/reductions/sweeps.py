@@ -288,15 +288,21 @@ ENABLED_CASE = Case((3, 5, 64), 1)  # every FlagGems op enabled (test_enabled): 
 
 
 def differentiable(op: Op) -> bool:
-    """torch gives the op's result a gradient (not an index, a count or a boolean): asked of
-    torch on a small float64 input, not kept as a list."""
+    """torch differentiates the op's result (not an index, a count or a boolean): asked of the
+    lane's own torch by a backward on a small float64 input, not kept as a list.  A result
+    that merely requires grad is not enough: torch 2.11 gives aminmax's result a grad_fn whose
+    backward raises "derivative for aten::aminmax is not implemented" (2.13 implements it)."""
     import torch
 
-    x = torch.zeros(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    x = torch.rand(2, 3, 4, dtype=torch.float64, requires_grad=True)
     try:
-        return bool(op.torch_fn(x, 1, False).requires_grad)
-    except Exception:  # torch refuses a float input (an integer-only op): nothing to differentiate
+        y = op.torch_fn(x, 1, False)
+        if not y.requires_grad:
+            return False
+        y.backward(torch.ones_like(y))
+    except Exception:  # torch refuses a float input, or has no derivative for the op here
         return False
+    return x.grad is not None
 
 
 def fitted(case: Case, op: Op, sweep_name: str) -> Case:
