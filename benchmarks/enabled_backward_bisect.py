@@ -30,12 +30,43 @@ def attempt(op, exclude, device):
         return False, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
 
 
+def trace(op, device):
+    """The aten calls of the forward and backward under use_gems(), with their shapes, and
+    the dispatch facts of the ops whose result is not the broadcast of their inputs."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def shapes(values):
+        return [tuple(v.shape) if isinstance(v, torch.Tensor) else v for v in values][:4]
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            outs = out if isinstance(out, (tuple, list)) else [out]
+            print(f"    {func}: {shapes(args)} -> {shapes(outs)}")
+            return out
+
+    x = torch.randn(3, 5, 64, device=device).requires_grad_()
+    up = torch.randn(3, 64, device=device)
+    try:
+        with flag_gems.use_gems():
+            got = op.torch_fn(x, 1, False)
+            with Log():
+                (got if isinstance(got, torch.Tensor) else got[0]).backward(up)
+    except Exception as exc:
+        print(f"    raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    for key in ("CompositeImplicitAutograd", "Autograd", "AutogradCUDA", "CUDA"):
+        print(f"    aten::{op.name} {key}:", torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op.name}", key))
+
+
 def main(names):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     every = sorted({item[1].__name__ for item in flag_gems._FULL_CONFIG})
     for name in names:
         op = ROWS.get(name)
         ok, why = attempt(op, [], device)
+        if "--trace" in sys.argv:
+            print(f"{name}: trace")
+            trace(op, device)
         if ok:
             print(f"{name}: holds with every op enabled")
             continue
@@ -58,4 +89,7 @@ def main(names):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["aminmax", "prod", "amax", "std", "var_mean", "vector_norm"])
+    main(
+        [a for a in sys.argv[1:] if not a.startswith("--")]
+        or ["aminmax", "prod", "amax", "std", "var_mean", "vector_norm"]
+    )

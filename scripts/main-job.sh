@@ -3,6 +3,8 @@
 #   cpu                              every contract holds on FlagGems' real kernels
 #   iluvatar-emulated                the Iluvatar defect injected, the workaround holds
 #   iluvatar-emulated-noworkaround   the same without the workaround: the contracts catch it
+#   nvidia-hopper-emulated           FlagGems' Hopper overrides registered as on an H100: every op
+#                                    enabled and the override differential hold their known defect
 # on PyPI's FlagGems 5.0.2; `--line fg54` runs the same lanes on the 5.4 line instead, and
 # FlagGems' own tests (shipped in the 5.4 wheel) under the three, on 5.0.2 and on 5.4
 # (flaggems-suite-502-fg54, flaggems-suite-fg54; FL_FLAGGEMS_54: the wheel's pip spec; CI
@@ -16,6 +18,9 @@ status=0
 for lane in cpu iluvatar-emulated iluvatar-emulated-noworkaround; do
   .venv/bin/fl-contract run "$lane$suffix" --reports reports || status=1
 done
+if [ -z "$suffix" ]; then  # the Hopper copies are 5.0.2's (5.4 dropped mul's)
+  .venv/bin/fl-contract run nvidia-hopper-emulated --reports reports || status=1
+fi
 if [ "$suffix" = "-fg54" ]; then  # FlagGems' own tests ship in the 5.4 wheel: their lanes too
   .venv/bin/fl-contract run flaggems-suite-502-fg54 --reports reports || status=1
   .venv/bin/fl-contract run flaggems-suite-fg54 --reports reports || status=1

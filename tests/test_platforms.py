@@ -122,6 +122,20 @@ MALFORMED = [
         "platforms: {x: {device_type: cpu, defects: [{id: a, description: d, trigger: launch_resources}]}}",
         r"platforms.x.defects\[0\].fails_with: a defect with a trigger names the error",
     ),
+    (
+        "platforms: {x: {device_type: cpu, defects: [{id: a, description: d, trigger: registered_function,"
+        " fails_with: [RegisteredFunctionDefect]}]}}",
+        r"platforms.x.defects\[0\].registered: given exactly where trigger is registered_function",
+    ),
+    (
+        "platforms: {x: {device_type: cpu, defects: [{id: a, description: d, registered: ['m:f']}]}}",
+        r"platforms.x.defects\[0\].registered: given exactly where trigger is registered_function",
+    ),
+    (
+        "platforms: {x: {device_type: cpu, defects: [{id: a, description: d, trigger: registered_function,"
+        " registered: [mul], fails_with: [RegisteredFunctionDefect]}]}}",
+        r"platforms.x.defects\[0\].registered: each a FlagGems function as module:function",
+    ),
     ("platforms: {x: {device_type: cpu, aliases: cuda}}", "platforms.x.aliases: expected a list of strings"),
     ("platforms: {x: {device_type: cpu, emulation: {profile: 3}}}", "platforms.x.emulation: expected"),
     ("platforms: {x: {vendor: x}}", "platforms.x.device_type: required for a new platform"),

@@ -6,7 +6,7 @@ against torch in float64."""
 import pytest
 from pytest_fl_contract.contracts.reductions.sweeps import fitted
 
-from pytest_fl_contract.families.dispatch import use_gems
+from pytest_fl_contract.families.dispatch import every_op, use_gems
 from pytest_fl_contract.families.reductions import check, make_input, tolerance
 
 pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operators:UserWarning")
@@ -15,6 +15,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operat
 def test_every_op_enabled(flag_gems, fl_device, fl_settings, op, enabled_case, direction):
     """``direction``: the result, or the input's gradient (rows torch differentiates: the
     conftest asks torch, ``sweeps.differentiable``)."""
+    every_op(
+        flag_gems,
+        fl_settings.platform.defects,
+        lambda: _case(flag_gems, fl_device, fl_settings, op, enabled_case, direction),
+    )
+
+
+def _case(flag_gems, fl_device, fl_settings, op, enabled_case, direction):
     import torch
 
     case = fitted(enabled_case, op, fl_settings.sweep)

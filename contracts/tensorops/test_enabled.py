@@ -5,12 +5,17 @@ index_add: FlagGems' own where it registers them), against torch's float64 autog
 
 import pytest
 
+from pytest_fl_contract.families.dispatch import every_op
 from pytest_fl_contract.families.tensorops import check, check_gradients
 
 pytestmark = pytest.mark.filterwarnings("ignore:Warning only once for all operators:UserWarning")
 
 
-def test_every_op_enabled(flag_gems, fl_device, tensor_op, first_case):
+def test_every_op_enabled(flag_gems, fl_device, fl_settings, tensor_op, first_case):
+    every_op(flag_gems, fl_settings.platform.defects, lambda: _case(flag_gems, fl_device, tensor_op, first_case))
+
+
+def _case(flag_gems, fl_device, tensor_op, first_case):
     ops = tensor_op.operands(first_case)
     check(
         tensor_op,

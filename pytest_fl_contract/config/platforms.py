@@ -49,12 +49,17 @@ _DEFECT_KEYS = {
     "faults",
     "fails_with",
     "trigger",
+    "registered",
 }
 WHOSE = ("compiler", "flag_gems")
 # launch_resources: the defect shows where a launch's config (the one FlagGems' tuner picks on
 # this device) needs more than the device has - decided when the call runs, by the error the
 # launch raises, never by a shape seen on one card
-TRIGGERS = ("launch_resources",)
+# registered_function: the defect is a FlagGems function's (a vendor's or an architecture's
+# override, ``registered: [module:function]``) that the lane's FlagGems registers only on some
+# devices (5.0.2's Hopper mul on compute capability 9): decided by what this process
+# registered, and per case by the case holding once that function is excluded
+TRIGGERS = ("launch_resources", "registered_function")
 # A known-defect xfail holds only for the failures its defect produces: the contract's own
 # assertion always, and the exception types a defect lists.  These never are a defect's:
 # they say the lane's environment is broken, not its kernels.
@@ -87,6 +92,7 @@ class Defect:
     feature: str = ""  # the compiler feature, as a bug report and the probe table name it
     seen: tuple[str, ...] = ()  # where it was seen: devices and stacks, FlagGems versions
     trigger: str | None = None  # TRIGGERS: what decides at run time whether a call runs into it
+    registered: tuple[str, ...] = ()  # registered_function: the functions, as "module:function"
 
     @property
     def flag_gems(self) -> bool:
@@ -201,6 +207,11 @@ def _validate_defect(defect: Any, source: str, where: str, whose: str | None = N
             raise _fail(source, f"{where}.trigger", f"one of {', '.join(TRIGGERS)}")
         if not defect.get("fails_with"):
             raise _fail(source, f"{where}.fails_with", "a defect with a trigger names the error its launch raises")
+    registered = _check_str_list(defect.get("registered", []), source, f"{where}.registered")
+    if any(":" not in r or not all(part.strip() for part in r.split(":", 1)) for r in registered):
+        raise _fail(source, f"{where}.registered", "each a FlagGems function as module:function")
+    if bool(registered) != (defect.get("trigger") == "registered_function"):
+        raise _fail(source, f"{where}.registered", "given exactly where trigger is registered_function")
     if not isinstance(defect.get("faults", False), bool):
         raise _fail(source, f"{where}.faults", "expected true or false")
     for name in _check_str_list(defect.get("fails_with", []), source, f"{where}.fails_with"):
@@ -407,6 +418,7 @@ def _defect(entry: dict[str, Any], source: str) -> Defect:
         " ".join(entry.get("feature", "").split()),
         seen,
         entry.get("trigger"),
+        tuple(entry.get("registered", ())),
     )
 
 

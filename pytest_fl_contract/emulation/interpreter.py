@@ -1065,6 +1065,8 @@ def activate(profile: DeviceProfile) -> None:
         )
     os.environ["TRITON_INTERPRET"] = "1"
     os.environ["GEMS_VENDOR"] = os.environ[EMULATOR_ENV] = profile.vendor
+    if profile.arch:  # FlagGems reads it where it cannot ask the device (its backend's get_arch)
+        os.environ["ARCH"] = profile.arch
 
     for name, value in _cuda_shim(profile).items():
         setattr(torch.cuda, name, value)

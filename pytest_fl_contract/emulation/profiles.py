@@ -28,6 +28,10 @@ class DeviceProfile:
     # CUDA's launch limits (grid x, y, z), which the CUDA-like backends share: a launch past
     # them fails on the device ("invalid argument") where the interpreter would just loop
     max_grid: tuple[int, int, int] = GRID_LIMITS
+    # FlagGems' ARCH for the device (sm_90): its backend then registers that architecture's
+    # overrides (runtime/backend/_nvidia/hopper/ops) as on the part.  None: FlagGems cannot
+    # query an architecture on the CPU, so the generic kernels run
+    arch: str | None = None
 
 
 PROFILES: dict[str, DeviceProfile] = {
@@ -53,6 +57,18 @@ PROFILES: dict[str, DeviceProfile] = {
             50 * 2**20,
             141 * 2**30,
             "an H200's 132 SMs: the tiles the GPU lane really uses; slow for large K",
+        ),
+        DeviceProfile(
+            "nvidia-hopper",
+            "nvidia",
+            "NVIDIA Hopper (emulated, 4 SMs)",
+            4,
+            (9, 0),
+            50 * 2**20,
+            80 * 2**30,
+            "nvidia-small's heuristics with FlagGems' Hopper overrides registered (5.0.2: mul, "
+            "mm, fill, sqrt) as on an H100 or H200, where nvidia-small runs the generic kernels",
+            arch="sm_90",
         ),
         DeviceProfile(
             "iluvatar-small",

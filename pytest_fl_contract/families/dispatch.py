@@ -11,17 +11,97 @@ rows at least once each way."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+import contextvars
+from collections.abc import Callable, Iterable
 from typing import Any
 
 ENABLING = ("include", "everything")
+
+# the FlagGems functions ``everything`` leaves out while a failure is being attributed
+_EXCLUDED: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("fl_excluded", default=())
+
+
+class RegisteredFunctionDefect(Exception):
+    """A case that fails with every FlagGems op enabled and holds once the function of a known
+    defect (``trigger: registered_function``) is left out: that defect's failure, proven."""
 
 
 def use_gems(gems: Any, names: Iterable[str], enabling: str = "include") -> Any:
     """FlagGems' registration context for a call: the row's ``names`` only, or every op."""
     if enabling not in ENABLING:
         raise ValueError(f"enabling {enabling!r}: expected one of {', '.join(ENABLING)}")
-    return gems.use_gems(include=list(names)) if enabling == "include" else gems.use_gems()
+    if enabling == "include":
+        return gems.use_gems(include=list(names))
+    excluded = _EXCLUDED.get()
+    return gems.use_gems(exclude=list(excluded)) if excluded else gems.use_gems()
+
+
+def names_function(specs: Iterable[str], fn: Any) -> bool:
+    """``fn`` is one of ``specs`` ("module:function", the module matched as a dotted suffix:
+    FlagGems imports an architecture's ops as ``hopper.ops.mul``)."""
+    module, name = getattr(fn, "__module__", "") or "", getattr(fn, "__name__", "")
+    for spec in specs:
+        want_module, want_name = spec.split(":", 1)
+        if name == want_name and (module == want_module or module.endswith("." + want_module)):
+            return True
+    return False
+
+
+def registered_functions(gems: Any, wanted: Iterable[str]) -> tuple[str, ...]:
+    """The names of the functions of ``wanted`` that the lane's FlagGems registers here."""
+    specs = tuple(wanted)
+    found = [
+        item[1].__name__
+        for item in getattr(gems, "_FULL_CONFIG", ())
+        if isinstance(item, tuple) and len(item) >= 2 and names_function(specs, item[1])
+    ]
+    return tuple(dict.fromkeys(found))
+
+
+def defect_of_function(defects: Iterable[Any], fn: Any) -> Any:
+    """The known defect (``trigger: registered_function``) that names ``fn``, or None."""
+    return next(
+        (
+            d
+            for d in defects
+            if getattr(d, "trigger", None) == "registered_function" and names_function(d.registered, fn)
+        ),
+        None,
+    )
+
+
+def every_op(gems: Any, defects: Iterable[Any], body: Callable[[], None]) -> None:
+    """``body`` (a case's calls under ``use_gems(..., "everything")``), its failure attributed:
+    where it fails and a known defect of a registered function (``defects``: the platform's
+    catalogue entries) has its functions registered here, the body runs again with them left
+    out; holding then, the failure is that defect's (``RegisteredFunctionDefect``, which only
+    that defect's xfail takes).  Failing either way, the first failure stands: no defect
+    explains it."""
+    try:
+        body()
+        return
+    except Exception as first:
+        failure = first
+    for defect in defects:
+        if getattr(defect, "trigger", None) != "registered_function":
+            continue
+        functions = registered_functions(gems, defect.registered)
+        if not functions:
+            continue
+        token = _EXCLUDED.set(tuple(functions))
+        try:
+            body()
+        except Exception:
+            continue
+        finally:
+            _EXCLUDED.reset(token)
+        first_line = (str(failure).strip().splitlines() or [""])[0][:300]
+        raise RegisteredFunctionDefect(
+            f"known defect {defect.id}: fails with every FlagGems op enabled "
+            f"({type(failure).__name__}: {first_line}) and holds once FlagGems' "
+            f"{', '.join(functions)} ({', '.join(defect.registered)}) is left out"
+        ) from failure
+    raise failure
 
 
 def scope_text(names: Iterable[str], enabling: str) -> str:

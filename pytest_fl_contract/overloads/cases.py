@@ -159,6 +159,9 @@ def plan_one(gems: Any, entry: Overload, sweep: str, keys: tuple[str, ...], dtyp
     want = 1 if sweep == "quick" else 4
     hits: list[tuple[Source, int, str]] = []
     shaped: tuple[Source, int, str] | None = None  # the first reaching sample with a size past 1
+    # full: also the first whose tensors differ in shape (one broadcast against another), where
+    # a kernel that walks its first operand's elements goes wrong (5.0.2's Hopper mul)
+    spread: tuple[Source, int, str] | None = None if sweep != "quick" else (Source("", ""), -1, "")
     for name in names:
         probe = next((d for d in PROBE_DTYPES if supports(name, d)), None)
         if probe is None:
@@ -166,19 +169,23 @@ def plan_one(gems: Any, entry: Overload, sweep: str, keys: tuple[str, ...], dtyp
         for caller in callers(entry.name):
             source = Source(name, caller)
             for index, sample in enumerate(drawn(name, probe)):
-                if len(hits) >= want and shaped is not None:
+                if len(hits) >= want and shaped is not None and spread is not None:
                     break
                 if reaches(entry.name, source, sample, keys + extra, fn):
                     if len(hits) < want:
                         hits.append((source, index, probe))
                     if shaped is None and has_size(sample):
                         shaped = (source, index, probe)
+                    if spread is None and broadcasts(sample):
+                        spread = (source, index, probe)
             if hits:
                 break  # one way of calling it is enough
         if hits:
             break
     if not hits:
         return Plan(entry, (), f"none of the samples of {', '.join(names[:4])} reaches it through dispatch")
+    if spread is not None and spread[1] >= 0 and spread not in hits:
+        hits.append(spread)
     cases: list[Case] = []
     transforms = QUICK_TRANSFORMS if sweep == "quick" else FULL_TRANSFORMS
     for source, index, probe in hits:
@@ -193,6 +200,18 @@ def plan_one(gems: Any, entry: Overload, sweep: str, keys: tuple[str, ...], dtyp
         source, index, probe = shaped
         cases += [Case(entry.name, source, index, probe, t) for t in transforms if t != "none"]
     return Plan(entry, tuple(dict.fromkeys(cases)))
+
+
+def broadcasts(sample: Any) -> bool:
+    """Two of the sample's tensors of one rank differ in shape: one is broadcast against the
+    other (a rank short of another is broadcast too, but kernels that walk their first operand
+    flat took other rules there)."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    flat = tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))[0]
+    shapes = [tuple(t.shape) for t in flat if isinstance(t, torch.Tensor) and t.dim() > 0]
+    return any(len(a) == len(b) and a != b for i, a in enumerate(shapes) for b in shapes[i + 1 :])
 
 
 def has_size(sample: Any) -> bool:

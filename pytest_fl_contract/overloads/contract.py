@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ..families.dispatch import RegisteredFunctionDefect, defect_of_function
 from .oracle import FAILING, Verdict
 
 # elements of a transformed sample's largest tensor, and seconds before a case is a TIMEOUT: the emulator
@@ -102,4 +103,7 @@ def run_override_item(node: Any, gems: Any, settings: Any, device: str, found: A
     )
     node.user_properties.append(("fl_override", f"{override.__module__}.{override.__name__} ({case.overload})"))
     node.user_properties.append(("fl_override_status", verdict.status))
+    known = defect_of_function(settings.platform.defects, override) if verdict.status == "WRONG" else None
+    if known is not None:  # the differential itself shows the override, not the generic kernel, at fault
+        raise RegisteredFunctionDefect(f"known defect {known.id}: {verdict.detail}")
     outcome(verdict)

@@ -67,6 +67,13 @@ def scan_backend(root: Path, vendor: str) -> tuple[Reach, ...]:
 
 
 def _is_vendor(fn: Any) -> bool:
+    """A function of a vendor backend: defined under ``runtime/backend/_<vendor>/`` (its ops,
+    or an architecture's: FlagGems imports 5.0.2's Hopper ops as ``hopper.ops.mul``), or in a
+    module outside flag_gems named like a backend (``_iluvatar.ops``)."""
+    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+    where = Path(code.co_filename).as_posix() if code is not None else ""
+    if "/runtime/backend/_" in where:
+        return True
     module = getattr(fn, "__module__", "") or ""
     return not module.startswith("flag_gems") and module.split(".", 1)[0].startswith("_")
 
