@@ -5,6 +5,8 @@
 #   iluvatar-emulated-noworkaround   the same without the workaround: the contracts catch it
 #   nvidia-hopper-emulated           FlagGems' Hopper overrides registered as on an H100: every op
 #                                    enabled and the override differential hold their known defect
+#   cpu-tuning-miscompiled           one config of each autotuned kernel miscompiled: the
+#                                    every-config contract catches it
 # on PyPI's FlagGems 5.0.2; `--line fg54` runs the same lanes on the 5.4 line instead, and
 # FlagGems' own tests (shipped in the 5.4 wheel) under the three, on 5.0.2 and on 5.4
 # (flaggems-suite-502-fg54, flaggems-suite-fg54; FL_FLAGGEMS_54: the wheel's pip spec; CI
@@ -20,6 +22,7 @@ for lane in cpu iluvatar-emulated iluvatar-emulated-noworkaround; do
 done
 if [ -z "$suffix" ]; then  # the Hopper copies are 5.0.2's (5.4 dropped mul's)
   .venv/bin/fl-contract run nvidia-hopper-emulated --reports reports || status=1
+  .venv/bin/fl-contract run cpu-tuning-miscompiled --reports reports || status=1
 fi
 if [ "$suffix" = "-fg54" ]; then  # FlagGems' own tests ship in the 5.4 wheel: their lanes too
   .venv/bin/fl-contract run flaggems-suite-502-fg54 --reports reports || status=1

@@ -167,11 +167,18 @@ def test_the_shipped_manifest_is_valid_and_covers_the_cpu_lanes():
     # every lane runs the contracts, but those that run FlagGems' own suite under the three CPU lanes, a line each,
     # and the emulated Hopper's (its overrides: every op enabled and the differential)
     suites = {name for name, lane in manifest.lanes.items() if not any(s.name == "op_contracts" for s in lane.steps)}
-    assert suites == {"flaggems-suite-502-fg54", "flaggems-suite-fg54", "nvidia-hopper-emulated"}
+    assert suites == {
+        "flaggems-suite-502-fg54",
+        "flaggems-suite-fg54",
+        "nvidia-hopper-emulated",
+        "cpu-tuning-miscompiled",
+    }
+    tuning = manifest.lanes["cpu-tuning-miscompiled"]
+    assert tuning.steps[0].expect == "fail" and "amax" in tuning.steps[0].catch
     hopper = manifest.lanes["nvidia-hopper-emulated"]
-    assert [s.name for s in hopper.steps] == ["every_op_contracts", "override_contracts"]
+    assert [s.name for s in hopper.steps] == ["every_op_contracts", "override_contracts", "compiler_probes"]
     assert hopper.pytest_args[-2:] == ("--fl-profile", "nvidia-hopper")
-    for name in suites - {"nvidia-hopper-emulated"}:
+    for name in suites - {"nvidia-hopper-emulated", "cpu-tuning-miscompiled"}:
         steps = manifest.lanes[name].steps
         assert [s.kind for s in steps][-1] == "compare"
         assert {f for s in steps for f in s.flaggems_tests} == {

@@ -309,7 +309,8 @@ def test_every_lane_runs_the_probes_and_iluvatar_lanes_expect_them_to_fail():
         assert "compiler_probes" in steps, lane.name
         assert steps["compiler_probes"].suites == ("probes",)
         known = REGISTRY.get(lane.platform).defect(ROW_LOAD) is not None
-        assert steps["compiler_probes"].expect == ("fail" if known else "pass"), lane.name
+        injected = "--fl-inject" in lane.pytest_args  # a compiler defect the emulator adds: its probe fails
+        assert steps["compiler_probes"].expect == ("fail" if known or injected else "pass"), lane.name
 
 
 def test_the_wheel_lists_every_package():

@@ -14,6 +14,7 @@ from pytest_fl_contract.contracts.reductions.sweeps import (
     KEEPDIM_CASES,
     PARTIAL_TILE_CASES,
     REAL_CASE,
+    TUNING_CASE,
     cases_for,
     differentiable,
     fitted,
@@ -88,6 +89,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         "partial_case": PARTIAL_TILE_CASES[settings.sweep],
         "keepdim_case": KEEPDIM_CASES,
         "real_case": [REAL_CASE[settings.sweep]],
+        "tuning_case": [TUNING_CASE],
     }
     if "op" in names:
         # ops limited to toy shapes on the interpreter (prod) take part in accuracy only; a scan's

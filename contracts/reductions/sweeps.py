@@ -284,6 +284,9 @@ def assert_agrees(
     assert problem is None, f"{what}: {problem}" if what else problem
 
 
+# every config of the tuners a row reaches (test_tuning): partial tiles along both axes of the
+# kernels' (rows, reduced) view - 5 x 13 = 65 rows, 37 reduced - whatever a config's block sizes
+TUNING_CASE = Case((5, 37, 13), 1)
 ENABLED_CASE = Case((3, 5, 64), 1)  # every FlagGems op enabled (test_enabled): one non-inner case a row
 
 

@@ -50,6 +50,7 @@ INJECTABLE = (
     "masked_load_other",
     "equivalent_kernels_differ",
     "store_past_tensor",
+    "tuned_config_miscompiled",
 )
 
 
@@ -95,6 +96,8 @@ class Device:
     watch: list[tuple[int, int]] | None = None  # when a list: (lowest, highest) address of each load
     launches: list[tuple[str, dict[str, Any]]] | None = None  # when a list: (kernel, its constexpr values)
     injecting: bool = False  # a defect was enabled in this process: its counters are reported
+    # tuned_config_miscompiled: the launch runs an autotuner's config other than its first
+    off_first_config: bool = False
     first_scalars: dict[tuple[Any, ...], dict[str, int]] = field(
         default_factory=dict
     )  # kernel specialisation -> scalars
@@ -106,6 +109,20 @@ class Device:
 # Process-global on purpose: the hooks sit on Triton's interpreter classes, which every
 # launch in the process shares; the lane session reads the counters from here.
 DEVICE = Device()
+
+
+def drop_col_condition(mask: Any) -> Any | None:
+    """The column half of a separable 2-D mask lost instead (``tuned_config_miscompiled``): a
+    kernel whose reduced axis is its columns then reduces the lanes past ``k < K`` into valid
+    rows, whichever axis a config tiles.
+
+    >>> import numpy as np
+    >>> m = np.zeros((4, 8), bool); m[:2, :5] = True
+    >>> drop_col_condition(m).astype(int).tolist()[0]
+    [1, 1, 1, 1, 1, 1, 1, 1]
+    """
+    defective = drop_row_condition(mask.T) if getattr(mask, "ndim", 0) == 2 else None
+    return None if defective is None else defective.T
 
 
 def drop_row_condition(mask: Any) -> Any | None:
@@ -285,9 +302,9 @@ def install() -> None:
             live = ptrs.data[wanted].astype("int64")
             DEVICE.watch.append((int(live.min()), int(live.max())))
         effective, extra = wanted, None
-        if "masked_2d_row_load" in DEVICE.enabled:
+        if "masked_2d_row_load" in DEVICE.enabled or DEVICE.off_first_config:
             DEVICE.counters.loads_seen += 1
-            defective = drop_row_condition(wanted)
+            defective = (drop_row_condition if "masked_2d_row_load" in DEVICE.enabled else drop_col_condition)(wanted)
             if defective is not None:
                 effective, extra = defective, defective & ~wanted
         inside = _inside(ptrs.data, dtype_np.itemsize) if extra is not None else None
@@ -338,8 +355,10 @@ def install() -> None:
         )
 
     def create_select(self, cond, lhs, rhs):
-        if "masked_2d_row_load" in DEVICE.enabled:
-            defective = drop_row_condition(cond.data)
+        if "masked_2d_row_load" in DEVICE.enabled or DEVICE.off_first_config:
+            defective = (drop_row_condition if "masked_2d_row_load" in DEVICE.enabled else drop_col_condition)(
+                cond.data
+            )
             if defective is not None:
                 DEVICE.counters.faulted_selects += 1
                 cond = ti.TensorHandle(defective, cond.dtype)
@@ -390,6 +409,41 @@ def enable(*names: str) -> None:
     DEVICE.injecting = DEVICE.injecting or bool(names)
     if assume.DEFECT in names:  # a source-level defect: the interpreter's rewriter applies it
         assume.install(lambda: DEVICE.enabled)
+    if "tuned_config_miscompiled" in names:
+        _watch_tuned_configs()
+
+
+def _watch_tuned_configs() -> None:
+    """``tuned_config_miscompiled`` (FlagGems #6420: with an empty tuning database the config
+    a kernel's tuner chose gave wrong results): a launch under any config of an autotuner's
+    space but its first is miscompiled: a separable 2-D mask loses its column half (the
+    seed's defect on the other axis, ``drop_col_condition``).  The emulator's tuner always picks the first config, so a lane sees it only where a
+    contract runs the others (``hardware.autotune.config_forced``), as a device's tuner would."""
+    from triton.runtime import autotuner
+
+    cls = autotuner.Autotuner
+    if "__fl_config_watch__" in vars(cls):
+        return
+    run = cls.run
+
+    def chosen(self: Any) -> Any:
+        return self.__dict__.get("_fl_best_config")
+
+    def choose(self: Any, config: Any) -> None:
+        self.__dict__["_fl_best_config"] = config
+        first = self.configs[0] if getattr(self, "configs", None) else None
+        off = config is not None and first is not None and config.all_kwargs() != first.all_kwargs()
+        DEVICE.off_first_config = "tuned_config_miscompiled" in DEVICE.enabled and off
+
+    def watched_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            DEVICE.off_first_config = False
+
+    cls.__fl_config_watch__ = run
+    cls.best_config = property(chosen, choose)
+    cls.run = watched_run
 
 
 def disable(*names: str) -> None:

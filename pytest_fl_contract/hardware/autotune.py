@@ -17,10 +17,12 @@ The emulator has no driver to time: it always runs a tuner's first config.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -111,3 +113,113 @@ def install(p: Plan, environ: MutableMapping[str, str] | None = None) -> Callabl
             _unrotate(module)
 
     return undo
+
+
+# -- every config of a tuning space (issue 59, class 1: tuning state decides correctness) --------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A config an autotuner ran for one key: which of how many (after pruning), to name a
+    failing one so a vendor can pin it (kernel, key, config)."""
+
+    kernel: str
+    key: tuple[Any, ...]
+    config: str
+    index: int
+    count: int
+
+    def line(self) -> str:
+        return f"{self.kernel} key={self.key!r} config {self.index + 1} of {self.count}: {self.config}"
+
+
+_FOUND: dict[str, Any] = {}
+
+
+def _tuners(cls: type) -> tuple[list[Any], list[Any]]:
+    """The process's autotuners and FlagGems' LibEntry objects (made when FlagGems' modules are
+    imported, so found again only when modules were imported since: one heap walk, not one a
+    config)."""
+    import gc
+
+    if _FOUND.get("modules") != len(sys.modules) or _FOUND.get("cls") is not cls:
+        objects = gc.get_objects()
+        _FOUND.update(
+            modules=len(sys.modules),
+            cls=cls,
+            tuners=[o for o in objects if isinstance(o, cls)],
+            entries=[o for o in objects if type(o).__name__ == "LibEntry" and hasattr(o, "kernel_cache")],
+        )
+    return _FOUND["tuners"], _FOUND["entries"]
+
+
+@contextlib.contextmanager
+def config_forced(index: int) -> Iterator[list[Choice]]:
+    """Every autotuner of this process (Triton's ``Autotuner``; FlagGems' ``LibTuner`` is one)
+    runs its config number ``index`` (modulo its count after pruning) for every key; yields the
+    choices as they are made.  The tuners' caches (and LibEntry's compiled kernels, which skip
+    the tuner once a key has a winner) are set aside for the context and given back after it,
+    so the lane's own choices, tuned or rotated, are untouched: an empty tuning state inside,
+    the lane's after.  The one config left is timed as the lane times (rotate: not at all, in
+    its private database; tuned: for real, so what FlagGems' database records is measured)."""
+    module = sys.modules.get("triton.runtime.autotuner")
+    if module is None:
+        yield []
+        return
+    cls = module.Autotuner
+    base_prune = vars(cls)["__fl_rotate__"][0] if "__fl_rotate__" in vars(cls) else cls.prune_configs
+    saved_prune = cls.prune_configs
+    choices: list[Choice] = []
+
+    def prune_configs(self: Any, kwargs: dict[str, Any], *rest: Any, **more: Any) -> list[Any]:
+        configs = list(base_prune(self, kwargs, *rest, **more))
+        if not configs:
+            return configs
+        kernel = getattr(getattr(self, "base_fn", None), "__name__", type(self).__name__)
+        at = index % len(configs)
+        choices.append(Choice(kernel, tuner_key(self, kwargs), str(configs[at]), at, len(configs)))
+        return [configs[at]]
+
+    tuners, entries = _tuners(cls)
+    caches = [(t, t.cache) for t in tuners if isinstance(getattr(t, "cache", None), dict)]
+    kernels = [(e, e.kernel_cache) for e in entries]
+    for tuner, _ in caches:
+        tuner.cache = {}
+    for entry, cache in kernels:
+        entry.kernel_cache = tuple({} for _ in cache)
+    cls.prune_configs = prune_configs
+    try:
+        yield choices
+    finally:
+        cls.prune_configs = saved_prune
+        for tuner, cache in caches:
+            tuner.cache = cache
+        for entry, cache in kernels:
+            entry.kernel_cache = cache
+
+
+def every_config(case: Callable[[], None], limit: int = 64) -> tuple[int, list[str]]:
+    """``case`` (a call and its check against the reference, raising AssertionError when the
+    result is wrong) under each config of the tuning spaces it reaches: config i of every tuner
+    at once, i up to the largest space (at most ``limit``).  Returns how many configs ran and,
+    per failing one, the choices it ran (kernel, key, config) and why; ``(0, [])`` where no
+    autotuned kernel is on the call's path."""
+    failures: list[str] = []
+    spaces, at = 1, 0
+    while at < min(spaces, limit):
+        with config_forced(at) as choices:
+            try:
+                case()
+                problem = None
+            except AssertionError as exc:
+                problem = (str(exc).strip().splitlines() or [""])[0][:300]
+        if not choices:
+            if at == 0:
+                return 0, [] if problem is None else [f"no autotuned kernel ran: {problem}"]
+        else:
+            spaces = max(spaces, *(c.count for c in choices))
+        if problem is not None:
+            ran = "; ".join(dict.fromkeys(c.line() for c in choices)) or "no tuner"
+            failures.append(f"{ran}: {problem}")
+        at += 1
+    return min(spaces, limit), failures

@@ -1106,6 +1106,61 @@ def _store_tail(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
     return buffer, expected
 
 
+# -- every config of a tuning space alike: row sums of a 5 x 3 tensor, tiles of BLOCK_M rows ---
+
+TUNED_M, TUNED_K, TUNED_CONFIGS = 5, 3, (1, 2, 4)
+
+
+@triton.jit
+def rowsum_tiled(x_ptr, out_ptr, M, K, BLOCK_M: tl.constexpr, TILE_K: tl.constexpr):
+    m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    v = tl.load(x_ptr + m * K + k, mask=(m < M) & (k < K), other=0.0)
+    tl.store(out_ptr + m, tl.sum(v, axis=1)[:, None], mask=m < M)
+
+
+@triton.jit
+def rowsum_tiled_no_col(x_ptr, out_ptr, M, K, BLOCK_M: tl.constexpr, TILE_K: tl.constexpr):
+    m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
+    k = tl.arange(0, TILE_K)[None, :]
+    v = tl.load(x_ptr + m * K + k, mask=m < M, other=0.0)  # the column condition lost
+    tl.store(out_ptr + m, tl.sum(v, axis=1)[:, None], mask=m < M)
+
+
+def _untimed(kernel_call: Callable[[], Any], quantiles: Any = None, **kw: Any) -> list[float]:
+    kernel_call()
+    return [0.0, 0.0, 0.0]
+
+
+def _tuned(device: str, kernel: Any) -> tuple[torch.Tensor, np.ndarray]:
+    """The kernel under ``triton.autotune`` over BLOCK_M 1, 2, 4, each config run in turn (the
+    tuner's pruning leaves config i): one row of results per config, every row the same sums.
+    A rewrite of the kernel (the equivalent-kernel variants, their recorder) is launched with
+    each config directly: those compare the kernel's body, not its tuning."""
+    x = torch.arange(1.0, TUNED_M * TUNED_K + 1).reshape(TUNED_M, TUNED_K)
+    expected = np.tile(x.numpy().sum(axis=1), (len(TUNED_CONFIGS), 1))
+    configs = [triton.Config({"BLOCK_M": b}) for b in TUNED_CONFIGS]
+    (x_dev,) = _on(device, x)
+    rows = []
+    for i in range(len(configs)):
+        if kernel not in (rowsum_tiled, rowsum_tiled_no_col):  # the variants' recorder and rewrites: config i as is
+            out = torch.zeros(TUNED_M, device=device)
+            grid = (triton.cdiv(TUNED_M, TUNED_CONFIGS[i]),)
+            kernel[grid](x_dev, out, TUNED_M, TUNED_K, BLOCK_M=TUNED_CONFIGS[i], TILE_K=4)
+            rows.append(out)
+            continue
+        tuned = triton.autotune(
+            configs=configs,
+            key=["M"],
+            prune_configs_by={"early_config_prune": lambda cs, nargs, i=i, **kw: [cs[i]]},
+            do_bench=_untimed,  # one config left: nothing to time (the plain interpreter has no driver)
+        )(kernel)
+        out = torch.zeros(TUNED_M, device=device)
+        tuned[lambda meta: (triton.cdiv(TUNED_M, meta["BLOCK_M"]),)](x_dev, out, TUNED_M, TUNED_K, TILE_K=4)
+        rows.append(out)
+    return torch.stack(rows), expected
+
+
 PROBES: tuple[Probe, ...] = (
     # the seed's table, row for row
     Probe(
@@ -1133,6 +1188,14 @@ PROBES: tuple[Probe, ...] = (
         colsum_masked_half_tree,
     ),
     Probe("seed_row_loop", _SEED + "per-row loop", "runtime_loop", _seed, colsum_rows, colsum_rows_short),
+    Probe(
+        "tuned_configs_alike",
+        f"(M={TUNED_M}, K={TUNED_K}) row sums under autotune, each of BLOCK_M {TUNED_CONFIGS} in turn",
+        "tuned_config_miscompiled",
+        _tuned,
+        rowsum_tiled,
+        rowsum_tiled_no_col,
+    ),
     Probe("seed_1d_mask", _SEED + "1-D mask / inner-axis mask only", "masked_1d_load", _seed, sum_1d, sum_1d_unmasked),
     # 2-D masked loads
     Probe(
