@@ -29,6 +29,8 @@ BIN = Path(sys.executable).parent
 CPU_LANES = [
     "cpu",
     "iluvatar-emulated",
+    "nvidia-hopper-emulated",
+    "cpu-tuning-miscompiled",
     "iluvatar-emulated-noworkaround",
     "cpu-fg54",
     "iluvatar-emulated-fg54",
@@ -133,7 +135,7 @@ def test_gitlab_options(capsys):
     [
         (["--lanes", "iluvatar*,!*-fg54"], ["iluvatar-emulated", "iluvatar-emulated-noworkaround", "iluvatar"]),
         (["--lanes", "!*"], None),
-        (["--platform", "cuda"], ["nvidia"]),  # torch_fl's name: an alias
+        (["--platform", "cuda"], ["nvidia-hopper-emulated", "nvidia"]),  # torch_fl's name: an alias
         (["--platform", "iluvatar", "--runners", "self-hosted"], ["iluvatar"]),
         (["--runners", "hosted"], CPU_LANES),
         (["--lanes", " cpu , amd "], ["cpu", "amd"]),
