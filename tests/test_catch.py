@@ -5,7 +5,8 @@ there is one, agrees), never from the summary a step writes of itself."""
 
 from __future__ import annotations
 
-from pytest_fl_contract.lanes import junit, verdict
+from pytest_fl_contract.lanes import verdict
+from pytest_fl_contract.reporting import junit
 
 from .hostile import cli, one_line
 

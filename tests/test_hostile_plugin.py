@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from pytest_fl_contract.lanes import junit
 from pytest_fl_contract.lanes.manifest import Lane, Step
 from pytest_fl_contract.lanes.runner import run_lane
+from pytest_fl_contract.reporting import junit
 
 from .conftest import ROOT
 from .hostile import assert_all_valid, assert_valid_junit, cli, one_line

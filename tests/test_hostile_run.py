@@ -19,10 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_fl_contract.lanes import junit, runner
+from pytest_fl_contract.lanes import runner
 from pytest_fl_contract.lanes.manifest import Lane, Step
 from pytest_fl_contract.lanes.runner import run_lane
 from pytest_fl_contract.lanes.supervise import capped
+from pytest_fl_contract.reporting import junit
 
 from .conftest import ROOT
 from .hostile import assert_all_valid, assert_valid_junit, cli, one_line

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fl_contract.lanes import junit, runner
+from pytest_fl_contract.lanes import runner
 from pytest_fl_contract.lanes.manifest import Lane, Step
+from pytest_fl_contract.reporting import junit
 
 from .conftest import ROOT
 from .hostile import assert_all_valid, cli, one_line

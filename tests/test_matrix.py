@@ -16,9 +16,10 @@ import pytest
 import yaml
 
 from pytest_fl_contract.config.platforms import load_registry
-from pytest_fl_contract.lanes import junit, verdict
+from pytest_fl_contract.lanes import verdict
 from pytest_fl_contract.lanes.manifest import load
 from pytest_fl_contract.lanes.matrix import budget_minutes
+from pytest_fl_contract.reporting import junit
 
 from .conftest import ROOT
 from .hostile import assert_valid_junit, cli, one_line
@@ -397,7 +398,7 @@ def test_merge_when_no_lane_uploaded_anything_lists_every_lane_as_lost(tmp_path,
 
 
 def test_merge_junitparser_reads_what_merge_writes_where_its_own_merge_breaks_the_schema(tmp_path, capsys):
-    """Why merge writes through lanes/junit.py: junitparser's own merge puts `skipped` on
+    """Why merge writes through reporting/junit.py: junitparser's own merge puts `skipped` on
     <testsuites>, which pytest's junit-10.xsd does not allow; consumers still read ours with it."""
     from junitparser import JUnitXml
 

@@ -372,7 +372,7 @@ def test_an_empty_dim_list_reduces_everything_past_the_slab_threshold(monkeypatc
     check() names the block of a wrong element past the threshold."""
     import torch
 
-    from pytest_fl_contract.hardware.slabs import slabs
+    from pytest_fl_contract.families.slabs import slabs
 
     sweeps = _sweeps()
     assert slabs((4, 5), [], False, False, 1) == [((), ())]

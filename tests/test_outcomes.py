@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 from junitparser import JUnitXml
 
-from pytest_fl_contract.lanes.junit import count
+from pytest_fl_contract.reporting.junit import count
 
 from .conftest import ROOT
 

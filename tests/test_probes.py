@@ -19,11 +19,11 @@ import pytest
 from pytest_fl_contract import cli
 from pytest_fl_contract.config.platforms import load_registry
 from pytest_fl_contract.emulation import device
-from pytest_fl_contract.lanes import junit
 from pytest_fl_contract.lanes.manifest import load
 from pytest_fl_contract.probes import battery
 from pytest_fl_contract.probes import catalogue as probes
 from pytest_fl_contract.registry import ROWS
+from pytest_fl_contract.reporting import junit
 from pytest_fl_contract.util import md_code
 
 from .conftest import ROOT

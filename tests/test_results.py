@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_fl_contract.cli import main
-from pytest_fl_contract.lanes import junit
+from pytest_fl_contract.reporting import junit
 from pytest_fl_contract.results import cases, compare, parity
 from pytest_fl_contract.util import FlContractError
 

@@ -14,7 +14,7 @@ from xml.sax.saxutils import quoteattr
 import pytest
 
 from pytest_fl_contract.cli import main
-from pytest_fl_contract.lanes import junit
+from pytest_fl_contract.reporting import junit
 from pytest_fl_contract.results import cases, scoreboard
 from pytest_fl_contract.util import FlContractError
 

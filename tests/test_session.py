@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from junitparser import JUnitXml
 
-from pytest_fl_contract.lanes.junit import count
+from pytest_fl_contract.reporting.junit import count
 from pytest_fl_contract.reporting.outcomes import PROPERTY, CaseRecord, Summary, record_of
 
 TAGGED = """

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_fl_contract.results import causes as groups
 from pytest_fl_contract.results.cases import Row, read_one
-from pytest_fl_contract.triage import drafts, groups, order, script
+from pytest_fl_contract.triage import drafts, order, script
 from pytest_fl_contract.triage.rerun import Runner, ident, lane_options, nodeid
 
 ROOT = Path(__file__).resolve().parent.parent

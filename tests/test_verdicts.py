@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fl_contract.lanes import junit, runner, verdict
+from pytest_fl_contract.lanes import runner, verdict
 from pytest_fl_contract.lanes.manifest import Lane, Step
+from pytest_fl_contract.reporting import junit
 from pytest_fl_contract.results import cases, compare
 
 from .conftest import ROOT
@@ -661,7 +662,7 @@ def test_class9_a_small_gzip_bomb_costs_the_cap_not_its_expansion(tmp_path):
     # getrusage's ru_maxrss survives execve, so a probe started from a worker that had torch
     # loaded reported the worker's 490 MB, not its own.
     probe = (
-        "import re, sys\nfrom pathlib import Path\nfrom pytest_fl_contract.lanes import junit\n"
+        "import re, sys\nfrom pathlib import Path\nfrom pytest_fl_contract.reporting import junit\n"
         "try:\n    junit.read(Path(sys.argv[1]))\nexcept ValueError as exc:\n    print(exc)\n"
         "print(re.search(r'VmHWM:\\s*(\\d+)', Path('/proc/self/status').read_text())[1])\n"
     )

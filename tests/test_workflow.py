@@ -20,7 +20,7 @@ import pytest
 import yaml
 from junitparser import JUnitXml
 
-from pytest_fl_contract.lanes import junit
+from pytest_fl_contract.reporting import junit
 
 from .conftest import ROOT
 from .hostile import assert_valid_junit

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..hardware.slabs import slabs
 from ..registry.reductions import Case, Op
 from . import EPS
 from .dispatch import counted, use_gems
+from .slabs import slabs
 
 
 def tolerance(dtype: str, n: int, kind: str = "reduce") -> dict[str, float]:

@@ -27,7 +27,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .slabs import slabs
+from ..families.slabs import slabs
 
 
 @dataclass(frozen=True)

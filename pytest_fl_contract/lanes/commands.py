@@ -78,7 +78,8 @@ def output_cap(text: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .runner import publish, run_lane, signal_name
+    from ..reporting.publish import publish
+    from .runner import run_lane, signal_name
 
     reports = Path(args.reports)
     if reports.exists() and not reports.is_dir():
@@ -116,8 +117,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Summarise JUnit files; a file that cannot be trusted as a verdict (no cases, counts
     that disagree with its cases, suite-level errors) or shows nothing held (no case passed:
     ``verdict.ran_nothing``) fails with one line saying why."""
-    from . import junit, verdict
-    from .runner import publish
+    from ..reporting import junit
+    from ..reporting.publish import publish
+    from . import verdict
 
     rows = []
     bad = False
@@ -205,9 +207,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     """Every lane's LANE.xml in one xunit2 report, lane in classname; exit 1 when a lane
     has no report, an untrusted one, or a non-zero ``LANE.exit`` (the lane job's status)."""
+    from ..reporting import junit
+    from ..reporting.publish import publish
     from ..results import scoreboard
-    from . import junit, merge
-    from .runner import publish
+    from . import merge
 
     directory = Path(args.reports)
     output = Path(args.output)

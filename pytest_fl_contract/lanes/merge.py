@@ -16,8 +16,9 @@ from typing import Any
 
 from .. import files
 from ..config import safeyaml
+from ..reporting import junit
 from ..util import FlContractError
-from . import junit, verdict
+from . import verdict
 from .manifest import NAME_RE, NAME_RULE
 from .runner import lane_running
 

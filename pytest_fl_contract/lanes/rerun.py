@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..reporting import junit
+from ..reporting.junit import case_keys
 from ..reporting.outcomes import RERUN_ENV
 from ..results.cases import RERUN, rows_of
-from . import junit
-from .junit import case_keys
 
 
 @dataclass(frozen=True)

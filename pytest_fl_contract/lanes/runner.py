@@ -31,8 +31,9 @@ from typing import BinaryIO, Callable, TextIO
 
 from .. import files
 from ..config import safeyaml
+from ..reporting import junit
 from ..util import FlContractError, md_code, md_text
-from . import junit, verdict
+from . import verdict
 from .manifest import PACKAGE_VAR, PACKAGES_STEP, RESERVED_NAMES, SETUP_STEP, Lane, Step
 from .supervise import (
     Cancel,
@@ -814,7 +815,7 @@ def _run_locked(
         markdown += f"\n**{md_text(problem)}**\n"
     markdown += board + said
     if problem is None and not skipped and cancel.signum is None:  # the failures by cause, not case by case
-        from ..triage.groups import lane_summary
+        from ..results.causes import lane_summary
 
         markdown += lane_summary(str(merged_path), lane.name)
     return LaneRun(ok, markdown, tuple(results), merged_path, cancel.signum, problem, skipped)
@@ -853,19 +854,3 @@ def against_baseline(lane: Lane, reports: Path, merged: Path, green: bool) -> tu
         except OSError as exc:
             said += f"\n**cannot keep this run as the last green baseline: {md_text(exc.strerror or str(exc))}**\n"
     return held, said
-
-
-def publish(markdown: str, out: TextIO | None = None) -> str | None:
-    """Print the summary, and append it to $GITHUB_STEP_SUMMARY when that is set; returns
-    why the latter failed (one line), or None."""
-    try:
-        (out or sys.stdout).write(markdown)
-    except (OSError, ValueError, AttributeError):
-        pass
-    target = os.environ.get("GITHUB_STEP_SUMMARY")
-    if target:
-        try:
-            files.append_text(target, markdown + "\n")
-        except OSError as exc:
-            return f"cannot append the summary to $GITHUB_STEP_SUMMARY ({safeyaml.shown(target)}): {exc.strerror}"
-    return None

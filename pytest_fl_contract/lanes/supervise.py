@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from . import junit
+from ..reporting import junit
 from .manifest import DEFAULT_OUTPUT_CAP
 
 INTERRUPT_GRACE = 5.0  # seconds a stopped step's group gets after SIGINT to write what it ran

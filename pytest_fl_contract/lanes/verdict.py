@@ -22,8 +22,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from ..reporting import junit
 from ..util import safe_text
-from . import junit
 
 STEP_PROPERTY = "fl_step"  # on each step's suites in LANE.xml: the runner's record of the step
 NOT_RUN_TYPE = "fl-contract.not-run"

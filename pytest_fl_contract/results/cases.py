@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..lanes import junit
-from ..lanes.junit import case_ident, split_suite, tags_of
+from ..reporting import junit
+from ..reporting.junit import case_ident, split_suite, tags_of
 from ..reporting.outcomes import OVERLOAD_FIELDS, overload_fields
 from ..util import FlContractError
 

@@ -21,7 +21,7 @@ def _write(path: str | None, text: str, what: str) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..lanes.runner import publish
+    from ..reporting.publish import publish
     from . import cases, compare
 
     baseline = cases.read_one(Path(args.baseline))
@@ -33,7 +33,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_parity(args: argparse.Namespace) -> int:
-    from ..lanes.runner import publish
+    from ..reporting.publish import publish
     from . import cases, parity, scoreboard
 
     reports = [report for name in args.reports for report in cases.read(Path(name))]
@@ -67,7 +67,7 @@ def cmd_scoreboard(args: argparse.Namespace) -> int:
     """Each lane's overload scoreboard: its one-line summary and the lines where lanes differ
     on stdout (and the step summary), ``LANE.scoreboard.json`` and ``.md`` in ``--out``.
     Every report is read and every board made before anything is written."""
-    from ..lanes.runner import publish
+    from ..reporting.publish import publish
     from . import cases, scoreboard
 
     reports = [report for name in args.reports for report in cases.read(Path(name))]

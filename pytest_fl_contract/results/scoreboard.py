@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..lanes import junit
+from ..reporting import junit
 from ..util import FlContractError, md_code, md_text, one_line, safe_text
 from .cases import LaneReport, Row, lanes_of
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..lanes import junit
 from ..registry import ROWS
+from ..reporting import junit
 from ..util import FlContractError
 from .zoo import MUTANTS, Mutant, get
 

@@ -24,8 +24,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..results import causes as groups
 from ..util import FlContractError
-from . import drafts, groups, order
+from . import drafts, order
 from .rerun import Runner, check_versions, clean_env, ident, lane_options
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .groups import Group, shown_counts
+from ..results.causes import Group, shown_counts
 
 INLINE_SCRIPT = 16_000  # a script up to this many characters goes into the draft whole
 

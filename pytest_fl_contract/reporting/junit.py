@@ -27,8 +27,8 @@ from typing import Any
 from xml.parsers import expat
 
 from .. import files, util
-from ..reporting.outcomes import CASES, PROPERTY, Summary
 from ..util import md_text, safe_text
+from .outcomes import CASES, PROPERTY, Summary
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024  # the largest H200 lane report (17k cases) is 5.6 MB unzipped
 MAX_ELEMENTS = 1_000_000  # XML elements one report may hold (that report: ~60k); each costs memory once parsed

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..results.cases import FAILING, Row
+from .cases import FAILING, Row
 
 PROBE_EVIDENCE = re.compile(r"evidence for compiler: ([A-Za-z0-9_.-]+)")
 _EXCEPTION = re.compile(r"^\s*(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Fault|Lost|Resources|Interrupt|Exit))\b")
@@ -287,8 +287,8 @@ def lane_summary(report_path: str, lane: str, registry: Any = None) -> str:
     is one line here and decides nothing."""
     from pathlib import Path
 
-    from ..results.cases import read_one
     from ..util import FlContractError, md_code, md_text
+    from .cases import read_one
 
     try:
         report = read_one(Path(report_path))
@@ -317,7 +317,7 @@ def page(lane: str, report: str, groups: Sequence[Group], links: Mapping[str, tu
     group linked to its reproduction script and its draft (``links``: relative paths)."""
     from urllib.parse import quote
 
-    from ..results.html import document, esc
+    from .html import document, esc
 
     def link(path: str, text: str) -> str:
         return f'<a href="{esc(quote(path))}">{esc(text)}</a>' if path else "-"
