@@ -209,3 +209,51 @@ def test_the_emulated_hopper_registers_the_copies_and_the_gradient_is_attributed
     else:  # no architecture: the generic kernels, nothing to attribute, and the gradient holds
         assert found["registered"] == [] and "mul" not in found["overrides"]
         assert found["amax_gradient"] == "holds"
+
+
+OVERLOAD = textwrap.dedent("""
+    import json, sys
+    from types import SimpleNamespace
+    from pytest_fl_contract.emulation.interpreter import bring_up
+    bring_up(sys.argv[1], ())
+    import flag_gems
+    from pytest_fl_contract.config.platforms import load_registry
+    from pytest_fl_contract.families.dispatch import RegisteredFunctionDefect
+    from pytest_fl_contract.overloads import cases, contract, table
+
+    entry = next(e for e in table.read(flag_gems) if e.name == "mul.Tensor")
+    plan = cases.plan(flag_gems, (entry,), "full")[0]
+    spread = [c for c in plan.cases if c.transform == "none" and c.dtype == "float32"][-1]  # the broadcasting sample
+    settings = SimpleNamespace(platform=load_registry().get("nvidia"), emulation=object(), sweep="full")
+    verdict = cases.run(flag_gems, spread, budget=1 << 14, seconds=300, device="cpu", emulated=True)
+    try:
+        contract._attribute(flag_gems, settings, "cpu", spread, verdict)
+        found = "not attributed"
+    except RegisteredFunctionDefect as exc:
+        found = str(exc)[:160]
+    print("RESULT " + json.dumps({"case": spread.id, "status": verdict.status, "attributed": found}))
+""")
+
+
+@pytest.mark.parametrize("profile", ["nvidia-hopper", "nvidia-small"])
+def test_an_overload_case_is_the_copys_defect_where_the_generic_kernel_holds(profile):
+    """The overload suite's mul.Tensor on its broadcasting sample: WRONG on the Hopper copy, which
+    the differential against FlagGems' generic mul proves the copy's; right on the generic kernel."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    env.pop("ARCH", None)
+    done = subprocess.run(
+        [sys.executable, "-c", OVERLOAD, profile],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=str(ROOT.parent),
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line is not None, done.stderr[-3000:]
+    found = json.loads(line[len("RESULT ") :])
+    if profile == "nvidia-hopper":
+        assert found["status"] == "WRONG"
+        assert found["attributed"].startswith("known defect hopper_flat_kernels_ignore_layout: WRONG")
+    else:
+        assert found["status"] == "PASS" and found["attributed"] == "not attributed"

@@ -143,6 +143,20 @@ def _reached_modules() -> frozenset[str] | None:
     return frozenset(r.module for r in coverage.scan(root)) if root is not None else None
 
 
+def _registered_defect(settings: Any, overload: str) -> Any:
+    """The known defect (``trigger: registered_function``) of the function registered for
+    ``overload`` in this process, or None."""
+    import flag_gems
+
+    from pytest_fl_contract.overloads.table import function_of
+
+    try:
+        fn = function_of(flag_gems, overload)[0]
+    except KeyError:
+        return None
+    return defect_of_function(settings.platform.defects, fn)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     mine = own_items(items, __file__)
     if not mine:
@@ -165,6 +179,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if isinstance(case, Case):
             for defect in defects.known(case, version, budget(settings)):
                 item.add_marker(pytest.mark.known_defect(defect))
+            entry = _registered_defect(settings, case.overload)
+            if entry is not None:  # a copy a known defect names: decided by its differential
+                item.add_marker(pytest.mark.known_defect(entry.id))
         found = params.get("override_case")
         if isinstance(found, tuple):  # an override a known defect names: decided by its verdict
             entry = defect_of_function(settings.platform.defects, found[1])

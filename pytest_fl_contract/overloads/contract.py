@@ -72,7 +72,32 @@ def run_item(node: Any, gems: Any, settings: Any, device: str, case: Any) -> Non
         transform=case.transform,
         sample=case.sample,
     )
+    if verdict.status in FAILING:
+        _attribute(gems, settings, device, case, verdict)
     outcome(verdict)
+
+
+def _attribute(gems: Any, settings: Any, device: str, case: Any, verdict: Verdict) -> None:
+    """A failing case whose overload runs a function a known defect names (``trigger:
+    registered_function``: 5.0.2's Hopper copies) is that defect's where the generic kernel of the
+    same name gets the same sample right and the copy does not (the differential): then the copy,
+    not the overload, is at fault."""
+    from .differential import differential
+    from .table import function_of
+
+    fn = function_of(gems, case.overload)[0]
+    known = defect_of_function(settings.platform.defects, fn)
+    generic = getattr(getattr(gems, "ops", None), getattr(fn, "__name__", ""), None)
+    if known is None or not callable(generic) or generic is fn:
+        return
+    emulated = settings.emulation is not None
+    against = differential(
+        gems, case, fn, generic, budget=budget(settings), seconds=SECONDS[emulated], device=device, emulated=emulated
+    )
+    if against.status == "WRONG":
+        raise RegisteredFunctionDefect(
+            f"known defect {known.id}: {verdict.status}: {verdict.detail} ({against.detail})"
+        )
 
 
 def run_override_item(node: Any, gems: Any, settings: Any, device: str, found: Any) -> None:
