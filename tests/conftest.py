@@ -34,6 +34,28 @@ def run_subprocess(pytester: pytest.Pytester):
     return run
 
 
+def fresh_result(script: str, *args: str, pythonpath: list[str] | None = None) -> dict:
+    """``script`` run in a fresh interpreter (the emulator patches a process for good), what it
+    printed on its ``RESULT <json>`` line; no such line fails with the script's stderr.  FlagGems'
+    ``ARCH`` is left out: a profile, not the caller's shell, says the architecture."""
+    import json
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath or [str(ROOT)]), "OMP_NUM_THREADS": "1"}
+    env.pop("PYTEST_ADDOPTS", None)
+    env.pop("ARCH", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=str(ROOT.parent),
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line is not None, done.stderr[-3000:]
+    return json.loads(line[len("RESULT ") :])
+
+
 @pytest.fixture(scope="session")
 def fg54_site(tmp_path_factory):
     spec = os.environ.get("FL_FLAGGEMS_54")

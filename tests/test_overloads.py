@@ -6,16 +6,12 @@ so each check runs in a fresh interpreter."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, fresh_result
 
 CONTRACTS = ROOT / "contracts"
 
@@ -43,19 +39,7 @@ ENGINE = textwrap.dedent("""
 
 
 def _engine(pythonpath: list[str], *args: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath), "OMP_NUM_THREADS": "1"}
-    env.pop("PYTEST_ADDOPTS", None)
-    done = subprocess.run(
-        [sys.executable, "-c", ENGINE, *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=str(ROOT.parent),
-    )
-    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
-    assert line is not None, done.stderr[-3000:]
-    return json.loads(line[len("RESULT ") :])
+    return fresh_result(ENGINE, *args, pythonpath=pythonpath)
 
 
 @pytest.mark.slow

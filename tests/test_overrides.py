@@ -6,17 +6,13 @@ checks run in a fresh interpreter."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, fresh_result
 
 CONTRACTS = ROOT / "contracts"
 
@@ -56,14 +52,7 @@ PROBE = textwrap.dedent("""
 
 
 def _probe(pythonpath: list[str]) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath), "OMP_NUM_THREADS": "1"}
-    env.pop("PYTEST_ADDOPTS", None)
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600, env=env, cwd=str(ROOT.parent)
-    )
-    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
-    assert line is not None, done.stderr[-3000:]
-    return json.loads(line[len("RESULT ") :])
+    return fresh_result(PROBE, pythonpath=pythonpath)
 
 
 def test_backend_sources_502():

@@ -11,10 +11,6 @@ the generic kernels."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from types import SimpleNamespace
 
@@ -28,7 +24,7 @@ from pytest_fl_contract.families.dispatch import (
     registered_functions,
 )
 
-from .conftest import ROOT
+from .conftest import fresh_result
 
 
 def _fn(module: str, name: str):
@@ -189,19 +185,7 @@ PROBE = textwrap.dedent("""
 
 @pytest.mark.parametrize("profile", ["nvidia-hopper", "nvidia-small"])
 def test_the_emulated_hopper_registers_the_copies_and_the_gradient_is_attributed(profile):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    env.pop("ARCH", None)
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, profile],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=str(ROOT.parent),
-    )
-    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
-    assert line is not None, done.stderr[-3000:]
-    found = json.loads(line[len("RESULT ") :])
+    found = fresh_result(PROBE, profile)
     if profile == "nvidia-hopper":
         assert set(found["registered"]) == {"mul", "sqrt", "sqrt_", "fill_scalar_", "fill_tensor_"}
         assert {"mul", "sqrt", "fill_scalar_"} <= set(found["overrides"])  # the differential's pairs
@@ -239,19 +223,7 @@ OVERLOAD = textwrap.dedent("""
 def test_an_overload_case_is_the_copys_defect_where_the_generic_kernel_holds(profile):
     """The overload suite's mul.Tensor on its broadcasting sample: WRONG on the Hopper copy, which
     the differential against FlagGems' generic mul proves the copy's; right on the generic kernel."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    env.pop("ARCH", None)
-    done = subprocess.run(
-        [sys.executable, "-c", OVERLOAD, profile],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=str(ROOT.parent),
-    )
-    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
-    assert line is not None, done.stderr[-3000:]
-    found = json.loads(line[len("RESULT ") :])
+    found = fresh_result(OVERLOAD, profile)
     if profile == "nvidia-hopper":
         assert found["status"] == "WRONG"
         assert found["attributed"].startswith("known defect hopper_flat_kernels_ignore_layout: WRONG")

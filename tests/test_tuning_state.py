@@ -7,15 +7,11 @@ emulator patches a process for good, so each check runs in a fresh interpreter."
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import fresh_result
 
 PROBE = textwrap.dedent("""
     import json, sys, torch
@@ -57,18 +53,7 @@ PROBE = textwrap.dedent("""
 
 
 def _probe(*defects: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *defects],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=str(ROOT.parent),
-    )
-    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
-    assert line is not None, done.stderr[-3000:]
-    return json.loads(line[len("RESULT ") :])
+    return fresh_result(PROBE, *defects)
 
 
 @pytest.mark.slow
