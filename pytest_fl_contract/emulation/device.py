@@ -125,6 +125,15 @@ def drop_col_condition(mask: Any) -> Any | None:
     return None if defective is None else defective.T
 
 
+def _injected_mask_defect() -> Any:
+    """What the injected defects do to a 2-D mask in this launch: ``masked_2d_row_load`` drops its
+    row half, a miscompiled tuning config (``tuned_config_miscompiled``) its column half; None:
+    the mask stands."""
+    if "masked_2d_row_load" in DEVICE.enabled:
+        return drop_row_condition
+    return drop_col_condition if DEVICE.off_first_config else None
+
+
 def drop_row_condition(mask: Any) -> Any | None:
     """The defective mask for a 2-D separable ``mask``, or None where the model does not apply.
 
@@ -302,9 +311,10 @@ def install() -> None:
             live = ptrs.data[wanted].astype("int64")
             DEVICE.watch.append((int(live.min()), int(live.max())))
         effective, extra = wanted, None
-        if "masked_2d_row_load" in DEVICE.enabled or DEVICE.off_first_config:
+        dropped = _injected_mask_defect()
+        if dropped is not None:
             DEVICE.counters.loads_seen += 1
-            defective = (drop_row_condition if "masked_2d_row_load" in DEVICE.enabled else drop_col_condition)(wanted)
+            defective = dropped(wanted)
             if defective is not None:
                 effective, extra = defective, defective & ~wanted
         inside = _inside(ptrs.data, dtype_np.itemsize) if extra is not None else None
@@ -355,10 +365,9 @@ def install() -> None:
         )
 
     def create_select(self, cond, lhs, rhs):
-        if "masked_2d_row_load" in DEVICE.enabled or DEVICE.off_first_config:
-            defective = (drop_row_condition if "masked_2d_row_load" in DEVICE.enabled else drop_col_condition)(
-                cond.data
-            )
+        dropped = _injected_mask_defect()
+        if dropped is not None:
+            defective = dropped(cond.data)
             if defective is not None:
                 DEVICE.counters.faulted_selects += 1
                 cond = ti.TensorHandle(defective, cond.dtype)
@@ -417,8 +426,9 @@ def _watch_tuned_configs() -> None:
     """``tuned_config_miscompiled`` (FlagGems #6420: with an empty tuning database the config
     a kernel's tuner chose gave wrong results): a launch under any config of an autotuner's
     space but its first is miscompiled: a separable 2-D mask loses its column half (the
-    seed's defect on the other axis, ``drop_col_condition``).  The emulator's tuner always picks the first config, so a lane sees it only where a
-    contract runs the others (``hardware.autotune.config_forced``), as a device's tuner would."""
+    seed's defect on the other axis, ``drop_col_condition``).  The emulator's tuner always
+    picks the first config, so a lane sees it only where a contract runs the others
+    (``hardware.autotune.config_forced``), as a device's tuner would."""
     from triton.runtime import autotuner
 
     cls = autotuner.Autotuner
