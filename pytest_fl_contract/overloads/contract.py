@@ -82,14 +82,16 @@ def _attribute(gems: Any, settings: Any, device: str, case: Any, verdict: Verdic
     registered_function``: 5.0.2's Hopper copies) is that defect's where the generic kernel of the
     same name gets the same sample right and the copy does not (the differential): then the copy,
     not the overload, is at fault."""
+    from ..registry import overrides
     from .differential import differential
     from .table import function_of
 
     fn = function_of(gems, case.overload)[0]
     known = defect_of_function(settings.platform.defects, fn)
-    generic = getattr(getattr(gems, "ops", None), getattr(fn, "__name__", ""), None)
-    if known is None or not callable(generic) or generic is fn:
+    pair = overrides.registered(gems).get(getattr(fn, "__name__", ""))
+    if known is None or pair is None or pair[0] is not fn:
         return
+    generic = pair[1]
     emulated = settings.emulation is not None
     against = differential(
         gems, case, fn, generic, budget=budget(settings), seconds=SECONDS[emulated], device=device, emulated=emulated
