@@ -214,3 +214,50 @@ def test_the_wait_reaches_the_controller_as_a_report_attribute_and_never_junit(p
 
     recorded = json.loads((pytester.path / ".pytest_cache" / "v" / "fl_contract" / "durations" / "t").read_text())
     assert recorded["test_w.py::test_w"] < 0.25, recorded
+
+
+def test_a_session_that_takes_the_whole_file_starts_its_job_before_the_workers(pytester, makers):
+    """``start_for``: the controller starts the job's helper when the run takes every case of
+    the file, the cases read its product (made once, by the helper, not by a worker), and a
+    run narrowed to one case starts nothing."""
+    log = makers / "log"
+    pytester.makeconftest(f"""
+        import os
+        from pathlib import Path
+        import pytest
+        from pytest_fl_contract.hardware import shared
+
+        KEY = pytest.StashKey[object]()
+
+        def describe(directory):
+            return shared.Job(str(directory), "fl-test", "fl_makers:counted", {{"log": {str(log)!r}, "value": 7, "sleep": 1}})
+
+        def pytest_sessionstart(session):
+            session.config.stash[KEY] = shared.start_for(session, Path(__file__).with_name("test_p.py"), describe)
+            if not hasattr(session.config, "workerinput"):
+                Path({str(makers / "started")!r}).write_text(str(session.config.stash[KEY] is not None))
+
+        def pytest_sessionfinish(session):
+            shared.stop(session.config.stash.get(KEY, None))
+
+        @pytest.fixture
+        def product(request, tmp_path_factory):
+            base = tmp_path_factory.getbasetemp()
+            directory = base.parent if hasattr(request.config, "workerinput") else base
+            return shared.once_per_run(describe(directory)).value
+    """)
+    pytester.makepyfile(
+        test_p="""
+        import os
+        def test_a(product):
+            assert product["arg"] == 7 and product["made by"] != os.getpid()
+        def test_b(product):
+            assert product["arg"] == 7 and product["made by"] != os.getpid()
+        """
+    )
+    pytester.runpytest_subprocess("-p", "xdist", "-n", "2", "test_p.py").assert_outcomes(passed=2)
+    assert (makers / "started").read_text() == "True" and len(made(log)) == 1
+    pytester.runpytest_subprocess(
+        "-p", "xdist", "-n", "1", "test_p.py::test_a", "-p", "no:cacheprovider"
+    ).assert_outcomes(failed=1)
+    assert (makers / "started").read_text() == "False"

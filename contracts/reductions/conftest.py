@@ -33,32 +33,12 @@ _HELPER = pytest.StashKey[object]()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """The fresh-process batches start now, in the controller (or a run without xdist), when
-    the run takes every case of ``test_processes.py``: beside the workers' start-up they are
-    done or nearly when a case needs them, where a worker's first case otherwise started
-    them and held every worker that reached one (29 s of a 51 s warm H200 lane)."""
-    config = session.config
-    option = config.option
-    if getattr(config, "workerinput", None) is not None or getattr(option, "collectonly", False):
-        return
-    if not shared.whole_file_selected(
-        config.args,
-        config.invocation_params.dir,
-        Path(__file__).with_name("test_processes.py"),
-        keyword=getattr(option, "keyword", ""),
-        markexpr=getattr(option, "markexpr", ""),
-        deselect=getattr(option, "deselect", None) or (),
-        last_failed=bool(getattr(option, "lf", False)),
-    ):
-        return
-    factory = getattr(config, "_tmp_path_factory", None)  # none under -p no:tmpdir
-    try:
-        settings = settings_of(config)
-        directory = factory.getbasetemp() if factory is not None else None
-    except Exception:  # a lane that cannot start says so in its cases, not here
-        return
-    if directory is not None:
-        config.stash[_HELPER] = shared.start(fresh.job(settings, directory))
+    """The fresh-process batches start now when the run takes all of ``test_processes.py``."""
+
+    def job(directory: Path) -> shared.Job:
+        return fresh.job(settings_of(session.config), directory)
+
+    session.config.stash[_HELPER] = shared.start_for(session, Path(__file__).with_name("test_processes.py"), job)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -4,12 +4,14 @@ and known defects."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from pytest_fl_contract.contracts.marking import chosen, mark_row_cases, own_items, param, slug
 
 from pytest_fl_contract.families import of
 from pytest_fl_contract.families.tensorops import wraps
+from pytest_fl_contract.hardware import fresh_rows, shared
 from pytest_fl_contract.plugin import settings_of
 from pytest_fl_contract.registry.schema import flag_gems_version
 from pytest_fl_contract.registry.tensorops import MATMUL, TensorCall, TensorCase, TensorOp
@@ -34,6 +36,22 @@ LONG_K = 520  # past four 128-wide K tiles (the widest FlagGems' matmul configs 
 def long_k(case: TensorCase) -> TensorCase:
     *batch, m, _, n = case.shape
     return replace(case, shape=(*batch, m, LONG_K, n))
+
+
+_HELPER = pytest.StashKey[object]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The fresh-process batches start now when the run takes all of ``test_processes.py``."""
+
+    def job(directory: Path) -> shared.Job:
+        return fresh_rows.job(settings_of(session.config), "tensorops", False, directory)
+
+    session.config.stash[_HELPER] = shared.start_for(session, Path(__file__).with_name("test_processes.py"), job)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    shared.stop(session.config.stash.get(_HELPER, None))  # type: ignore[arg-type]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
