@@ -94,6 +94,15 @@ print(fastpath.device_info('cuda').source)" ;;
       head -1 "$OUT/census-$run$LANE_TAG$FL_LINE.txt"
       tar -C "$OUT" -czf "$OUT/timeline-$run$LANE_TAG$FL_LINE.tgz" "timeline-$run$LANE_TAG$FL_LINE" && rm -rf "$OUT/timeline-$run$LANE_TAG$FL_LINE"
     done ;;
+  overloads)
+    # the overload suite (issue 57): every overload the line's FlagGems registers, on this device,
+    # OVERLOADS_SWEEP (default quick), its scoreboard beside it; the overrides' differential included
+    tag="overloads$FL_LINE"
+    (cd /tmp && timeout -s INT -k 20 "${OVERLOADS_TIMEOUT:-280}" python3 -m pytest_fl_contract.cli contracts overloads -- --platform nvidia \
+      --fl-sweep "${OVERLOADS_SWEEP:-quick}" -n auto -q --tb=line -rfE --junitxml="$OUT/$tag.xml" > "$OUT/$tag.txt" 2>&1)
+    echo "== $tag: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/$tag.txt" | cut -c1-300 | head -60
+    grep -E "passed|failed" "$OUT/$tag.txt" | tail -1
+    (cd /tmp && python3 -m pytest_fl_contract.cli scoreboard "$OUT/$tag.xml" --out "$OUT" 2>&1 | tail -6) ;;
   forced|layersforced)
     # the suites whose routes replace whole entry points (layers, the matmuls' K tails) with the
     # workaround forced on: its routes on a correct device

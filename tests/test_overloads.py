@@ -147,3 +147,25 @@ def test_planted_table(pytester, run_subprocess):
     assert by[nosample][0][1]["fl_status"] == "UNTESTED" and "no OpInfo entry" in by[nosample][0][1]["fl_detail"]
     assert {p["fl_transform"] for _, p in by["exp"]} >= {"none", "boundary"}
     result.stdout.fnmatch_lines(["*UNSUPPORTED: NotImplementedError: neg: float32 is not supported*", "*UNTESTED: *"])
+
+
+def test_the_reach_probe_calls_the_sample_on_the_lanes_device():
+    """OpInfo draws its samples on the CPU; the spy is registered under the lane device's
+    dispatch key, so the probe must call the sample there: on an H100 a CPU sample reached
+    no CUDA registration and all 433 overloads were planned UNTESTED.  The meta device
+    stands in for the lane's here (a dispatch key of its own, no kernel run)."""
+    import warnings
+
+    from pytest_fl_contract.overloads import samples
+
+    sample = samples.drawn("abs", "float32")[0]
+    source = samples.Source("abs", "op")
+
+    def fn(*args, **kwargs):
+        raise AssertionError("the spy stands for it")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert samples.reaches("abs", source, sample, ("Meta",), fn, device="meta")
+        assert not samples.reaches("abs", source, sample, ("Meta",), fn, device="cpu")
+        assert samples.reaches("abs", source, sample, ("CPU",), fn, device="cpu")

@@ -13,6 +13,7 @@ from pytest_fl_contract.contracts.marking import own_items
 
 from pytest_fl_contract.config.platforms import DTYPE_CAPABILITY
 from pytest_fl_contract.families.dispatch import defect_of_function
+from pytest_fl_contract.hardware.device import device_of
 from pytest_fl_contract.overloads import defects
 from pytest_fl_contract.overloads.cases import Case, Plan, plan
 from pytest_fl_contract.overloads.contract import ELSEWHERE, budget
@@ -42,7 +43,8 @@ def plans(config: pytest.Config) -> tuple[str, list[Plan]]:
         import flag_gems
 
         entries = read(flag_gems)
-        config.stash[_PLANS] = (summary(entries), plan(flag_gems, entries, settings_of(config).sweep))
+        settings = settings_of(config)
+        config.stash[_PLANS] = (summary(entries), plan(flag_gems, entries, settings.sweep, device=device_of(settings)))
     return config.stash[_PLANS]
 
 
@@ -96,7 +98,7 @@ def overridden(config: pytest.Config) -> tuple[list[tuple[Case, Any, Any]], NoOv
     # the full sweep whatever the lane's: a vendor's copy drifts where the generic kernel's
     # machinery did the work - broadcasting, strides, expanded and empty inputs (5.0.2's Hopper
     # mul ran a flat kernel over its first operand) - and the overrides are few
-    for p in plan(flag_gems, entries, "full"):
+    for p in plan(flag_gems, entries, "full", device=device_of(settings_of(config))):
         pair = pairs[id(function_of(flag_gems, p.overload.name)[0])]
         found += [(c, *pair) for c in p.cases]
     if not found:

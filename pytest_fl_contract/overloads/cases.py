@@ -141,7 +141,9 @@ def host_kernel(name: str) -> bool:
         return True  # torch cannot say: the case decides
 
 
-def plan_one(gems: Any, entry: Overload, sweep: str, keys: tuple[str, ...], dtypes: tuple[str, ...]) -> Plan:
+def plan_one(
+    gems: Any, entry: Overload, sweep: str, keys: tuple[str, ...], dtypes: tuple[str, ...], device: str = "cpu"
+) -> Plan:
     """``entry``'s cases: the first samples that reach it (quick: one; full: up to four), in the
     dtypes the lane and the OpInfo take, under the sweep's transforms."""
     reason = why_untestable(entry)
@@ -171,7 +173,7 @@ def plan_one(gems: Any, entry: Overload, sweep: str, keys: tuple[str, ...], dtyp
             for index, sample in enumerate(drawn(name, probe)):
                 if len(hits) >= want and shaped is not None and spread is not None:
                     break
-                if reaches(entry.name, source, sample, keys + extra, fn):
+                if reaches(entry.name, source, sample, keys + extra, fn, device):
                     if len(hits) < want:
                         hits.append((source, index, probe))
                     if shaped is None and has_size(sample):
@@ -223,13 +225,16 @@ def has_size(sample: Any) -> bool:
     return any(isinstance(t, torch.Tensor) and any(s > 1 for s in t.shape) for t in flat)
 
 
-def plan(gems: Any, entries: tuple[Overload, ...], sweep: str, dtypes: tuple[str, ...] = FULL_DTYPES) -> list[Plan]:
+def plan(
+    gems: Any, entries: tuple[Overload, ...], sweep: str, dtypes: tuple[str, ...] = FULL_DTYPES, device: str = "cpu"
+) -> list[Plan]:
+    """Every entry's cases, the reach of each sample probed on the lane's ``device``."""
     import warnings
 
     keys = (dispatch_key(gems),)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return [plan_one(gems, e, sweep, keys, dtypes) for e in entries]
+        return [plan_one(gems, e, sweep, keys, dtypes, device) for e in entries]
 
 
 def _as64(sample: Any) -> Any:

@@ -228,6 +228,11 @@ def fresh(sample: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
     return tree_map(copy, sample.input), tree_map(copy, tuple(sample.args)), tree_map(copy, dict(sample.kwargs))
 
 
+def sample_args(sample: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """A sample's (input, args, kwargs), not copied."""
+    return sample.input, tuple(sample.args), dict(sample.kwargs)
+
+
 def _adapt(overload: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """A sample's arguments in the overload's own types: a tensor where its schema takes a
     Scalar becomes a number (its first element: ``add.Scalar`` from ``add``'s samples), a
@@ -357,21 +362,40 @@ def registered(name: str, fn: Callable[..., Any], keys: tuple[str, ...]) -> Any:
     return lib
 
 
-def reaches(overload: str, source: Source, sample: Any, keys: tuple[str, ...], fn: Callable[..., Any]) -> bool:
+def on_device(args: Any, device: str) -> Any:
+    """A sample's (input, args, kwargs) copied, every tensor on ``device``."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    def copy(v: Any) -> Any:
+        if not isinstance(v, torch.Tensor):
+            return v
+        return v.detach().clone() if device == "cpu" else v.detach().to(device)
+
+    return tree_map(copy, args)
+
+
+def reaches(
+    overload: str, source: Source, sample: Any, keys: tuple[str, ...], fn: Callable[..., Any], device: str = "cpu"
+) -> bool:
     """Whether calling ``sample`` the way ``source`` says reaches ``overload`` through dispatch
     (and torch, without FlagGems, accepts the call): a spy that raises ``Reached`` stands for
-    the function, so no kernel runs."""
+    the function, so no kernel runs.  The sample is called on the lane's ``device``, where the
+    spy is registered (its dispatch key): OpInfo draws on the CPU, and a CPU tensor never
+    reaches a CUDA registration (an H100 lane once planned 433 overloads UNTESTED that way)."""
     import torch
 
-    args = fresh(sample)
+    args = on_device(sample_args(sample), device)
     out = None
     try:
         if source.caller in ("out",) or (
             source.caller == "aten" and any(a.is_out for a in (schema(overload).arguments if schema(overload) else ()))
         ):
-            out = out_buffers(overload, invoke(overload, Source(source.opinfo, "op"), fresh(sample)))
+            out = out_buffers(
+                overload, invoke(overload, Source(source.opinfo, "op"), on_device(sample_args(sample), device))
+            )
         else:
-            invoke(overload, source, fresh(sample))  # torch alone takes the call
+            invoke(overload, source, on_device(sample_args(sample), device))  # torch alone takes the call
     except Exception:
         return False
 
