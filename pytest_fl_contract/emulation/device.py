@@ -74,7 +74,7 @@ class Counters:
     cold_launches: int = 0  # first launches of a kernel that lost their last program
     undefined_lanes: int = 0  # masked load lanes that read the heap instead of other=
     native_fallbacks: int = 0  # FlagGems' hand-offs to torch for a tensor it does not serve (emulation.dispatch)
-    host_checks_rewritten: int = 0  # FlagGems functions whose "on the host?" test now sees the emulated device
+    host_checks_rewritten: int = 0  # FlagGems functions whose device tests now see the emulated device
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -22,6 +22,19 @@ composite, which calls ``copy_``) and pins host buffers before copying them to i
 made against a host type no tensor has (``host_checks``: its operator modules' functions holding them are
 recompiled, their code replaced in place, so every reference to them sees it), and pinning,
 which needs an accelerator, leaves the buffer as it is.
+
+The other way round, FlagGems' host code asks whether a tensor is on its vendor's device
+(``t.is_cuda``, ``t.device.type == "cuda"``: ``zero``, ``t_copy``, ``prelu``, ``arcsinh``,
+``reflection_pad2d``, ... assert it, ``one_hot`` and ``fill.Tensor`` hand anything else to
+torch).  On hardware every tensor a contract gives FlagGems is, and on the emulated device,
+which is the CPU, none is: those entry points refused every call or took their host route.
+The same recompilation answers them about the emulated device: ``is_<vendor device>`` reads
+``is_cpu`` and a comparison with the vendor's device type compares with "cpu" (the emulated
+device's type, which ``flag_gems.device`` names), in FlagGems' operator code only.  torch's
+own code (its kernels, ``torch.nn.functional``'s and the decompositions' ``is_cuda`` tests,
+the float64 reference) is not touched and keeps seeing CPU tensors as the CPU's, and nothing
+is switched per call, so nothing can leak out of one: a class-level ``Tensor.is_cuda``
+override, even scoped to an emulated call, would also answer the torch code that call runs.
 """
 
 from __future__ import annotations
@@ -179,11 +192,18 @@ def install() -> None:
     torch.Tensor.pin_memory = _pinned_in_place  # type: ignore[method-assign]
 
 
-class _HostType(ast.NodeTransformer):
-    """``<x>.type == "cpu"`` / ``!= "cpu"`` (either side) -> the same against ``HOST``."""
+class _DeviceTests(ast.NodeTransformer):
+    """``<x>.type == "cpu"`` / ``!= "cpu"`` (either side) -> the same against ``HOST``;
+    with the vendor's device type given (``"cuda"``), ``<x>.type == "cuda"`` -> ``== "cpu"``
+    and ``<x>.is_cuda`` -> ``<x>.is_cpu``: the emulated device is the vendor's device."""
 
-    def __init__(self) -> None:
+    def __init__(self, vendor_type: str | None = None) -> None:
         self.changed = 0
+        self.types = {"cpu": HOST}
+        self.flag = None
+        if vendor_type and vendor_type != "cpu":
+            self.types[vendor_type] = "cpu"
+            self.flag = f"is_{vendor_type}"
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         self.generic_visit(node)
@@ -192,8 +212,8 @@ class _HostType(ast.NodeTransformer):
         if not typed or not all(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops):
             return node
         for i, operand in enumerate(operands):
-            if isinstance(operand, ast.Constant) and operand.value == "cpu":
-                replacement = ast.copy_location(ast.Constant(HOST), operand)
+            if isinstance(operand, ast.Constant) and isinstance(operand.value, str) and operand.value in self.types:
+                replacement = ast.copy_location(ast.Constant(self.types[operand.value]), operand)
                 if i == 0:
                     node.left = replacement
                 else:
@@ -201,10 +221,17 @@ class _HostType(ast.NodeTransformer):
                 self.changed += 1
         return node
 
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if self.flag is not None and node.attr == self.flag and isinstance(node.ctx, ast.Load):
+            self.changed += 1
+            return ast.copy_location(ast.Attribute(value=node.value, attr="is_cpu", ctx=ast.Load()), node)
+        return node
 
-def _recompiled(module: types.ModuleType, tree: ast.Module, path: str) -> int:
-    """Each top-level function of ``module`` whose body compares a device type with "cpu",
-    its code replaced by the same code comparing with ``HOST``; returns how many."""
+
+def _recompiled(module: types.ModuleType, tree: ast.Module, path: str, vendor_type: str | None = None) -> int:
+    """Each top-level function of ``module`` whose body tests a device (``_DeviceTests``),
+    its code replaced by the same code testing for the emulated device; returns how many."""
     done = 0
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef):
@@ -213,7 +240,7 @@ def _recompiled(module: types.ModuleType, tree: ast.Module, path: str) -> int:
         code = getattr(fn, "__code__", None)
         if not isinstance(fn, types.FunctionType) or code is None or code.co_filename != path or code.co_freevars:
             continue
-        rewrite = _HostType()
+        rewrite = _DeviceTests(vendor_type)
         plain = ast.FunctionDef(
             name=node.name,
             args=node.args,
@@ -246,10 +273,14 @@ def _type_params(node: ast.FunctionDef) -> dict[str, Any]:
 OPERATOR_PACKAGES = ("ops", "fused")
 
 
-def host_checks(package: types.ModuleType) -> int:
-    """Rewrite the host-type comparisons of every operator module of the package imported now;
+def host_checks(package: types.ModuleType, vendor_type: str | None = None) -> int:
+    """Rewrite the device tests of every operator module of the package imported now (its
+    host-type comparisons, and with ``vendor_type`` its tests for the vendor's device);
     returns how many functions changed.  A module whose source cannot be read is left as it is."""
     prefixes = tuple(f"{package.__name__}.{sub}." for sub in OPERATOR_PACKAGES)
+    markers = ('"cpu"', "'cpu'") + (
+        (f'"{vendor_type}"', f"'{vendor_type}'", f"is_{vendor_type}") if vendor_type else ()
+    )
     done = 0
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""
@@ -260,15 +291,23 @@ def host_checks(package: types.ModuleType) -> int:
                 text = f.read()
         except OSError:
             continue
-        if '"cpu"' not in text and "'cpu'" not in text:
+        if not any(marker in text for marker in markers):
             continue
-        done += _recompiled(module, ast.parse(text, path), path)
+        done += _recompiled(module, ast.parse(text, path), path, vendor_type)
     return done
+
+
+def vendor_device_type(package: types.ModuleType) -> str | None:
+    """The torch device type of FlagGems' vendor (``"cuda"`` for NVIDIA and Iluvatar), as its
+    backend declares it: ``flag_gems.device`` itself names the emulated device ("cpu") here."""
+    runtime_device = getattr(getattr(package, "runtime", None), "device", None)
+    name = getattr(getattr(runtime_device, "info", None), "device_name", None)
+    return name if isinstance(name, str) and name.isidentifier() else None
 
 
 def rewrite_host_checks(package: types.ModuleType) -> None:
     """``host_checks`` as an import callback: what changed is counted in the emulator's summary."""
-    device.DEVICE.counters.host_checks_rewritten += host_checks(package)
+    device.DEVICE.counters.host_checks_rewritten += host_checks(package, vendor_device_type(package))
 
 
 def _pinned_in_place(self: Any, *args: Any, **kwargs: Any) -> Any:

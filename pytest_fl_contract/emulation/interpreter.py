@@ -882,6 +882,33 @@ def bool_scalar_arguments(interpreter: Any) -> None:
     interpreter._implicit_cvt = implicit_cvt
 
 
+def float_scalar_arguments(interpreter: Any) -> None:
+    """A float scalar argument is an ``fp32`` scalar to compiled Triton (``mangle_type(1.5)``
+    is ``'fp32'``: the launcher rounds the double to a float and the kernel gets a tensor of
+    type fp32); the interpreter converts only ints and passed a Python float through.  A
+    kernel that uses its argument as the tensor it is (FlagGems' ``eq_func_scalar``:
+    ``y.to(tl.float32)``; the scalar ``pow`` and ``ne`` kernels) failed ("'float' object has no
+    attribute 'to'"), and one that computes with it promoted as a literal does (``x * alpha`` of
+    a float16 ``x`` stayed float16, where compiled it is float32).  It gets the fp32 scalar the
+    compiler sees.  Bools are not floats (``mangle_type(True)`` is ``'u1'``): they keep
+    ``bool_scalar_arguments``' conversion, and constexpr parameters never reach here."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.jit import mangle_type
+
+    original = interpreter._implicit_cvt
+
+    def implicit_cvt(arg: Any) -> Any:
+        if isinstance(arg, float):
+            ty = tl.str_to_ty(mangle_type(arg), None)
+            with np.errstate(over="ignore"):  # past fp32's range: inf, as the launcher's cast
+                data = np.array([arg], dtype=interpreter._get_np_dtype(ty))
+            return tl.tensor(interpreter.TensorHandle(data, ty), ty)
+        return original(arg)
+
+    interpreter._implicit_cvt = implicit_cvt
+
+
 SPIN_LIMIT = 1_000_000  # compare-and-swaps one launch of a waiting kernel may make before it is a hang
 
 
@@ -1094,6 +1121,7 @@ def activate(profile: DeviceProfile) -> None:
     bf16_arithmetic(interpreter)
     no_discarded_overflow_checks(interpreter)
     bool_scalar_arguments(interpreter)
+    float_scalar_arguments(interpreter)
     waiting_programs_last(interpreter)
     device.install()  # the memory guard at once; injected defects pass through it too
     dispatch.install()  # FlagGems' fallbacks to torch reach torch's CPU kernels, not FlagGems again
