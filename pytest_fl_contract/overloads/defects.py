@@ -114,6 +114,25 @@ def _layer_norm_all_dims(case: Any, sample: Any) -> bool:
     return case.overload == "native_layer_norm" and len(args) > 0 and len(args[0]) == inp.dim()
 
 
+def _nearest_exact_differs(case: Any, sample: Any) -> bool:
+    """_upsample_nearest_exact1d where nearest-exact and nearest pick another source element for
+    some output element: torch's two ops on the input's width, the indices as values (an
+    integer upscale agrees)."""
+    import torch
+
+    inp, args, _ = sample
+    if _base(case) != "_upsample_nearest_exact1d" or not isinstance(inp, torch.Tensor) or inp.dim() != 3:
+        return False
+    width = inp.shape[-1]
+    where = torch.arange(width, dtype=torch.float64).reshape(1, 1, width)
+    try:
+        exact = torch.ops.aten._upsample_nearest_exact1d.default(where, *args[:2])
+        nearest = torch.ops.aten.upsample_nearest1d.default(where, *args[:2])
+    except (RuntimeError, TypeError):
+        return False
+    return not torch.equal(exact, nearest)
+
+
 # 5.4.0.dev0 refuses a 0-dim input in these too (index_copy(_) and index_reduce_ index a dim it
 # lacks, logsumexp asserts "Invalid dim", unfold_copy divides by a zero extent), besides ZERO_DIM_OPS
 ZERO_DIM_OPS_54 = ZERO_DIM_OPS | {"index_copy", "index_copy_", "index_reduce_", "logsumexp", "unfold_copy"}
@@ -137,6 +156,7 @@ KNOWN: tuple[Known, ...] = (
     Known("group_norm_group_size_not_pow2", _group_not_pow2),
     Known("scatter_add_same_shape_copy", _same_shape_scatter),
     Known("layer_norm_stat_shape", _layer_norm_all_dims, ("5.0.2", "5.4")),
+    Known("upsample_nearest_exact_takes_nearest_index", _nearest_exact_differs, ("5.0.2", "5.4")),
 )
 
 
