@@ -76,3 +76,53 @@ def test_a_miscompiled_config_is_caught_and_named():
         "amax_kernel key=(65, 37, 'torch.float32', 'torch.float32') config 2 of 4: BLOCK_M: 4"
     )
     assert found["caches_given_back"]
+
+
+LIBTUNER = textwrap.dedent("""
+    import json, os, sys, tempfile
+    os.environ["FLAGGEMS_DB_URL"] = "sqlite:///" + os.path.join(tempfile.mkdtemp(), "tuned.db")
+    import torch
+    from pytest_fl_contract.emulation.interpreter import bring_up
+    bring_up("nvidia-small", ())
+    import flag_gems, triton
+    import triton.language as tl
+    from triton.runtime.jit import JITFunction
+    from flag_gems.utils.libentry import LibTuner
+    from pytest_fl_contract.hardware.autotune import config_forced
+
+    home = tempfile.mkdtemp()  # a jit function needs a file of its own
+    with open(os.path.join(home, "fl_copy_kernel.py"), "w") as f:
+        f.write("import triton.language as tl\\n"
+                "def copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\\n"
+                "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\\n"
+                "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\\n")
+    sys.path.insert(0, home)
+    from fl_copy_kernel import copy
+
+    configs = [triton.Config({"BLOCK": b}) for b in (16, 32, 64)]
+    tuner = LibTuner.get("default")(JITFunction(copy), ["x_ptr", "y_ptr", "n", "BLOCK"], configs, ["n"],
+                                    None, None, strategy="default")
+    x, y = torch.randn(100), torch.empty(100)
+    key = tuner.get_key({"x_ptr": x, "y_ptr": y, "n": 100})
+    tuner.cache[key] = configs[0]  # a tuning database that already holds the key
+    found = {"type": type(tuner.cache).__name__, "stored": key in tuner.cache}
+    with config_forced(2) as choices:
+        try:
+            tuner.run(x, y, 100, grid=(1,))
+        except Exception:
+            pass  # no driver on this CPU: the choice is made before the launch
+    found["choices"] = [[c.index, c.count] for c in choices]
+    found["database_given_back"] = type(tuner.cache).__name__ == found["type"] and tuner.cache[key].kwargs == {"BLOCK": 16}
+    print("RESULT " + json.dumps(found))
+""")
+
+
+@pytest.mark.slow
+def test_a_key_in_libtuners_database_is_forced_too():
+    """FlagGems' LibTuner launches a key its database holds with the stored config, never
+    pruning: ``config_forced`` sets the database aside as it does Triton's dict, or nothing is
+    forced (on an H100 addmm's and bmm's every-config cases said "no autotuned kernel")."""
+    found = fresh_result(LIBTUNER)
+    assert found["type"] == "ConfigCache" and found["stored"]
+    assert found["choices"] == [[2, 3]]
+    assert found["database_given_back"]

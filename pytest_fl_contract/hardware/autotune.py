@@ -159,7 +159,8 @@ def config_forced(index: int) -> Iterator[list[Choice]]:
     runs its config number ``index`` (modulo its count after pruning) for every key; yields the
     choices as they are made.  The tuners' caches (and LibEntry's compiled kernels, which skip
     the tuner once a key has a winner) are set aside for the context and given back after it,
-    so the lane's own choices, tuned or rotated, are untouched: an empty tuning state inside,
+    so the lane's own choices, tuned or rotated, are untouched (LibTuner's database too: a
+    dict stands in for it, so no forced choice is written there): an empty tuning state inside,
     the lane's after.  The one config left is timed as the lane times (rotate: not at all, in
     its private database; tuned: for real, so what FlagGems' database records is measured)."""
     module = sys.modules.get("triton.runtime.autotuner")
@@ -181,7 +182,10 @@ def config_forced(index: int) -> Iterator[list[Choice]]:
         return [configs[at]]
 
     tuners, entries = _tuners(cls)
-    caches = [(t, t.cache) for t in tuners if isinstance(getattr(t, "cache", None), dict)]
+    # every tuner's choices, Triton's dict and LibTuner's database alike (its ConfigCache: a
+    # key found there is launched with the stored config, never pruned, so nothing would be
+    # forced - on an H100 addmm's and bmm's every-config cases said "no autotuned kernel")
+    caches = [(t, t.cache) for t in tuners if hasattr(t, "cache")]
     kernels = [(e, e.kernel_cache) for e in entries]
     for tuner, _ in caches:
         tuner.cache = {}
