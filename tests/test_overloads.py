@@ -169,3 +169,27 @@ def test_the_reach_probe_calls_the_sample_on_the_lanes_device():
         assert samples.reaches("abs", source, sample, ("Meta",), fn, device="meta")
         assert not samples.reaches("abs", source, sample, ("Meta",), fn, device="cpu")
         assert samples.reaches("abs", source, sample, ("CPU",), fn, device="cpu")
+
+
+def test_a_known_defects_predicate_reads_every_call_form_and_never_stops_collection():
+    """group_norm's predicate read aten's positional form only (C and G at args[3], args[5]);
+    on an H100 a sample reached native_group_norm through F.group_norm(input, num_groups) and
+    its IndexError stopped the overload suite's collection.  Both forms are read now, and a
+    predicate that cannot read a sample does not apply (the case runs unmarked)."""
+    import torch
+
+    from pytest_fl_contract.overloads import defects
+    from pytest_fl_contract.overloads.cases import Case
+    from pytest_fl_contract.overloads.samples import Source
+
+    x = torch.randn(2, 6, 4)
+    op = Case("native_group_norm", Source("nn.functional.group_norm", "op"), 0, "float32", "none")
+    aten = Case("native_group_norm", Source("nn.functional.group_norm", "aten"), 0, "float32", "none")
+    assert defects._group_not_pow2(op, (x, (2,), {}))  # 6 / 2 = 3 channels a group
+    assert not defects._group_not_pow2(op, (x, (3,), {}))  # 2 a group
+    assert defects._group_not_pow2(aten, (x, (None, None, 2, 6, 4, 2, 1e-5), {}))
+
+    def unreadable(case, sample):
+        return sample[1][9] > 0
+
+    assert not defects._applies(defects.Known("some_defect", unreadable), op, (x, (2,), {}))

@@ -85,10 +85,15 @@ def _negative(case: Any, sample: Any) -> bool:
 def _group_not_pow2(case: Any, sample: Any) -> bool:
     """native_group_norm's (input, weight, bias, N, C, HxW, group, eps), or group_norm's
     (input, num_groups, ...) through autograd: a group of C / G channels, not a power of two."""
+    import torch
+
     inp, args, kwargs = sample
-    if case.overload == "native_group_norm":
+    if case.overload == "native_group_norm" and case.source.caller == "aten" and len(args) > 5:
         channels, groups = args[3], args[5]
-    elif case.overload == "native_group_norm_backward" and case.source.caller == "backward":
+    elif case.overload in ("native_group_norm", "native_group_norm_backward") and (
+        isinstance(inp, torch.Tensor) and inp.dim() > 1
+    ):
+        # group_norm's own call (F.group_norm(input, num_groups, ...)): the op caller, or autograd
         channels, groups = inp.shape[1], args[0] if args else kwargs.get("num_groups")
     else:
         return False
@@ -182,4 +187,14 @@ def known(case: Any, version: str | None, budget: int) -> list[str]:
     sample = sample_of(case, budget)
     if sample is None:
         return []
-    return [k.id for k in candidates if k.applies(case, sample)]
+    return [k.id for k in candidates if _applies(k, case, sample)]
+
+
+def _applies(known: Known, case: Any, sample: Any) -> bool:
+    """A predicate that cannot read this sample (a call of another shape than it was written
+    for) does not apply: the case runs unmarked and fails if the defect shows, where its
+    exception stopped the whole session's collection (an H100 lane's group_norm sample)."""
+    try:
+        return bool(known.applies(case, sample))
+    except (IndexError, KeyError, TypeError, AttributeError, ValueError):
+        return False
