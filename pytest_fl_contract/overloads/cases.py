@@ -161,6 +161,11 @@ def plan_one(
     want = 1 if sweep == "quick" else 4
     hits: list[tuple[Source, int, str]] = []
     shaped: tuple[Source, int, str] | None = None  # the first reaching sample with a size past 1
+    # ... and, of an overload that takes a dim, the first that works along one that is not the
+    # innermost: the transforms go to it.  A sample along the last dim runs the kernels' inner
+    # path, where no row mask is needed; the non-inner path's 2-D row mask is the Iluvatar
+    # defect's (without it 43 of 45 overloads the masked-row scan reaches passed there)
+    across: tuple[Source, int, str] | None = None if takes_dim(entry.name) else (Source("", ""), -1, "")
     # full: also the first whose tensors differ in shape (one broadcast against another), where
     # a kernel that walks its first operand's elements goes wrong (5.0.2's Hopper mul)
     spread: tuple[Source, int, str] | None = None if sweep != "quick" else (Source("", ""), -1, "")
@@ -171,13 +176,15 @@ def plan_one(
         for caller in callers(entry.name):
             source = Source(name, caller)
             for index, sample in enumerate(drawn(name, probe)):
-                if len(hits) >= want and shaped is not None and spread is not None:
+                if len(hits) >= want and shaped is not None and spread is not None and across is not None:
                     break
                 if reaches(entry.name, source, sample, keys + extra, fn, device):
                     if len(hits) < want:
                         hits.append((source, index, probe))
                     if shaped is None and has_size(sample):
                         shaped = (source, index, probe)
+                    if across is None and has_size(sample) and along_outer_dim(entry.name, sample):
+                        across = (source, index, probe)
                     if spread is None and broadcasts(sample):
                         spread = (source, index, probe)
             if hits:
@@ -186,6 +193,8 @@ def plan_one(
             break
     if not hits:
         return Plan(entry, (), f"none of the samples of {', '.join(names[:4])} reaches it through dispatch")
+    if across is not None and across[1] >= 0:
+        shaped = across
     if spread is not None and spread[1] >= 0 and spread not in hits:
         hits.append(spread)
     cases: list[Case] = []
@@ -202,6 +211,36 @@ def plan_one(
         source, index, probe = shaped
         cases += [Case(entry.name, source, index, probe, t) for t in transforms if t != "none"]
     return Plan(entry, tuple(dict.fromkeys(cases)))
+
+
+def takes_dim(overload: str) -> bool:
+    """The overload's schema has a ``dim`` argument (one int or a list of them)."""
+    sch = schema(overload)
+    return sch is not None and any(a.name == "dim" for a in sch.arguments)
+
+
+def along_outer_dim(overload: str, sample: Any) -> bool:
+    """The sample names, as its ``dim``, a dim of its input other than the innermost, of size
+    past 1 (by keyword, or by position as the schema places it after the input)."""
+    import torch
+
+    sch = schema(overload)
+    inp = sample.input
+    if sch is None or not isinstance(inp, torch.Tensor) or inp.dim() < 2:
+        return False
+    names = [a.name for a in sch.arguments]
+    if "dim" not in names:
+        return False
+    at = names.index("dim")
+    if "dim" in sample.kwargs:
+        value = sample.kwargs["dim"]
+    elif 1 <= at <= len(sample.args):
+        value = sample.args[at - 1]
+    else:
+        return False
+    dims = [value] if isinstance(value, int) else list(value) if isinstance(value, (list, tuple)) else []
+    rank = inp.dim()
+    return any(isinstance(d, int) and -rank <= d < rank and d % rank != rank - 1 and inp.shape[d] > 1 for d in dims)
 
 
 def broadcasts(sample: Any) -> bool:
