@@ -188,8 +188,11 @@ def test_a_known_defects_predicate_reads_every_call_form_and_never_stops_collect
     assert defects._group_not_pow2(op, (x, (2,), {}))  # 6 / 2 = 3 channels a group
     assert not defects._group_not_pow2(op, (x, (3,), {}))  # 2 a group
     assert defects._group_not_pow2(aten, (x, (None, None, 2, 6, 4, 2, 1e-5), {}))
+    backward = Case("native_group_norm_backward", Source("nn.functional.group_norm", "aten"), 0, "float32", "none")
+    mean = torch.zeros(2, 2)
+    assert defects._group_not_pow2(backward, (x, (x, mean, mean, None, 2, 6, 4, 2, [True] * 3), {}))
 
     def unreadable(case, sample):
-        return sample[1][9] > 0
+        return bool(sample[0] > 0)  # "Boolean value of Tensor with more than one value is ambiguous"
 
     assert not defects._applies(defects.Known("some_defect", unreadable), op, (x, (2,), {}))
