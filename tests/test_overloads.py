@@ -184,6 +184,8 @@ def test_a_known_defects_predicate_reads_every_call_form_and_never_stops_collect
 
     x = torch.randn(2, 6, 4)
     op = Case("native_group_norm", Source("nn.functional.group_norm", "op"), 0, "float32", "none")
+    own = Case("native_group_norm", Source("native_group_norm", "op"), 0, "float32", "none")
+    assert defects._group_not_pow2(own, (x, (None, None, 2, 6, 4, 2, 1e-5), {}))  # its OpInfo: aten's form
     aten = Case("native_group_norm", Source("nn.functional.group_norm", "aten"), 0, "float32", "none")
     assert defects._group_not_pow2(op, (x, (2,), {}))  # 6 / 2 = 3 channels a group
     assert not defects._group_not_pow2(op, (x, (3,), {}))  # 2 a group

@@ -93,14 +93,14 @@ def _group_not_pow2(case: Any, sample: Any) -> bool:
     if case.overload not in ("native_group_norm", "native_group_norm_backward"):
         return False
     inp, args, kwargs = sample
-    if case.source.caller == "aten":
-        sch = schema(case.overload)
+    if case.source.opinfo == "nn.functional.group_norm" and case.source.caller in ("op", "backward"):
+        if not isinstance(inp, torch.Tensor) or inp.dim() < 2:
+            return False
+        channels, groups = inp.shape[1], args[0] if args else kwargs.get("num_groups")
+    else:  # aten's positional form: the overload's own (aten caller), or native_group_norm's OpInfo
+        sch = schema(case.overload if case.source.caller == "aten" else "native_group_norm")
         named = {**dict(zip((a.name for a in sch.arguments), (inp, *args))), **kwargs} if sch else {}
         channels, groups = named.get("C"), named.get("group")
-    elif isinstance(inp, torch.Tensor) and inp.dim() > 1:
-        channels, groups = inp.shape[1], args[0] if args else kwargs.get("num_groups")
-    else:
-        return False
     if not isinstance(channels, int) or not isinstance(groups, int) or groups <= 0:
         return False
     size = channels // groups
