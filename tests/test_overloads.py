@@ -198,3 +198,32 @@ def test_a_known_defects_predicate_reads_every_call_form_and_never_stops_collect
         return bool(sample[0] > 0)  # "Boolean value of Tensor with more than one value is ambiguous"
 
     assert not defects._applies(defects.Known("some_defect", unreadable), op, (x, (2,), {}))
+
+
+POISON = textwrap.dedent("""
+    import json, sys
+    from pytest_fl_contract.emulation.interpreter import bring_up
+    bring_up("nvidia-small", tuple(sys.argv[1:]))
+    import flag_gems
+    from pytest_fl_contract.emulation import device
+    from pytest_fl_contract.overloads import cases, table
+
+    entry = next(e for e in table.read(flag_gems) if e.name == "mm")
+    case = next(c for c in cases.plan(flag_gems, (entry,), "quick")[0].cases if c.transform == "boundary")
+    verdict = cases.run(flag_gems, case, budget=1100, seconds=120, emulated=True)
+    print("RESULT " + json.dumps({"status": verdict.status, "detail": verdict.detail[:200],
+                                  "heap_after": device.DEVICE.heap_fill}))
+""")
+
+
+@pytest.mark.slow
+def test_a_read_past_a_tensor_shows_in_the_overload_suite():
+    """Each case runs with NaN around its tensors: mm's K tail read without its row mask (the
+    Iluvatar defect) multiplies the rows past the end by the masked operand's zeros, which a
+    finite heap pattern survived (the overload suite passed mm there) and NaN does not.  The
+    emulator's heap is as it was after the case."""
+    clean = fresh_result(POISON)
+    assert clean["status"] == "PASS" and clean["heap_after"] is None, clean
+    defective = fresh_result(POISON, "masked_2d_row_load")
+    assert defective["status"] == "WRONG" and "nan" in defective["detail"], defective
+    assert defective["heap_after"] is None

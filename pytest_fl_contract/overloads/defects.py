@@ -93,6 +93,8 @@ def _group_not_pow2(case: Any, sample: Any) -> bool:
     if case.overload not in ("native_group_norm", "native_group_norm_backward"):
         return False
     inp, args, kwargs = sample
+    channels: Any
+    groups: Any
     if case.source.opinfo == "nn.functional.group_norm" and case.source.caller in ("op", "backward"):
         if not isinstance(inp, torch.Tensor) or inp.dim() < 2:
             return False
