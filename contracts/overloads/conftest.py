@@ -36,6 +36,18 @@ class Untested:
         return f"Untested({self.overload!r})"
 
 
+def _outer(settings: Any) -> frozenset[str] | None:
+    """Where the transforms go to a sample along an outer dim: everywhere on hardware; under
+    the emulator, in the modules whose kernels the masked-row scan says a row-mask defect
+    reaches (the interpreter runs some outer-dim calls for minutes: sort 100 s)."""
+    if settings.emulation is None:
+        return None
+    from pytest_fl_contract.registry import coverage
+
+    root = coverage.flag_gems_root()
+    return frozenset(r.module for r in coverage.scan(root)) if root is not None else frozenset()
+
+
 def plans(config: pytest.Config) -> tuple[str, list[Plan]]:
     """The table's summary line and each entry's plan, once per process (collection probes
     every overload with a spy: no kernel runs)."""
@@ -44,7 +56,10 @@ def plans(config: pytest.Config) -> tuple[str, list[Plan]]:
 
         entries = read(flag_gems)
         settings = settings_of(config)
-        config.stash[_PLANS] = (summary(entries), plan(flag_gems, entries, settings.sweep, device=device_of(settings)))
+        config.stash[_PLANS] = (
+            summary(entries),
+            plan(flag_gems, entries, settings.sweep, device=device_of(settings), outer=_outer(settings)),
+        )
     return config.stash[_PLANS]
 
 
