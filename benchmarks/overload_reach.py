@@ -4,8 +4,9 @@ Every overload whose FlagGems function lives in a module the masked-row scan say
 reaches (``registry/coverage.py``) should fail there; every overload that fails there should
 be reached.  This reads the overload suite's JUnit of that lane (``--report``) and the
 installed FlagGems' registration table, and prints both disagreements: reached but passing
-(the samples never take the non-inner path past one tile), and failing but not reached (a
-kernel the scan misses, or a failure of another cause).
+(the emulator's measure of each call says why: the defect never touched its loads, or the rows
+it read past the end never reached the output, or a known defect's xfail hides it), and failing
+but not reached (a kernel the scan misses, or a failure of another cause).
 
     fl-contract contracts overloads -- --platform iluvatar --fl-emulate --fl-no-workaround \\
         -p xdist -n 2 --junitxml=/tmp/nowa.xml
@@ -36,6 +37,20 @@ def verdicts(path: Path) -> dict[str, scoreboard.Verdict]:
     return {v.overload: v for board in boards for v in board.verdicts}
 
 
+def touched(path: Path) -> dict[str, int]:
+    """{overload: the most lanes the injected defect made one of its cases read beyond the
+    masks} from the cases' ``fl_defect_lanes`` (the emulator measures it per call)."""
+    import xml.etree.ElementTree as ET
+
+    found: dict[str, int] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        if props.get("fl_overload") and props.get("fl_defect_lanes") is not None:
+            name = props["fl_overload"] or ""
+            found[name] = max(found.get(name, 0), int(props["fl_defect_lanes"] or 0))
+    return found
+
+
 def modules_of_overloads() -> dict[str, str]:
     """{overload: the module of its FlagGems function} from the installed line's table."""
     from pytest_fl_contract.emulation.interpreter import bring_up
@@ -56,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         lane = verdicts(args.report)
+        lanes = touched(args.report)
         clean = verdicts(args.clean) if args.clean else {}
         from pytest_fl_contract.registry import coverage
 
@@ -74,25 +90,33 @@ def main(argv: list[str] | None = None) -> int:
     for overload, verdict in sorted(lane.items()):
         is_reached = modules.get(overload) in reached
         fails = verdict.failing > 0 and overload not in own
+        reads = lanes.get(overload)
         if verdict.status in ("UNTESTED", "UNSUPPORTED"):
             kind = "not run"
         elif is_reached and fails:
             kind = "reached, caught"
+        elif is_reached and reads == 0:
+            kind = "reached, passing: the defect never touched its calls"
+        elif is_reached and verdict.known and not verdict.failing:
+            kind = "reached, passing: a known defect's xfail hides it"
         elif is_reached:
-            kind = "reached, passing"
+            kind = "reached, passing: rows read past the end never reach the output"
         elif fails:
             kind = "not reached, failing"
+        elif reads:
+            kind = "not reached, touched, passing"
         else:
             continue
-        rows.append((kind, overload, modules.get(overload, "?"), verdict.status, verdict.reason[:120]))
+        shown = "-" if reads is None else str(reads)
+        rows.append((kind, overload, modules.get(overload, "?"), verdict.status, shown, verdict.reason[:100]))
     counts = {k: sum(1 for r in rows if r[0] == k) for k in dict.fromkeys(r[0] for r in rows)}
     lines = [
         f"no-workaround lane {args.report.name}: " + ", ".join(f"{k} {n}" for k, n in counts.items()),
         "",
-        "| | overload | module | status | first failure |",
-        "|---|---|---|---|---|",
+        "| | overload | module | status | lanes the defect read | first failure |",
+        "|---|---|---|---|---:|---|",
     ]
-    lines += [f"| {k} | `{o}` | `{m}` | {s} | {d} |" for k, o, m, s, d in sorted(rows)]
+    lines += [f"| {k} | `{o}` | `{m}` | {s} | {n} | {d} |" for k, o, m, s, n, d in sorted(rows)]
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -211,8 +211,12 @@ POISON = textwrap.dedent("""
     entry = next(e for e in table.read(flag_gems) if e.name == "mm")
     case = next(c for c in cases.plan(flag_gems, (entry,), "quick")[0].cases if c.transform == "boundary")
     verdict = cases.run(flag_gems, case, budget=1100, seconds=120, emulated=True)
+    entry = next(e for e in table.read(flag_gems) if e.name == "abs")
+    untouched = cases.run(flag_gems, cases.plan(flag_gems, (entry,), "quick")[0].cases[0], budget=1100,
+                          seconds=120, emulated=True)
     print("RESULT " + json.dumps({"status": verdict.status, "detail": verdict.detail[:200],
-                                  "heap_after": device.DEVICE.heap_fill}))
+                                  "heap_after": device.DEVICE.heap_fill, "lanes": verdict.defect_lanes,
+                                  "abs": [untouched.status, untouched.defect_lanes]}))
 """)
 
 
@@ -221,9 +225,13 @@ def test_a_read_past_a_tensor_shows_in_the_overload_suite():
     """Each case runs with NaN around its tensors: mm's K tail read without its row mask (the
     Iluvatar defect) multiplies the rows past the end by the masked operand's zeros, which a
     finite heap pattern survived (the overload suite passed mm there) and NaN does not.  The
-    emulator's heap is as it was after the case."""
+    emulator's heap is as it was after the case, and each verdict carries the lanes the
+    injected defect made its call read (benchmarks/overload_reach.py explains a pass with it)."""
     clean = fresh_result(POISON)
     assert clean["status"] == "PASS" and clean["heap_after"] is None, clean
+    assert clean["lanes"] is None and clean["abs"] == ["PASS", None]  # nothing injected: nothing measured
     defective = fresh_result(POISON, "masked_2d_row_load")
     assert defective["status"] == "WRONG" and "nan" in defective["detail"], defective
     assert defective["heap_after"] is None
+    # the emulator's measure of the defect's reach into each call: mm's K tail read, abs untouched
+    assert defective["lanes"] > 0 and defective["abs"] == ["PASS", 0], defective

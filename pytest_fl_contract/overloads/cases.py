@@ -10,6 +10,7 @@ that overload alone, with a spy that must see it called.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -337,6 +338,19 @@ def poisoned(device: str, emulated: bool) -> Iterator[None]:
             emulator.poison(None)
 
 
+def injected_lanes(emulated: bool) -> Callable[[], int | None]:
+    """From now, the lanes an injected defect makes loads read beyond their masks: what the
+    returned function says when called (None where no defect is injected).  It tells a case the
+    defect never touched (its kernels load no row-masked tile here) from one whose extra rows
+    never reach the output, where the case passes all the same."""
+    from ..emulation import device as emulator
+
+    if not emulated or not emulator.DEVICE.injecting:
+        return lambda: None
+    start = emulator.DEVICE.counters.extra_lanes
+    return lambda: emulator.DEVICE.counters.extra_lanes - start
+
+
 def to_device(sample: Any, device: str) -> Any:
     import torch
     from torch.utils._pytree import tree_map
@@ -409,6 +423,7 @@ def run(
                 torch.manual_seed(seed + k)
                 draws.append(_torch_call(case, sample)[0])
         fn, extra = function_of(gems, case.overload)
+        lanes = injected_lanes(emulated)
         with only(case.overload, fn, (dispatch_key(gems), *extra)) as calls:
             try:
                 with deadline(seconds), poisoned(device, emulated):
@@ -417,9 +432,15 @@ def run(
             except (Exception, Timeout) as exc:
                 if not calls:
                     return Verdict("UNTESTED", f"the case did not reach {fn.__name__} ({one_line(exc)})")
-                return failure(exc, emulated)
+                return dataclasses.replace(failure(exc, emulated), defect_lanes=lanes())
     if not calls:
         return Verdict("UNTESTED", f"the case did not reach {fn.__name__}: dispatch took another path")
+    return dataclasses.replace(_judged(case, got, inputs, bufs, again, meta, ref, draws, random), defect_lanes=lanes())
+
+
+def _judged(
+    case: Case, got: Any, inputs: Any, bufs: Any, again: Any, meta: Any, ref: Any, draws: list[Any], random: bool
+) -> Verdict:
     problem = identity(case.source.caller, got, inputs, bufs)
     if problem:
         return Verdict("WRONG", problem)

@@ -72,6 +72,8 @@ def run_item(node: Any, gems: Any, settings: Any, device: str, case: Any) -> Non
         transform=case.transform,
         sample=case.sample,
     )
+    if verdict.defect_lanes is not None:  # an injected defect's reach into this call, measured
+        node.user_properties.append(("fl_defect_lanes", str(verdict.defect_lanes)))
     if verdict.status in FAILING:
         _attribute(gems, settings, device, case, verdict)
     outcome(verdict)

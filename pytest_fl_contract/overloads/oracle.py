@@ -42,6 +42,9 @@ _REFUSAL = re.compile(r"not (yet )?supported|unsupported|not implemented|only su
 class Verdict:
     status: str
     detail: str
+    # under an injected defect: the lanes it made the call's loads read beyond their masks (0: it
+    # never touched this call; None: no defect injected, or the call never ran)
+    defect_lanes: int | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
