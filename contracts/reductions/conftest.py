@@ -29,8 +29,6 @@ from pytest_fl_contract.plugin import settings_of
 from pytest_fl_contract.registry.reductions import Call, Case, Op
 from pytest_fl_contract.registry.schema import flag_gems_version
 
-_HELPER = pytest.StashKey[object]()
-
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """The fresh-process batches start now when the run takes all of ``test_processes.py``."""
@@ -38,11 +36,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     def job(directory: Path) -> shared.Job:
         return fresh.job(settings_of(session.config), directory)
 
-    session.config.stash[_HELPER] = shared.start_for(session, Path(__file__).with_name("test_processes.py"), job)
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    shared.stop(session.config.stash.get(_HELPER, None))  # type: ignore[arg-type]
+    shared.start_for(session, Path(__file__).with_name("test_processes.py"), job)
 
 
 def _combo(op: Op, case: Case, dtype: str):

@@ -38,20 +38,13 @@ def long_k(case: TensorCase) -> TensorCase:
     return replace(case, shape=(*batch, m, LONG_K, n))
 
 
-_HELPER = pytest.StashKey[object]()
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
     """The fresh-process batches start now when the run takes all of ``test_processes.py``."""
 
     def job(directory: Path) -> shared.Job:
         return fresh_rows.job(settings_of(session.config), "tensorops", False, directory)
 
-    session.config.stash[_HELPER] = shared.start_for(session, Path(__file__).with_name("test_processes.py"), job)
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    shared.stop(session.config.stash.get(_HELPER, None))  # type: ignore[arg-type]
+    shared.start_for(session, Path(__file__).with_name("test_processes.py"), job)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

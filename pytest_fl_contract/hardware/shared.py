@@ -152,7 +152,8 @@ def start_for(session: Any, file: Path, make: Callable[[Path], Job]) -> subproce
     workers' start-up the job is done or nearly when a case needs it, where a worker's first
     case otherwise started it and held every worker that reached one (the reductions: 29 s
     of a 51 s warm H200 lane; the tensor ops on an H100: twelve workers held 110 - 145 s
-    each, from 235 s, the lane's last two minutes)."""
+    each, from 235 s, the lane's last two minutes).  The helper is stopped when the run ends
+    (the config's cleanup): a conftest need not keep it."""
     config = session.config
     option = config.option
     if getattr(config, "workerinput", None) is not None or getattr(option, "collectonly", False):
@@ -174,7 +175,9 @@ def start_for(session: Any, file: Path, make: Callable[[Path], Job]) -> subproce
         job = make(factory.getbasetemp())
     except Exception:  # a lane that cannot start says so in its cases, not here
         return None
-    return start(job)
+    helper = start(job)
+    config.add_cleanup(lambda: stop(helper))  # it and what it started end with the run, needed or not
+    return helper
 
 
 def _die_with_parent() -> None:
