@@ -79,6 +79,52 @@ def test_the_second_run_starts_with_the_longest_case(pytester, run_subprocess):
     result.stdout.fnmatch_lines(["CHUNK 1"])  # xdist hands the ordered cases out one at a time
 
 
+def test_a_runner_with_no_record_starts_the_priors_long_cases_first():
+    """A fresh runner (no record, or one of another selection): the prior's long cases first,
+    longest first, the rest in collection order; its keys match whatever the node ids start from."""
+    ids = ["reductions/test_a.py::t[x]", "site/pkg/layers/test_b.py::t[y]", "layers/test_b.py::t[z]", "c"]
+    prior = {"layers/test_b.py::t[y]": 80.0, "layers/test_b.py::t[z]": 5.0, "elsewhere": 900.0}
+    assert [ids[i] for i in longest_first(ids, {}, prior=prior)] == [ids[1], ids[2], ids[0], ids[3]]
+    assert longest_first(ids, {"c": 1.0}, prior=prior) == [1, 2, 0, 3]  # a record of another selection
+    # a record of this selection wins over the prior, whatever the prior says
+    record = {ids[0]: 50.0, ids[1]: 0.1, ids[2]: 0.2}
+    assert longest_first(ids, record, prior=prior)[0] == 0
+    assert longest_first(ids, {}, prior={}) == [0, 1, 2, 3]
+
+
+def test_the_shipped_prior_is_generated_from_its_report_and_names_cases_that_exist():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pytest_fl_contract.hardware.schedule import PRIOR, prior
+
+    root = Path(__file__).resolve().parents[1]
+    shipped = json.loads(PRIOR.read_text(encoding="utf-8"))
+    check = [sys.executable, str(root / "benchmarks" / "durations_prior.py"), str(root / shipped["source"])]
+    check += ["--min-s", str(shipped["min_s"]), "--out", str(PRIOR), "--check"]
+    done = subprocess.run(check, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert len(prior()) == len(shipped["cases"]) > 50
+    for key in prior():  # a renamed file or test leaves the prior naming nothing: regenerate it
+        path, _, test = key.partition("::")
+        source = (root / "contracts" / path).read_text(encoding="utf-8")
+        assert f"def {test.split('[')[0]}(" in source, key
+
+
+def test_the_prior_orders_a_fresh_runners_collection(pytester, run_subprocess):
+    """Wired: with no record, the xdist workers order their collection by the prior."""
+    pytester.makepyfile(test_cases=CASES)
+    pytester.makeconftest(
+        "from pytest_fl_contract.hardware import schedule\n"
+        "def pytest_configure(config):\n"
+        "    schedule.prior = lambda: {'test_cases.py::test_short[5]': 30.0, 'test_cases.py::test_long': 60.0}\n"
+    )
+    args = ("-p", "fl_contract", "--platform", "nvidia", "--fl-no-workaround", "-p", "xdist", "-n", "2")
+    lines = run_subprocess(*args, "-p", "no:randomly", "-p", "no:cacheprovider", "--collect-only", "-q").stdout.lines
+    assert lines[:3] == ["test_cases.py::test_long", "test_cases.py::test_short[5]", "test_cases.py::test_short[0]"]
+
+
 def test_the_packaged_suites_keep_their_record_in_the_users_cache(tmp_path):
     from pytest_fl_contract.config import suites
 

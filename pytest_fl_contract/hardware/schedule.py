@@ -11,7 +11,8 @@ rest idle.  Each run records how long every case took (pytest's cache, per platf
 sweep), and the next orders its cases longest first and has xdist hand them out one at a
 time (``--maxschedchunk 1``: its first batches are otherwise runs of consecutive cases, all
 the long ones to one worker), the longest-processing-time rule, so the long ones overlap
-the short ones (``--fl-order collection`` keeps collection order).  xdist's first batch is
+the short ones (``--fl-order collection`` keeps collection order); a runner with no record
+orders them by the prior shipped with the package, the long cases of a measured cold lane.  xdist's first batch is
 still at least two consecutive cases a worker (``first_batch``): those are dealt so that no
 worker gets two of the longest.  That order starts the memory-heavy cases together, so
 it goes with the memory ledger (``ledger.py``), which keeps them within the device's memory
@@ -20,8 +21,11 @@ it goes with the memory ledger (``ledger.py``), which keeps them within the devi
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +34,18 @@ from ..imports import after_import
 from ..util import xdist_worker
 
 CACHE_KEY = "fl_contract/durations"
+PRIOR = Path(__file__).resolve().parents[1] / "config" / "durations-prior.json"
+
+
+@functools.lru_cache(maxsize=1)
+def prior(path: Path = PRIOR) -> dict[str, float]:
+    """The shipped prior (benchmarks/durations_prior.py writes it from a measured cold lane);
+    an unreadable one orders nothing: collection order, as before it existed."""
+    try:
+        cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
+        return {str(k): float(v) for k, v in cases.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 def cpu_share(cpus: int | None, workers: int) -> int:
@@ -63,12 +79,28 @@ def first_batch(cases: int, workers: int, maxschedchunk: int | None) -> int:
     return max(min(cases // workers // 4, cases if maxschedchunk is None else maxschedchunk), 2)
 
 
+def prior_key(nodeid: str) -> str:
+    """A case's name in the prior: its family directory, file and test id, whatever directory
+    the run's node ids start from (``fl-contract contracts`` roots them at the suites, a
+    ``--pyargs`` run at site-packages)."""
+    path, sep, rest = nodeid.partition("::")
+    return "/".join(path.split("/")[-2:]) + sep + rest
+
+
 def longest_first(
-    nodeids: Sequence[str], durations: Mapping[str, float], workers: int = 1, batch: int = 2
+    nodeids: Sequence[str],
+    durations: Mapping[str, float],
+    workers: int = 1,
+    batch: int = 2,
+    prior: Mapping[str, float] | None = None,
 ) -> list[int]:
     """Indices of ``nodeids``, longest recorded first (stable; a case never timed counts as
-    the median, so a new case neither jumps the queue nor waits for the end).  Unchanged
-    when under half the cases were ever timed: the record is of some other selection.
+    the median, so a new case neither jumps the queue nor waits for the end).  When under
+    half the cases were ever timed (a fresh runner, or a record of some other selection),
+    the ``prior`` orders them instead: the long cases of a measured cold lane (keyed by
+    ``prior_key``) first, longest first, the rest in collection order.  Without a prior the
+    order is unchanged.  A fresh H100 runner took its 105 s large-index case at 149 s, in
+    collection order, and waited on it to 254 s.
 
     With ``workers`` (xdist), each worker's first ``batch`` cases (``first_batch``) are
     dealt like cards, snaking: worker i gets the i-th longest, then the (2W - 1 - i)-th, and
@@ -76,10 +108,15 @@ def longest_first(
     two longest cases (large index, 10 s each) and another the next two, so the lane waited
     21 s on two workers."""
     known = [durations[n] for n in nodeids if n in durations]
-    if not nodeids or len(known) * 2 < len(nodeids):
+    if not nodeids:
+        return []
+    if len(known) * 2 >= len(nodeids):
+        median = sorted(known)[len(known) // 2]
+        order = sorted(range(len(nodeids)), key=lambda i: -durations.get(nodeids[i], median))
+    elif prior:
+        order = sorted(range(len(nodeids)), key=lambda i: -prior.get(prior_key(nodeids[i]), 0.0))
+    else:
         return list(range(len(nodeids)))
-    median = sorted(known)[len(known) // 2]
-    order = sorted(range(len(nodeids)), key=lambda i: -durations.get(nodeids[i], median))
     dealt = batch * workers
     if workers < 2 or batch < 2 or len(order) < dealt:
         return order
@@ -136,7 +173,7 @@ class Schedule:
         chunk = getattr(self.config.option, "maxschedchunk", None)
         chunk = 1 if chunk is None else chunk  # what the controller set (__init__), unless the user did
         batch = first_batch(len(items), workers, chunk)
-        order = longest_first([item.nodeid for item in items], self._recorded(), workers, batch)
+        order = longest_first([item.nodeid for item in items], self._recorded(), workers, batch, prior())
         items[:] = [items[i] for i in order]
 
     @pytest.hookimpl(wrapper=True)
