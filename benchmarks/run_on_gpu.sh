@@ -103,6 +103,14 @@ print(fastpath.device_info('cuda').source)" ;;
     echo "== $tag: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/$tag.txt" | cut -c1-300 | head -60
     grep -E "passed|failed" "$OUT/$tag.txt" | tail -1
     (cd /tmp && python3 -m pytest_fl_contract.cli scoreboard "$OUT/$tag.xml" --out "$OUT" 2>&1 | tail -6) ;;
+  equivalent)
+    # the compiler probes and their equivalent-kernel variants (issue 59, class 4), compiled
+    # against each other and against Triton's interpreter replaying the same launches; no
+    # flag_gems is imported, so one run serves both lines
+    (cd /tmp && timeout -s INT -k 20 "${EQUIVALENT_TIMEOUT:-240}" python3 -m pytest_fl_contract.cli contracts probes -- --platform nvidia \
+      -n 4 -q -rA --junitxml="$OUT/equivalent.xml" > "$OUT/equivalent.txt" 2>&1)
+    echo "== equivalent: exit $?"; grep -E "^(FAILED|ERROR|XPASS|XFAIL)" "$OUT/equivalent.txt" | cut -c1-300 | head -30
+    grep -cE "^PASSED.*test_equivalent" "$OUT/equivalent.txt"; grep -E "passed|failed" "$OUT/equivalent.txt" | tail -1 ;;
   forced|layersforced)
     # the suites whose routes replace whole entry points (layers, the matmuls' K tails) with the
     # workaround forced on: its routes on a correct device
