@@ -126,3 +126,59 @@ def test_a_key_in_libtuners_database_is_forced_too():
     assert found["type"] == "ConfigCache" and found["stored"]
     assert found["choices"] == [[2, 3]]
     assert found["database_given_back"]
+
+
+# A tuning database another build wrote (issue 59, item 1: FlagGems #6016, a config tuned under one
+# build replayed under another).  FlagGems' LibTuner names a kernel's table by its source and the
+# text of every config of its list, so a database written under another list (another tuning
+# space, or a Triton whose Config prints otherwise) is never read, and one written under the same
+# list replays a config of that list - one the every-config contract runs.  Each build is a fresh
+# process on one database file.
+FOREIGN = textwrap.dedent("""
+    import json, os, sys, tempfile
+    os.environ["FLAGGEMS_DB_URL"] = "sqlite:///" + sys.argv[1]
+    import torch
+    from pytest_fl_contract.emulation.interpreter import bring_up
+    bring_up("nvidia-small", ())
+    import triton
+    from triton.runtime.jit import JITFunction
+    from flag_gems.utils.libentry import LibTuner
+
+    home = tempfile.mkdtemp()  # a jit function needs a file of its own
+    with open(os.path.join(home, "fl_copy_kernel.py"), "w") as f:
+        f.write("import triton.language as tl\\n"
+                "def copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\\n"
+                "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\\n"
+                "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\\n")
+    sys.path.insert(0, home)
+    from fl_copy_kernel import copy
+
+    blocks, warps, write = json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "write"
+    configs = [triton.Config({"BLOCK": b}, num_warps=warps) for b in blocks]
+    tuner = LibTuner.get("default")(JITFunction(copy), ["x_ptr", "y_ptr", "n", "BLOCK"], configs, ["n"],
+                                    None, None, strategy="default")
+    x, y = torch.randn(100), torch.empty(100)
+    key = tuner.get_key({"x_ptr": x, "y_ptr": y, "n": 100})
+    if write:
+        tuner.cache[key] = configs[-1]  # what this build's tuner chose for the key
+    stored = tuner.cache[key] if key in tuner.cache else None
+    found = {"table": tuner.config_table_name, "stored": None if stored is None else str(stored),
+             "in_list": stored is not None and str(stored) in [str(c) for c in configs]}
+    print("RESULT " + json.dumps(found))
+""")
+
+
+@pytest.mark.slow
+def test_a_database_another_build_wrote_replays_a_config_of_the_list_or_nothing(tmp_path):
+    database = str(tmp_path / "tuned.db")
+    wrote = fresh_result(FOREIGN, database, "[16, 32, 64]", "4", "write")
+    assert wrote["stored"] is not None and wrote["in_list"]
+    # the same FlagGems, the same tuning space: the other build's choice is replayed, and it is a
+    # config of the list the every-config contract forces one by one
+    same = fresh_result(FOREIGN, database, "[16, 32, 64]", "4", "read")
+    assert same["table"] == wrote["table"] and same["stored"] == wrote["stored"] and same["in_list"]
+    # another tuning space (a vendor's tune_configs.yaml, or another num_warps): another table
+    other = fresh_result(FOREIGN, database, "[16, 32]", "4", "read")
+    warps = fresh_result(FOREIGN, database, "[16, 32, 64]", "8", "read")
+    assert other["table"] != wrote["table"] and other["stored"] is None
+    assert warps["table"] != wrote["table"] and warps["stored"] is None
