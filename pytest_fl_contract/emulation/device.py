@@ -301,6 +301,7 @@ def install() -> None:
     builder = ti.InterpreterBuilder
     original_load, original_store = builder.create_masked_load, builder.create_masked_store
     original_select = builder.create_select
+    original_rmw, original_cas = builder.create_atomic_rmw, builder.create_atomic_cas
     original_init_args = ti.GridExecutor._init_args_hst
 
     def create_masked_load(self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
@@ -364,6 +365,34 @@ def install() -> None:
             "(an out-of-bounds write: on a GPU it corrupts whatever memory lies there)"
         )
 
+    def _fault(lanes: int, what: str) -> EmulatedDeviceFault:
+        DEVICE.counters.oob_stores += lanes
+        _note(lanes)
+        return EmulatedDeviceFault(
+            f"{DEVICE.kernel} {what} {lanes} element(s) outside every tensor of its launch "
+            "(an out-of-bounds write: on a GPU it corrupts whatever memory lies there)"
+        )
+
+    def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
+        """An atomic is a store too: unguarded, FlagGems' scatter(reduce="add") on a strided
+        input added into host memory past its output, and the process died later in torch
+        ("double free or corruption") with nothing naming the kernel."""
+        wanted = _mask_of(mask)
+        bad = outside(ptr.data, wanted, ti._get_np_dtype(ptr.get_element_ty()).itemsize)
+        if not bad.any():
+            return original_rmw(self, rmwOp, ptr, val, mask, sem, scope)
+        original_rmw(self, rmwOp, ptr, val, ti.TensorHandle(wanted & ~bad, ti.tl.int1), sem, scope)
+        raise _fault(int(bad.sum()), "atomically updated")
+
+    def create_atomic_cas(self, ptr, cmp, val, sem, scope):
+        import numpy as np
+
+        lanes = np.ones(np.shape(ptr.data), dtype=bool)  # no mask: every lane swaps
+        bad = outside(ptr.data, lanes, ti._get_np_dtype(ptr.get_element_ty()).itemsize)
+        if bad.any():  # the interpreter's compare-and-swap takes no mask: nothing is written
+            raise _fault(int(bad.sum()), "compare-and-swapped")
+        return original_cas(self, ptr, cmp, val, sem, scope)
+
     def create_select(self, cond, lhs, rhs):
         dropped = _injected_mask_defect()
         if dropped is not None:
@@ -405,6 +434,8 @@ def install() -> None:
     builder.create_masked_load = create_masked_load
     builder.create_masked_store = create_masked_store
     builder.create_select = create_select
+    builder.create_atomic_rmw = create_atomic_rmw
+    builder.create_atomic_cas = create_atomic_cas
     ti.GridExecutor._init_args_hst = init_args_hst
     DEVICE.installed = True
 
