@@ -407,6 +407,9 @@ def install() -> None:
         storages: list[tuple[int, int]] = []
         bounded = True
         for arg in [*args_hst, *kwargs_hst.values()]:
+            # a tensor descriptor (TMA: FlagGems 5.4's _grouped_mm) bounds its base tensor's
+            # loads and stores; left out, every lane of its block loads read as outside
+            arg = arg.base if hasattr(getattr(arg, "base", None), "untyped_storage") else arg
             if hasattr(arg, "untyped_storage"):
                 storage = arg.untyped_storage()
                 storages.append((storage.data_ptr(), storage.nbytes()))

@@ -21,6 +21,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .generators import GENERATED_DTYPES, GENERATORS
+
 SEED = 20261207
 LIMIT = 24  # samples read from an OpInfo's generator: its first ones are its plainest
 
@@ -430,111 +432,3 @@ class _nullcontext:
 
     def __exit__(self, *exc: Any) -> None:
         return None
-
-
-# -- explicit generators: overloads OpInfo has no samples for, each small -----------------------
-
-GENERATED_DTYPES = ("float32", "float16", "bfloat16")
-
-
-def _sample(*args: Any, **kwargs: Any) -> Any:
-    from torch.testing._internal.opinfo.core import SampleInput
-
-    return SampleInput(args[0], args=tuple(args[1:]), kwargs=kwargs)
-
-
-def _copy(dtype: Any) -> list[Any]:
-    import torch
-
-    return [
-        _sample(torch.empty(5, 7, dtype=dtype), torch.randn(5, 7).to(dtype)),
-        _sample(torch.empty(5, 7, dtype=dtype), torch.randn(7).to(dtype)),  # broadcast
-        _sample(torch.empty(5, 7, dtype=dtype), torch.randint(-9, 9, (5, 7))),
-    ]  # another dtype
-
-
-def _to_copy(dtype: Any) -> list[Any]:
-    import torch
-
-    x = torch.randn(5, 7).to(dtype) * 4
-    return [
-        _sample(x, dtype=torch.float32 if dtype != torch.float32 else torch.float16),
-        _sample(x, dtype=torch.int32),
-        _sample(x.t(), dtype=dtype),
-        _sample(x, dtype=torch.bool),
-    ]
-
-
-def _weight_norm(dtype: Any) -> list[Any]:
-    import torch
-
-    return [
-        _sample(torch.randn(6, 5).to(dtype), torch.randn(6, 1).to(dtype), 0),
-        _sample(torch.randn(4, 3, 5).to(dtype), torch.randn(1, 1, 5).to(dtype), 2),
-    ]
-
-
-def _rand(dtype: Any) -> list[Any]:
-    return [_sample([40, 33], dtype=dtype), _sample([1025], dtype=dtype)]
-
-
-def _randperm(dtype: Any) -> list[Any]:
-    import torch
-
-    return [_sample(257, dtype=torch.int64), _sample(17, dtype=torch.int64)]
-
-
-def _assert_async(dtype: Any) -> list[Any]:
-    import torch
-
-    return [_sample(torch.tensor(True)), _sample(torch.tensor(3.0).to(dtype))]
-
-
-def _is_all_true(dtype: Any) -> list[Any]:
-    import torch
-
-    return [_sample(torch.ones(33, dtype=torch.bool)), _sample(torch.rand(17) > 0.1)]
-
-
-def _lift(dtype: Any) -> list[Any]:
-    import torch
-
-    return [_sample(torch.randn(5, 7).to(dtype))]
-
-
-def _native_dropout(dtype: Any) -> list[Any]:
-    import torch
-
-    return [_sample(torch.randn(33, 40).to(dtype), 0.3, True), _sample(torch.randn(1025).to(dtype), 0.5, True)]
-
-
-def _native_dropout_backward(dtype: Any) -> list[Any]:
-    import torch
-
-    return [_sample(torch.randn(33, 40).to(dtype), torch.rand(33, 40) > 0.3, 1 / 0.7)]
-
-
-def _weight_norm_backward(dtype: Any) -> list[Any]:
-    """(grad_w, saved_v, saved_g, saved_norms, dim): the norms as torch's forward saves them."""
-    import torch
-
-    found = []
-    for v, g, dim in ((torch.randn(6, 5), torch.randn(6, 1), 0), (torch.randn(4, 3, 5), torch.randn(1, 1, 5), 2)):
-        w, norms = torch._weight_norm_interface(v, g, dim)
-        found.append(_sample(torch.randn(w.shape).to(dtype), v.to(dtype), g.to(dtype), norms, dim))
-    return found
-
-
-GENERATORS: dict[str, Callable[[Any], list[Any]]] = {
-    "native_dropout": _native_dropout,
-    "native_dropout_backward": _native_dropout_backward,
-    "_weight_norm_interface_backward": _weight_norm_backward,
-    "copy_": _copy,
-    "_to_copy": _to_copy,
-    "_weight_norm_interface": _weight_norm,
-    "rand": _rand,
-    "randperm": _randperm,
-    "_assert_async": _assert_async,
-    "_is_all_true": _is_all_true,
-    "lift_fresh_copy": _lift,
-}
