@@ -295,3 +295,244 @@ def test_the_reproductions_torch_side():
     assert json.dumps(A.reflection_pad3d_backward(torch.randn(3, 5, 7, 7), torch.randn(3, 3, 5, 5), [1] * 6).shape) == (
         "[3, 3, 5, 5]"
     )
+
+
+# -- the second batch: the generators' overloads (issue 57's 5.4 scoreboard, no uncatalogued failure)
+
+
+def _adam(weight_decay=0.0, amsgrad=False, dtype=torch.float32, param=None):
+    params = [torch.randn(17, 33).to(dtype) if param is None else param]
+    state = [[torch.rand(17, 33).to(dtype)] for _ in range(3)]
+    maxes = [torch.rand(17, 33).to(dtype)] if amsgrad else []
+    kwargs = {"lr": 1e-2, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
+    return (
+        params,
+        (*state, maxes, [torch.tensor(3.0)]),
+        {**kwargs, "weight_decay": weight_decay, "amsgrad": amsgrad, "maximize": True},
+    )
+
+
+JAGGED = [torch.tensor([0, 5, 5, 17])]
+GEN = "gen:"
+
+
+@pytest.mark.parametrize(
+    "defect, case, sample, applies",
+    [
+        ("fused_adam_decoupled_decay_and_corrected_amsgrad_max", _case("_fused_adam", GEN + "_fused_adam"),
+         _adam(weight_decay=0.01), True),
+        ("fused_adam_decoupled_decay_and_corrected_amsgrad_max", _case("_fused_adam", GEN + "_fused_adam"),
+         _adam(amsgrad=True), True),
+        ("fused_adam_decoupled_decay_and_corrected_amsgrad_max", _case("_fused_adam", GEN + "_fused_adam"),
+         _adam(), False),  # Adam without decay or amsgrad: FlagGems' is torch's
+        ("fused_adam_decoupled_decay_and_corrected_amsgrad_max", _case("_fused_adam", GEN + "_fused_adam"),
+         _adam(weight_decay=0.01, param=torch.zeros(17, 33)), False),  # nothing to decay
+        ("fused_adam_decoupled_decay_and_corrected_amsgrad_max", _case("_fused_adam", GEN + "_fused_adam"),
+         _adam(weight_decay=0.01, dtype=torch.float16), False),  # refused: float32 only
+        ("jagged_to_padded_dense_values_1d_uncut",
+         _case("_jagged_to_padded_dense_forward", GEN + "_jagged_to_padded_dense_forward"),
+         (T(17, 33), (JAGGED, [13], 0.0), {}), True),  # 2-D values
+        ("jagged_to_padded_dense_values_1d_uncut",
+         _case("_jagged_to_padded_dense_forward", GEN + "_jagged_to_padded_dense_forward"),
+         (T(17), (JAGGED, [9], 0.0), {}), True),  # the 12-long sequence is cut to 9
+        ("jagged_to_padded_dense_values_1d_uncut",
+         _case("_jagged_to_padded_dense_forward", GEN + "_jagged_to_padded_dense_forward"),
+         (T(17), (JAGGED, [13], 0.0), {}), False),
+        ("prelu_kernel_backward_slope_on_last_dim",
+         _case("_prelu_kernel_backward", GEN + "_prelu_kernel_backward", "backward"),
+         (T(2, 17, 33), (T(2, 17, 33), T(1, 17, 1)), {}), True),  # as torch's prelu passes it
+        ("prelu_kernel_backward_slope_on_last_dim",
+         _case("_prelu_kernel_backward", GEN + "_prelu_kernel_backward", "backward"),
+         (T(2, 17, 33), (T(2, 17, 33), T(33)), {}), False),  # a slope per element of the last dim
+        ("prelu_kernel_backward_slope_on_last_dim",
+         _case("_prelu_kernel_backward", GEN + "_prelu_kernel_backward", "backward"),
+         (T(129), (T(129), T(1)), {}), False),  # one shared slope
+        ("prelu_kernel_backward_slope_on_last_dim", _case("_prelu_kernel_backward", "nn.functional.prelu", "backward"),
+         (T(2, 3, 4), (T(3),), {}), True),  # F.prelu's autograd: channels on dim 1
+        ("prelu_kernel_backward_slope_on_last_dim", _case("_prelu_kernel_backward", "nn.functional.prelu", "backward"),
+         (T(2, 3), (T(3),), {}), False),  # a 2-D input's channels are its last dim
+        ("thnn_fused_lstm_cell_workspace_not_activated",
+         _case("_thnn_fused_lstm_cell", GEN + "_thnn_fused_lstm_cell"), (T(3, 68), (T(3, 68), T(3, 17)), {}), True),
+        ("small_n_ignores_k", _case("special_log_softmax", GEN + "special_log_softmax"), (T(17, 33), (0,), {}), True),
+        ("small_n_ignores_k", _case("special_log_softmax", GEN + "special_log_softmax"), (T(17, 33), (-2,), {}), True),
+        ("small_n_ignores_k", _case("special_log_softmax", GEN + "special_log_softmax"), (T(17, 33), (1,), {}), False),
+        ("small_n_ignores_k", _case("special_log_softmax", GEN + "special_log_softmax"), (T(1, 33), (0,), {}), False),
+        ("small_n_ignores_k", _case("special_log_softmax", GEN + "special_log_softmax"), (T(1025, 3), (0,), {}),
+         False),  # the two-pass kernel
+        ("special_gammainc_out_none", _case("special_gammainc", GEN + "special_gammainc"), (T(5), (T(5),), {}), True),
+        ("special_gammainc_out_none", _case("special_gammainc", "special.gammainc", "out"), (T(5), (T(5),), {}),
+         False),
+        ("hermite_polynomial_h_expanded_fp32",
+         _case("special_hermite_polynomial_h", GEN + "special_hermite_polynomial_h"),
+         (torch.tensor([-2.93, 0.5]), (torch.tensor([8.0, 8.0]),), {}), True),
+        ("hermite_polynomial_h_expanded_fp32",
+         _case("special_hermite_polynomial_h", GEN + "special_hermite_polynomial_h"),
+         (torch.tensor([-2.93, 0.5]), (torch.tensor([3.0, 3.0]),), {}), False),  # a low degree
+        ("hermite_polynomial_h_expanded_fp32",
+         _case("special_hermite_polynomial_h", GEN + "special_hermite_polynomial_h"),
+         (torch.tensor([-2.93]).half(), (torch.tensor([8.0]).half(),), {}), False),  # refused
+        ("hermite_polynomial_h_expanded_fp32",
+         _case("special_hermite_polynomial_h", GEN + "special_hermite_polynomial_h"),
+         (torch.tensor([-2.93]), (torch.tensor([10.0]),), {}), False),  # refused: n > 9
+        ("arange_float_bounds_give_int64", _case("arange.start_step", "arange"), (0, (3, 0.5), {}), True),
+        ("arange_float_bounds_give_int64", _case("arange", "arange"), (5.0, (), {}), True),
+        ("arange_float_bounds_give_int64", _case("arange", "arange"), (0, (), {"end": 3.1}), True),
+        ("arange_float_bounds_give_int64", _case("arange.start_step", "arange"),
+         (0, (3, 0.5), {"dtype": torch.float32}), False),
+        ("arange_float_bounds_give_int64", _case("arange.start", "arange"), (0, (5,), {}), False),
+    ],
+)  # fmt: skip
+def test_a_generated_overloads_predicate_applies_to_the_calls_its_defect_meets(defect, case, sample, applies):
+    assert _applies(defect, case, sample) is applies
+    # 5.0.2 registers arange alone of these, with the same arange_start
+    assert _applies(defect, case, sample, "5.0.2") is (applies and defect == "arange_float_bounds_give_int64")
+
+
+@pytest.mark.parametrize(
+    "overload, caller, index, transform, found",
+    [
+        ("_fused_adam", "op", 0, "none", ["fused_adam_decoupled_decay_and_corrected_amsgrad_max"]),
+        ("_fused_adam", "op", 1, "boundary", ["fused_adam_decoupled_decay_and_corrected_amsgrad_max"]),
+        ("_jagged_to_padded_dense_forward", "op", 0, "none", ["jagged_to_padded_dense_values_1d_uncut"]),
+        ("_prelu_kernel_backward", "backward", 0, "boundary", ["prelu_kernel_backward_slope_on_last_dim"]),
+        ("_prelu_kernel_backward", "backward", 1, "none", []),
+        ("_thnn_fused_lstm_cell", "op", 0, "none", ["thnn_fused_lstm_cell_workspace_not_activated"]),
+        ("_thnn_fused_lstm_cell_backward_impl", "op", 0, "none", []),
+        ("special_log_softmax", "op", 0, "none", ["small_n_ignores_k"]),
+        ("special_log_softmax", "op", 1, "boundary", []),
+        ("special_gammainc", "op", 0, "none", ["special_gammainc_out_none"]),
+        ("special_hermite_polynomial_h", "op", 0, "boundary", ["hermite_polynomial_h_expanded_fp32"]),
+        ("special_hermite_polynomial_h", "op", 0, "none", []),  # every element within the allowance
+        ("special_hermite_polynomial_h", "op", 1, "boundary", []),
+    ],
+)
+def test_the_suites_own_samples_are_held_where_they_meet_a_defect(overload, caller, index, transform, found):
+    """The generators' cases as the 5.4 cpu lane plans them (its quick sweep's budget): the
+    catalogue holds the ones that failed there and no neighbour."""
+    from pytest_fl_contract.overloads.contract import BUDGET
+
+    case = Case(overload, Source(GEN + overload, caller), index, "float32", transform)
+    assert defects.known(case, "5.4.0.dev0", BUDGET[("quick", True)]) == found
+
+
+def test_the_oracle_holds_arange_to_torchs_dtype():
+    """arange's STRICT on the scoreboard is no oracle blind spot: OpInfo's samples all pass a
+    dtype. FlagGems' answer to torch.arange(0, 3, 0.5) is WRONG by its dtype."""
+    meta = torch.arange(0, 3, 0.5)
+    flag_gems_like = torch.tensor([0, 0, 1, 1, 2, 2])
+    assert compare(flag_gems_like, meta, torch.arange(0, 3, 0.5, dtype=torch.float64)) == (
+        "dtype torch.int64, torch torch.float32"
+    )
+    assert compare(meta.clone(), meta, torch.arange(0, 3, 0.5, dtype=torch.float64)) is None
+
+
+REPRODUCTIONS_GENERATED = textwrap.dedent("""
+    import json
+    from pytest_fl_contract.emulation.interpreter import bring_up
+    bring_up("nvidia-small", ())
+    import torch, flag_gems
+    from pytest_fl_contract.overloads.defects import _hermite_expanded
+    A = torch.ops.aten
+    FN = {name: fn for name, fn, *_ in flag_gems._FULL_CONFIG}
+
+    def listed(result):
+        if isinstance(result, (tuple, list)):
+            return [listed(r) for r in result]
+        return result.tolist() if hasattr(result, "tolist") else result
+
+    def gems(f):
+        try:
+            with flag_gems.use_gems():
+                return listed(f())
+        except Exception as exc:
+            return type(exc).__name__ + ": " + str(exc)[:80]
+
+    found = {"arange": gems(lambda: [str(torch.arange(5.0).dtype), torch.arange(0, 3, 0.5)])}
+    if "_fused_adam" in FN:
+        adam = dict(lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, maximize=False)
+        one, zero, step = torch.ones(1), torch.zeros(1), torch.tensor(1.0)
+        found["adam_decay"] = listed(FN["_fused_adam"]([one.clone()], [zero.clone()], [zero.clone()], [zero.clone()], [],
+                                                       [step], weight_decay=0.1, amsgrad=False, **adam))
+        found["adam_amsgrad"] = listed(FN["_fused_adam"]([zero.clone()], [one.clone()], [zero.clone()], [zero.clone()],
+                                                         [torch.full((1,), 0.01)], [step], weight_decay=0.0,
+                                                         amsgrad=True, **adam))
+        offsets = [torch.tensor([0, 2, 5])]
+        found["jagged_cut"] = gems(lambda: A._jagged_to_padded_dense_forward(torch.arange(5.0), offsets, [2]))
+        found["jagged_2d"] = gems(lambda: list(A._jagged_to_padded_dense_forward(torch.ones(5, 3), offsets, [3]).shape))
+        w = torch.tensor([1.0, 2.0, 3.0]).reshape(1, 3, 1)
+        found["prelu_4"] = gems(lambda: A._prelu_kernel_backward(torch.ones(1, 3, 4), -torch.ones(1, 3, 4), w)[0])
+        found["prelu_3"] = gems(lambda: A._prelu_kernel_backward(torch.ones(1, 3, 3), -torch.ones(1, 3, 3), w)[0])
+        gates = torch.zeros(1, 4)
+        hy, cy, ws = FN["_thnn_fused_lstm_cell"](gates, gates, torch.zeros(1, 1))
+        back = FN["_thnn_fused_lstm_cell_backward_impl"](torch.ones(1, 1), torch.zeros(1, 1), torch.zeros(1, 1), cy, ws, True)
+        found["lstm"] = {"workspace": listed(ws), "grad_gates": listed(back[0]), "grad_cx": listed(back[1])}
+        found["log_softmax"] = listed(FN["special_log_softmax"](torch.arange(6.0).reshape(2, 3), 0)[0])
+        one = torch.tensor([1.0])
+        found["gammainc"] = gems(lambda: torch.special.gammainc(one, one))
+        x, n = torch.tensor([-2.93, -2.27]), torch.tensor([8.0, 9.0])
+        found["hermite"] = gems(lambda: torch.special.hermite_polynomial_h(x, n))
+        grid = torch.linspace(-3, 3, 601).repeat(10, 1)
+        degrees = torch.arange(10.0).reshape(10, 1).expand(10, 601)
+        found["hermite_emulated"] = torch.equal(FN["special_hermite_polynomial_h"](grid, degrees), _hermite_expanded(grid, degrees))
+    print("RESULT " + json.dumps(found))
+""")
+
+
+def _arange_reproduced(found):
+    assert found["arange"] == ["torch.int64", [0, 0, 1, 1, 2, 2]]  # torch: float32, [0, 0.5, ..., 2.5]
+
+
+@pytest.mark.slow
+def test_the_generated_overloads_reproductions_fail_on_54(fg54_site):
+    """Each new entry's minimal reproduction, as its description gives it, on FlagGems 5.4."""
+    found = fresh_result(REPRODUCTIONS_GENERATED, pythonpath=[str(fg54_site), str(ROOT)])
+    _arange_reproduced(found)
+    assert found["adam_decay"][0] == [pytest.approx([0.99])] and found["adam_decay"][2] == [[0.0]]  # torch: 0.9, 0.01
+    assert found["adam_amsgrad"][0] == [pytest.approx([-0.1])] and found["adam_amsgrad"][4] == [[1.0]]  # -0.0316, 0.01
+    assert "_jagged_to_padded_dense_forward_kernel stored 1 element(s)" in found["jagged_cut"]  # the store guard
+    assert found["jagged_2d"] == [2, 3]  # torch: [2, 3, 3]
+    assert found["prelu_4"] == "AssertionError: Weight numel (3) must equal last dimension size (4)."
+    assert found["prelu_3"] == [[[1.0, 2.0, 3.0]] * 3]  # torch: rows [1, 1, 1], [2, 2, 2], [3, 3, 3]
+    assert found["lstm"] == {"workspace": [[0.0] * 4], "grad_gates": [[0.0] * 4], "grad_cx": [[0.0]]}
+    assert found["log_softmax"] == pytest.approx([-1.3133] * 3, abs=1e-4)  # row 0; torch: -3.0486
+    assert found["gammainc"] == "AttributeError: 'NoneType' object has no attribute 'device'"
+    assert found["hermite"] == pytest.approx([-272.1328, 1258.2031], abs=1e-4)  # torch: -272.3785, 1257.7782
+    assert found["hermite_emulated"] is True  # the predicate's arithmetic is FlagGems', bit for bit
+
+
+@pytest.mark.slow
+def test_arange_reproduction_fails_on_502():
+    """The venv's FlagGems (5.0.2) has arange's defect too; the other overloads it registers not."""
+    found = fresh_result(REPRODUCTIONS_GENERATED)
+    _arange_reproduced(found)
+    assert set(found) == {"arange"}
+
+
+def test_the_generated_overloads_reproductions_torch_side():
+    """What the reproductions above give in torch (float64 where it has the kernel)."""
+    A = torch.ops.aten
+    adam = {"lr": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "maximize": False}
+    one, zero, step = torch.ones(1, dtype=torch.float64), torch.zeros(1, dtype=torch.float64), torch.tensor(1.0)
+    decay = A._fused_adam([one.clone()], [zero.clone()], [zero.clone()], [zero.clone()], [], [step],
+                          weight_decay=0.1, amsgrad=False, **adam)  # fmt: skip
+    assert decay[0][0].item() == pytest.approx(0.9) and decay[2][0].item() == pytest.approx(0.01)
+    ams = A._fused_adam([zero.clone()], [one.clone()], [zero.clone()], [zero.clone()], [torch.full((1,), 0.01).double()],
+                        [step], weight_decay=0.0, amsgrad=True, **adam)  # fmt: skip
+    assert ams[0][0].item() == pytest.approx(-0.1 / math.sqrt(10), rel=1e-6) and ams[4][0].item() == pytest.approx(0.01)
+    offsets = [torch.tensor([0, 2, 5])]
+    assert A._jagged_to_padded_dense_forward(torch.arange(5.0), offsets, [2]).tolist() == [[0, 1], [2, 3]]
+    assert list(A._jagged_to_padded_dense_forward(torch.ones(5, 3), offsets, [3]).shape) == [2, 3, 3]
+    w = torch.tensor([1.0, 2.0, 3.0]).reshape(1, 3, 1)
+    grad = A._prelu_kernel_backward(torch.ones(1, 3, 4), -torch.ones(1, 3, 4), w)[0]
+    assert grad.tolist() == [[[1.0] * 4, [2.0] * 4, [3.0] * 4]]
+    gates = torch.zeros(1, 4, dtype=torch.float64, requires_grad=True)
+    cx = torch.zeros(1, 1, dtype=torch.float64, requires_grad=True)
+    i, f, g, o = gates.chunk(4, 1)
+    (torch.sigmoid(o) * torch.tanh(torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g))).sum().backward()
+    assert gates.grad.tolist() == [[0.0, 0.0, 0.25, 0.0]] and cx.grad.tolist() == [[0.25]]
+    assert torch.special.log_softmax(torch.arange(6.0).reshape(2, 3), 0)[0].tolist() == pytest.approx([-3.0486] * 3,
+                                                                                                       abs=1e-4)  # fmt: skip
+    assert torch.special.gammainc(torch.tensor([1.0]), torch.tensor([1.0])).item() == pytest.approx(0.6321, abs=1e-4)
+    herm = torch.special.hermite_polynomial_h(torch.tensor([-2.93, -2.27]).double(), torch.tensor([8.0, 9.0]).double())
+    assert herm.tolist() == pytest.approx([-272.3749, 1257.7735], abs=1e-3)
+    assert torch.arange(0, 3, 0.5).dtype == torch.float32

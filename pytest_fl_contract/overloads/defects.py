@@ -353,6 +353,184 @@ def _exponential_fast_log(case: Any, sample: Any) -> bool:
     return n >= DRAWS_JUDGED and first > share_bound(first * POOLED / (POOLED + 1), n, POOLED * n)
 
 
+def _fused_adam_not_adam(case: Any, sample: Any) -> bool:
+    """_fused_adam(_) of float32 parameters (FlagGems refuses others) that weight decay moves (a
+    weight_decay other than 0 on a parameter not all zeros: torch's Adam adds weight_decay * p
+    to the gradient, FlagGems decays p AdamW's way or, below 0, not at all), or with amsgrad at
+    a step whose bias correction is not 1 (torch keeps the max of the raw second moment and
+    divides its root by the correction's; FlagGems keeps the max of the corrected one)."""
+    import torch
+
+    if _base(case) not in ("_fused_adam", "_fused_adam_"):
+        return False
+    params, args, kwargs = sample
+    named = {**dict(zip(("grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps"), args)), **kwargs}
+    if not params or any(not isinstance(p, torch.Tensor) or p.dtype != torch.float32 for p in params):
+        return False
+    found_inf = named.get("found_inf")
+    if found_inf is not None and float(found_inf) > 0:  # both skip the step
+        return False
+    decay = named.get("weight_decay", 0.0)
+    decayed = decay != 0 and any(bool((p != 0).any()) for p in params)
+    beta2 = float(named.get("beta2", 0.999))
+    steps = named.get("state_steps", ())
+    ams = bool(named.get("amsgrad", False)) and any(
+        p.numel() > 0 and 1 - beta2 ** float(s) != 1 for p, s in zip(params, steps)
+    )
+    return decayed or ams
+
+
+def _jagged_not_1d_or_cut(case: Any, sample: Any) -> bool:
+    """_jagged_to_padded_dense_forward of values with more than one dim (FlagGems' output is
+    (batch, max_length) whatever the values' trailing dims), or of a sequence longer than
+    max_length (FlagGems copies all of it: into the next row, past the output for the last)."""
+    import torch
+
+    values, args, kwargs = sample
+    if _base(case) != "_jagged_to_padded_dense_forward" or not isinstance(values, torch.Tensor) or len(args) < 2:
+        return False
+    offsets, lengths = args[0], args[1]
+    if len(offsets) != 1 or len(lengths) != 1 or offsets[0].dim() != 1 or offsets[0].numel() < 2:
+        return False
+    bounds = offsets[0].long()
+    sizes = bounds.diff()
+    if bool((sizes < 0).any()) or int(bounds[0]) < 0 or int(bounds[-1]) > values.shape[0]:
+        return False  # a call torch refuses or reads past its values: UNTESTED
+    return values.dim() != 1 or bool((sizes > lengths[0]).any())
+
+
+def _prelu_weight_not_last(case: Any, sample: Any) -> bool:
+    """_prelu_kernel_backward with more than one slope on any axis but the input's last:
+    FlagGems takes the slope of element i as weight[i % x.shape[-1]] and asserts the weight has
+    x.shape[-1] elements. Its own call (grad_output, self, weight) or F.prelu(x, w)'s autograd,
+    which hands it w viewed as (1, C, 1, ...) - the channel dim 1, the last only for 2-D x."""
+    import torch
+
+    inp, args, _ = sample
+    if _base(case) != "_prelu_kernel_backward":
+        return False
+    if case.source.opinfo.startswith("gen:") or case.source.caller == "aten":
+        if len(args) < 2:
+            return False
+        x, weight = args[0], args[1]
+    else:  # F.prelu(input, weight): torch views a per-channel weight along dim 1
+        x, weight = inp, args[0] if args else None
+        if isinstance(weight, torch.Tensor) and weight.numel() > 1 and isinstance(x, torch.Tensor) and x.dim() >= 2:
+            weight = weight.reshape(1, -1, *([1] * (x.dim() - 2)))
+    if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor) or weight.numel() <= 1 or x.dim() == 0:
+        return False
+    shape = (1,) * max(x.dim() - weight.dim(), 0) + tuple(weight.shape)
+    return not (all(s == 1 for s in shape[:-1]) and shape[-1] == x.shape[-1])
+
+
+def _lstm_cell_forward(case: Any, sample: Any) -> bool:
+    """_thnn_fused_lstm_cell of any batch: its workspace holds the gates before their
+    activations (FlagGems' own backward, like torch's CUDA kernel, reads them activated)."""
+    import torch
+
+    inp = sample[0]
+    return _base(case) == "_thnn_fused_lstm_cell" and isinstance(inp, torch.Tensor) and inp.numel() > 0
+
+
+def _small_n_not_inner(case: Any, sample: Any) -> bool:
+    """special_log_softmax over a dim with 0 < N <= 1024 elements and more than one element
+    after it (K > 1): the one-row kernel reads N contiguous values per (m, k) - except over
+    dim 0 with N == 1 (registry/reductions.py's ``_small_n_ignores_k``, on the sample)."""
+    import math
+
+    import torch
+
+    inp, args, kwargs = sample
+    if _base(case) != "special_log_softmax" or not isinstance(inp, torch.Tensor) or inp.dim() == 0:
+        return False
+    dim = args[0] if args else kwargs.get("dim")
+    if not isinstance(dim, int) or inp.numel() == 0:
+        return False
+    dim %= inp.dim()
+    n, k = inp.shape[dim], math.prod(inp.shape[dim + 1 :])
+    return k > 1 and 0 < n <= 1024 and not (dim == 0 and n == 1)
+
+
+def _gammainc_without_out(case: Any, sample: Any) -> bool:
+    """special_gammainc called without an out= tensor: every functional call."""
+    _, _, kwargs = sample
+    return _base(case) == "special_gammainc" and case.source.caller != "out" and kwargs.get("out") is None
+
+
+# FlagGems' H_0..H_9 as polynomials in x (its _hermite_Hn), each evaluated in fp32 left to right
+def _hermite_expanded(x: Any, n: Any) -> Any:
+    """FlagGems' special_hermite_polynomial_h in torch's fp32 arithmetic, operation for
+    operation (the interpreter rounds each one; a compiled kernel may fuse a multiply-add)."""
+    import torch
+
+    xf = x.to(torch.float32)
+    x2 = xf * xf
+    x3 = x2 * xf
+    x4 = x2 * x2
+    x5 = x4 * xf
+    x6 = x3 * x3
+    x7 = x6 * xf
+    x8 = x4 * x4
+    x9 = x8 * xf
+    terms = [
+        torch.ones_like(xf),
+        2.0 * xf,
+        4.0 * x2 - 2.0,
+        8.0 * x3 - 12.0 * xf,
+        16.0 * x4 - 48.0 * x2 + 12.0,
+        32.0 * x5 - 160.0 * x3 + 120.0 * xf,
+        64.0 * x6 - 480.0 * x4 + 720.0 * x2 - 120.0,
+        128.0 * x7 - 1344.0 * x5 + 3360.0 * x3 - 1680.0 * xf,
+        256.0 * x8 - 3584.0 * x6 + 13440.0 * x4 - 13440.0 * x2 + 1680.0,
+        512.0 * x9 - 9216.0 * x7 + 48384.0 * x5 - 80640.0 * x3 + 30240.0 * xf,
+    ]
+    degree = torch.as_tensor(n).to(torch.int32)
+    result = terms[0]
+    for k in range(1, 10):
+        result = torch.where(degree == k, terms[k], result)
+    return result
+
+
+def _hermite_expansion_off(case: Any, sample: Any) -> bool:
+    """special_hermite_polynomial_h where FlagGems' expanded polynomial, in fp32, is off float64
+    by more than the suite's oracle allows (the dtype's tolerance plus twice torch's own error
+    there and torch's largest): the oracle's own rule on FlagGems' arithmetic, for the degrees
+    0..9 and the dtypes it takes (others it refuses)."""
+    import torch
+
+    from .oracle import first_difference, tolerance
+
+    x, args, kwargs = sample
+    n = args[0] if args else kwargs.get("n")
+    if _base(case) != "special_hermite_polynomial_h" or not isinstance(x, torch.Tensor) or n is None:
+        return False
+    if x.dtype not in (torch.float32, torch.float64) or x.numel() == 0:
+        return False
+    degree = torch.as_tensor(n).to(torch.int32)
+    if int(degree.min()) < 0 or int(degree.max()) > 9:
+        return False  # refused: "only supports n in [0, 9]"
+    n_t = torch.as_tensor(n, dtype=x.dtype) if not isinstance(n, torch.Tensor) else n
+    own = torch.special.hermite_polynomial_h(x, n_t)
+    want = torch.special.hermite_polynomial_h(x.double(), n_t.double())
+    got = _hermite_expanded(*torch.broadcast_tensors(x, degree)).to(own.dtype)
+    return first_difference(got, want.to(own.dtype), tolerance(str(own.dtype).removeprefix("torch.")), own) is not None
+
+
+def _arange_float_without_dtype(case: Any, sample: Any) -> bool:
+    """arange with no dtype and a floating start, end or step: torch's result is the default
+    float dtype, FlagGems' int64 (its values truncated)."""
+    import torch
+
+    inp, args, kwargs = sample
+    if _base(case) != "arange" or kwargs.get("dtype") is not None:
+        return False
+    bounds = [inp, *args, *(kwargs[k] for k in ("start", "end", "step") if k in kwargs)]
+    return any(
+        isinstance(v, float) or (isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex()))
+        for v in bounds
+    )
+
+
 # 5.4.0.dev0 refuses a 0-dim input in these too (index_copy(_) and index_reduce_ index a dim it
 # lacks, logsumexp asserts "Invalid dim", unfold_copy divides by a zero extent), besides ZERO_DIM_OPS
 ZERO_DIM_OPS_54 = ZERO_DIM_OPS | {"index_copy", "index_copy_", "index_reduce_", "logsumexp", "unfold_copy"}
@@ -401,6 +579,15 @@ KNOWN: tuple[Known, ...] = (
     Known("adaptive_avg_pool2d_window_end_floored", _adaptive_windows_differ, ("5.4",)),
     Known("upsample_bilinear2d_aa_no_antialias", _aa_downscale, ("5.4",)),
     Known("ldl_factor_rows_stored_64_wide", _ldl_narrower_than_its_rows, ("5.4",)),
+    Known("fused_adam_decoupled_decay_and_corrected_amsgrad_max", _fused_adam_not_adam, ("5.4",)),
+    Known("jagged_to_padded_dense_values_1d_uncut", _jagged_not_1d_or_cut, ("5.4",)),
+    Known("prelu_kernel_backward_slope_on_last_dim", _prelu_weight_not_last, ("5.4",)),
+    Known("thnn_fused_lstm_cell_workspace_not_activated", _lstm_cell_forward, ("5.4",)),
+    Known("small_n_ignores_k", _small_n_not_inner, ("5.4",)),
+    Known("special_gammainc_out_none", _gammainc_without_out, ("5.4",)),
+    Known("hermite_polynomial_h_expanded_fp32", _hermite_expansion_off, ("5.4",)),
+    # the one 5.0.2 registers too, the same arange_start
+    Known("arange_float_bounds_give_int64", _arange_float_without_dtype, ("5.0.2", "5.4")),
 )
 
 
