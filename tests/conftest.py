@@ -12,6 +12,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def with_jit_module(script: str, name: str, source: str) -> str:
+    """``script`` (a fresh interpreter's, see ``fresh_result``) with its ``# jit module`` line
+    replaced by lines that write ``source`` into a module of its own and import everything from it:
+    Triton reads a jit function's source from its file, so it cannot be defined in ``-c`` code."""
+    lines = (
+        "import os as _os, sys as _sys, tempfile as _tempfile\n"
+        "_home = _tempfile.mkdtemp()\n"
+        f"with open(_os.path.join(_home, {name + '.py'!r}), 'w') as _f:\n"
+        f"    _f.write({source!r})\n"
+        "_sys.path.insert(0, _home)\n"
+        f"from {name} import *\n"
+    )
+    assert script.count("# jit module\n") == 1, "the script names no place (or two) for its jit module"
+    return script.replace("# jit module\n", lines)
+
+
 @pytest.fixture
 def run_subprocess(pytester: pytest.Pytester):
     """pytester in a fresh interpreter (the emulator patches a process for good), with the

@@ -11,27 +11,26 @@ import textwrap
 
 import pytest
 
-from .conftest import fresh_result
+from .conftest import fresh_result, with_jit_module
 
-ATOMICS = textwrap.dedent("""
+ATOMIC_KERNELS = """import triton, triton.language as tl
+@triton.jit
+def add(x_ptr, n, past, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(x_ptr + offs + past, 1.0, mask=offs < n)
+@triton.jit
+def cas(x_ptr, past):
+    tl.atomic_cas(x_ptr + past, 0.0, 5.0)
+"""
+ATOMICS = with_jit_module(
+    textwrap.dedent("""
     import json, os, sys, tempfile
     import torch
     from pytest_fl_contract.emulation.interpreter import bring_up
     bring_up("nvidia-small", ())
     import triton
 
-    home = tempfile.mkdtemp()  # a jit function needs a file of its own
-    with open(os.path.join(home, "fl_atomic_kernels.py"), "w") as f:
-        f.write("import triton, triton.language as tl\\n"
-                "@triton.jit\\n"
-                "def add(x_ptr, n, past, BLOCK: tl.constexpr):\\n"
-                "    offs = tl.arange(0, BLOCK)\\n"
-                "    tl.atomic_add(x_ptr + offs + past, 1.0, mask=offs < n)\\n"
-                "@triton.jit\\n"
-                "def cas(x_ptr, past):\\n"
-                "    tl.atomic_cas(x_ptr + past, 0.0, 5.0)\\n")
-    sys.path.insert(0, home)
-    from fl_atomic_kernels import add, cas
+    # jit module
 
     found = {}
     # the guard sits in the interpreter's own allocations: a buffer, of which the launch sees a part
@@ -49,7 +48,10 @@ ATOMICS = textwrap.dedent("""
             found[name] = str(exc)
         found[name + "_changed"] = int((x != before[0]).sum() + (y != before[1]).sum())
     print("RESULT " + json.dumps(found))
-""")
+"""),
+    "fl_atomic_kernels",
+    ATOMIC_KERNELS,
+)
 
 
 @pytest.mark.slow

@@ -10,9 +10,16 @@ import textwrap
 
 import pytest
 
-from .conftest import fresh_result
+from .conftest import fresh_result, with_jit_module
 
-COPY = textwrap.dedent("""
+TMA_KERNEL = """import triton, triton.language as tl
+@triton.jit
+def copy(a_desc, c_desc, BM: tl.constexpr):
+    pid = tl.program_id(0)
+    c_desc.store([pid * BM, 0], a_desc.load([pid * BM, 0]))
+"""
+COPY = with_jit_module(
+    textwrap.dedent("""
     import json, os, sys, tempfile
     import torch
     from pytest_fl_contract.emulation.interpreter import bring_up
@@ -20,15 +27,7 @@ COPY = textwrap.dedent("""
     import triton
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    home = tempfile.mkdtemp()  # a jit function needs a file of its own
-    with open(os.path.join(home, "fl_tma_kernels.py"), "w") as f:
-        f.write("import triton, triton.language as tl\\n"
-                "@triton.jit\\n"
-                "def copy(a_desc, c_desc, BM: tl.constexpr):\\n"
-                "    pid = tl.program_id(0)\\n"
-                "    c_desc.store([pid * BM, 0], a_desc.load([pid * BM, 0]))\\n")
-    sys.path.insert(0, home)
-    from fl_tma_kernels import copy
+    # jit module
 
     a, c = torch.randn(32, 16), torch.zeros(32, 16)
     try:
@@ -37,7 +36,10 @@ COPY = textwrap.dedent("""
     except Exception as exc:
         found = {"copied": False, "error": str(exc)}
     print("RESULT " + json.dumps(found))
-""")
+"""),
+    "fl_tma_kernels",
+    TMA_KERNEL,
+)
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from .conftest import fresh_result
+from .conftest import fresh_result, with_jit_module
 
 PROBE = textwrap.dedent("""
     import json, sys, torch
@@ -78,7 +78,13 @@ def test_a_miscompiled_config_is_caught_and_named():
     assert found["caches_given_back"]
 
 
-LIBTUNER = textwrap.dedent("""
+COPY_KERNEL = """import triton.language as tl
+def copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+"""
+LIBTUNER = with_jit_module(
+    textwrap.dedent("""
     import json, os, sys, tempfile
     os.environ["FLAGGEMS_DB_URL"] = "sqlite:///" + os.path.join(tempfile.mkdtemp(), "tuned.db")
     import torch
@@ -90,14 +96,7 @@ LIBTUNER = textwrap.dedent("""
     from flag_gems.utils.libentry import LibTuner
     from pytest_fl_contract.hardware.autotune import config_forced
 
-    home = tempfile.mkdtemp()  # a jit function needs a file of its own
-    with open(os.path.join(home, "fl_copy_kernel.py"), "w") as f:
-        f.write("import triton.language as tl\\n"
-                "def copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\\n"
-                "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\\n"
-                "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\\n")
-    sys.path.insert(0, home)
-    from fl_copy_kernel import copy
+    # jit module
 
     configs = [triton.Config({"BLOCK": b}) for b in (16, 32, 64)]
     tuner = LibTuner.get("default")(JITFunction(copy), ["x_ptr", "y_ptr", "n", "BLOCK"], configs, ["n"],
@@ -114,7 +113,10 @@ LIBTUNER = textwrap.dedent("""
     found["choices"] = [[c.index, c.count] for c in choices]
     found["database_given_back"] = type(tuner.cache).__name__ == found["type"] and tuner.cache[key].kwargs == {"BLOCK": 16}
     print("RESULT " + json.dumps(found))
-""")
+"""),
+    "fl_copy_kernel",
+    COPY_KERNEL,
+)
 
 
 @pytest.mark.slow
@@ -134,7 +136,8 @@ def test_a_key_in_libtuners_database_is_forced_too():
 # space, or a Triton whose Config prints otherwise) is never read, and one written under the same
 # list replays a config of that list - one the every-config contract runs.  Each build is a fresh
 # process on one database file.
-FOREIGN = textwrap.dedent("""
+FOREIGN = with_jit_module(
+    textwrap.dedent("""
     import json, os, sys, tempfile
     os.environ["FLAGGEMS_DB_URL"] = "sqlite:///" + sys.argv[1]
     import torch
@@ -144,14 +147,7 @@ FOREIGN = textwrap.dedent("""
     from triton.runtime.jit import JITFunction
     from flag_gems.utils.libentry import LibTuner
 
-    home = tempfile.mkdtemp()  # a jit function needs a file of its own
-    with open(os.path.join(home, "fl_copy_kernel.py"), "w") as f:
-        f.write("import triton.language as tl\\n"
-                "def copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\\n"
-                "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\\n"
-                "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\\n")
-    sys.path.insert(0, home)
-    from fl_copy_kernel import copy
+    # jit module
 
     blocks, warps, write = json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "write"
     configs = [triton.Config({"BLOCK": b}, num_warps=warps) for b in blocks]
@@ -165,7 +161,10 @@ FOREIGN = textwrap.dedent("""
     found = {"table": tuner.config_table_name, "stored": None if stored is None else str(stored),
              "in_list": stored is not None and str(stored) in [str(c) for c in configs]}
     print("RESULT " + json.dumps(found))
-""")
+"""),
+    "fl_copy_kernel",
+    COPY_KERNEL,
+)
 
 
 @pytest.mark.slow
