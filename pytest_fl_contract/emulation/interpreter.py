@@ -2,7 +2,9 @@
 
 Every patch here says why, is applied once, and is written for the versions in
 ``TESTED``: on anything else ``check_versions`` refuses with one line rather than
-patching blindly.  Nothing here imports torch, triton or flag_gems at module import.
+patching blindly.  The interpreter's own patches (``activate_interpreter``: no FlagGems) are
+checked on the wider ``INTERPRETER_TRITON`` too, for the probes' interpreter oracle on a
+vendor lane's Triton.  Nothing here imports torch, triton or flag_gems at module import.
 """
 
 from __future__ import annotations
@@ -24,6 +26,16 @@ TESTED: dict[str, tuple[str, ...]] = {
     "triton": ("3.7.1",),
     "flag_gems": ("5.0.2", "5.4.0.dev0"),
 }
+# The Tritons the interpreter's own patches (``activate_interpreter``) were checked on.  Wider
+# than ``TESTED``: the probes' interpreter oracle runs them with no FlagGems on a vendor lane's
+# own Triton, which is never replaced (3.6.0: torch 2.11's on an H100; every battery probe
+# replays to the same bits there as on 3.7.1, tests/test_probe_oracle_versions.py).
+INTERPRETER_TRITON: tuple[str, ...] = ("3.6.0", "3.7.1")
+
+
+class UnsupportedTriton(FlContractError):
+    """The installed Triton is not one the interpreter's patches were checked on: a caller
+    that can do without the interpreter (the probes' oracle) reports it as a skip."""
 
 
 def check_versions() -> dict[str, str]:
@@ -35,6 +47,18 @@ def check_versions() -> dict[str, str]:
         want = ", ".join(f"{d} {'/'.join(v)}" for d, v in TESTED.items())
         raise FlContractError(f"the CPU emulator supports {want}; found {have} (install the [cpu] extra)")
     return found  # type: ignore[return-value]
+
+
+def check_interpreter_triton(found: str | None) -> str:
+    """``found`` (the installed triton's version), or refuse in one line naming it and the
+    supported ones: the patches replace the interpreter's internals by name, and on a Triton
+    they were not checked on they would patch blindly."""
+    if found not in INTERPRETER_TRITON:
+        raise UnsupportedTriton(
+            f"the Triton interpreter patches support triton {'/'.join(INTERPRETER_TRITON)}; "
+            f"found triton {found or 'not installed'}"
+        )
+    return found
 
 
 # -- torch.cuda stand-in ------------------------------------------------------------
@@ -1058,45 +1082,41 @@ def device_grid_limits(interpreter: Any, limits: tuple[int, int, int]) -> None:
 _applied: dict[str, Any] = {}
 
 
-def activate(profile: DeviceProfile) -> None:
-    """Prepare this process so that ``import flag_gems`` runs on the interpreter.
-
-    Applies once; a second call with the same profile is a no-op, with another one
-    (after FlagGems chose its tiles) an error.
-    """
-    current = _applied.get("profile")
-    if current is not None:
-        if current != profile:
-            raise FlContractError(
-                f"emulator already active with profile {current.name!r}; "
-                f"cannot switch to {profile.name!r} in the same process"
-            )
-        return
-    found = check_versions()
+def _refuse_compiled_triton() -> None:
     if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
         raise FlContractError(
             "triton was imported before the CPU emulator set TRITON_INTERPRET=1, so its "
             "own jitted helpers (tl.sum, ...) are compiled functions; activate it first"
         )
-    if "flag_gems" in sys.modules:
-        raise FlContractError(
-            "flag_gems was imported before the CPU emulator was activated; "
-            "activate it first (pytest: -p fl_contract loads it early)"
-        )
-    import torch
 
-    if torch.cuda.is_available():
+
+def _already(key: str, profile: DeviceProfile) -> bool:
+    """Whether ``key``'s part is applied with ``profile``; with another one, an error: the
+    patches and the tiles chosen under them are the process's for good."""
+    current = _applied.get(key)
+    if current is None:
+        return False
+    if current != profile:
         raise FlContractError(
-            "refusing to emulate: this machine has a real accelerator "
-            f"({torch.cuda.get_device_name(0)}); run the real lane instead"
+            f"emulator already active with profile {current.name!r}; "
+            f"cannot switch to {profile.name!r} in the same process"
         )
+    return True
+
+
+def activate_interpreter(profile: DeviceProfile) -> None:
+    """Switch Triton's interpreter on in this process and make it run a kernel as compiled
+    Triton does (honest ``and``/``or``/``not``, compiled NaN semantics, ``profile``'s grid
+    limits, ...), with the memory guard: all a replay of plain Triton kernels needs.
+
+    Nothing of FlagGems: the probes' interpreter oracle runs this alone on a vendor lane's own
+    Triton (any of ``INTERPRETER_TRITON``; on another one it refuses with ``UnsupportedTriton``),
+    the CPU lane inside ``activate``.  Applies once, like ``activate``."""
+    if _already("interpreter", profile):
+        return
+    check_interpreter_triton(installed_version("triton"))
+    _refuse_compiled_triton()
     os.environ["TRITON_INTERPRET"] = "1"
-    os.environ["GEMS_VENDOR"] = os.environ[EMULATOR_ENV] = profile.vendor
-    if profile.arch:  # FlagGems reads it where it cannot ask the device (its backend's get_arch)
-        os.environ["ARCH"] = profile.arch
-
-    for name, value in _cuda_shim(profile).items():
-        setattr(torch.cuda, name, value)
 
     from triton.runtime import autotuner, interpreter
 
@@ -1124,6 +1144,41 @@ def activate(profile: DeviceProfile) -> None:
     float_scalar_arguments(interpreter)
     waiting_programs_last(interpreter)
     device.install()  # the memory guard at once; injected defects pass through it too
+    _applied["interpreter"] = profile
+
+
+def activate(profile: DeviceProfile) -> None:
+    """Prepare this process so that ``import flag_gems`` runs on the interpreter: the CPU
+    lane's exact versions (``check_versions``), the ``torch.cuda`` stand-in, the interpreter
+    (``activate_interpreter``), then FlagGems' own patches as its modules are imported.
+
+    Applies once; a second call with the same profile is a no-op, with another one
+    (after FlagGems chose its tiles) an error.
+    """
+    if _already("profile", profile):
+        return
+    found = check_versions()
+    _refuse_compiled_triton()
+    if "flag_gems" in sys.modules:
+        raise FlContractError(
+            "flag_gems was imported before the CPU emulator was activated; "
+            "activate it first (pytest: -p fl_contract loads it early)"
+        )
+    import torch
+
+    if torch.cuda.is_available():
+        raise FlContractError(
+            "refusing to emulate: this machine has a real accelerator "
+            f"({torch.cuda.get_device_name(0)}); run the real lane instead"
+        )
+    os.environ["GEMS_VENDOR"] = os.environ[EMULATOR_ENV] = profile.vendor
+    if profile.arch:  # FlagGems reads it where it cannot ask the device (its backend's get_arch)
+        os.environ["ARCH"] = profile.arch
+
+    for name, value in _cuda_shim(profile).items():
+        setattr(torch.cuda, name, value)
+
+    activate_interpreter(profile)
     dispatch.install()  # FlagGems' fallbacks to torch reach torch's CPU kernels, not FlagGems again
 
     _stub_missing_modules(found["flag_gems"])

@@ -1,22 +1,34 @@
 """The interpreter oracle's child process (``probes.variants.oracle``): ``python -m
 pytest_fl_contract.probes.oracle IN OUT`` replays each probe's recorded launches (a pickle of
-``{probe id: Recording}``) on the CPU lane's emulator, no defect injected, and pickles
+``{probe id: Recording}``) on Triton's interpreter, no defect injected, and pickles
 ``{probe id: result array or error line}`` to OUT.  Its own process because the interpreter
-must be on before triton is imported."""
+must be on before triton is imported.
+
+It brings up the interpreter's patches alone (``activate_interpreter``), not the CPU lane's
+emulator: the probes import no FlagGems, and a vendor lane's Triton is its own, so neither
+FlagGems' version nor the CPU lane's Triton is asked for.  On a Triton the patches were not
+checked on it exits ``UNSUPPORTED`` with that one line on stderr."""
 
 from __future__ import annotations
 
 import pickle
 import sys
 
+UNSUPPORTED = 3  # the exit status of a refusal of this Triton: the caller skips, it does not fail
+
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m pytest_fl_contract.probes.oracle IN.pickle OUT.pickle", file=sys.stderr)
         return 2
-    from ..emulation.interpreter import bring_up
+    from ..emulation.interpreter import UnsupportedTriton, activate_interpreter
+    from ..emulation.profiles import get_profile
 
-    bring_up("nvidia-small")
+    try:
+        activate_interpreter(get_profile("nvidia-small"))
+    except UnsupportedTriton as refused:
+        print(refused, file=sys.stderr)
+        return UNSUPPORTED
     from ..util import first_line
     from . import variants
     from .battery import BY_ID

@@ -379,14 +379,19 @@ def replay(recording: Recording, kernel: Any, device: str) -> Any:
 def oracle(recordings: dict[str, Recording], timeout: float = 600) -> dict[str, Any]:
     """Each probe's recorded launches replayed on Triton's interpreter, in a child process:
     the interpreter must be switched on before triton is imported (a compiled ``tl.sum`` cannot
-    be called from interpreted Python), and the child runs the CPU lane's emulator with no
-    defect injected (its honest ``and``/``or``, compiled NaN semantics), with accelerators
-    hidden.  Returns ``{probe id: result array}``, or ``{probe id: error line}``."""
+    be called from interpreted Python), and the child runs this process's own Triton with the
+    emulator's interpreter patches only (its honest ``and``/``or``, compiled NaN semantics, the
+    memory guard; no FlagGems, no defect injected), with accelerators hidden.  Returns
+    ``{probe id: result array}``, or ``{probe id: error line}``; raises ``UnsupportedTriton``
+    (the child's one line) where the patches do not support this Triton."""
     import pickle
     import subprocess
     import sys
     import tempfile
     from pathlib import Path
+
+    from ..emulation.interpreter import UnsupportedTriton
+    from .oracle import UNSUPPORTED
 
     with tempfile.TemporaryDirectory(prefix="fl-oracle-") as tmp:
         inp, out = Path(tmp) / "in.pickle", Path(tmp) / "out.pickle"
@@ -400,6 +405,8 @@ def oracle(recordings: dict[str, Recording], timeout: float = 600) -> dict[str, 
             timeout=timeout,
             env=env,
         )
+        if done.returncode == UNSUPPORTED:
+            raise UnsupportedTriton((done.stderr.strip().splitlines() or ["(no reason given)"])[-1])
         if done.returncode != 0:
             from ..util import FlContractError
 
