@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from ..imports import after_import
 from ..util import EMULATOR_ENV, FlContractError, installed_version
-from . import device, dispatch
+from . import device, dispatch, globals_rule
 from .profiles import DeviceProfile
 
 TESTED: dict[str, tuple[str, ...]] = {
@@ -1130,6 +1130,7 @@ def activate_interpreter(profile: DeviceProfile) -> None:
     interpreter.InterpretedFunction.cache_key = property(_interpreted_cache_key)
     interpreter.InterpretedFunction.__globals__ = property(lambda self: self.fn.__globals__)
     _lang_visible(interpreter)
+    globals_rule.install(interpreter)  # what the compiler refuses to read, refused here too
     compiled_nan_semantics(interpreter)
     vectorised_reduce_scan(interpreter)
     cached_np_dtype(interpreter)
