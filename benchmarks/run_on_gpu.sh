@@ -96,12 +96,19 @@ print(fastpath.device_info('cuda').source)" ;;
     done ;;
   overloads)
     # the overload suite (issue 57): every overload the line's FlagGems registers, on this device,
-    # OVERLOADS_SWEEP (default quick), its scoreboard beside it; the overrides' differential included
+    # OVERLOADS_SWEEP (default quick), its scoreboard beside it; the overrides' differential included;
+    # OVERLOADS_WORKERS is -n (default auto: two lines at once get half the cores each), and
+    # lane_timeline.py says when each worker was ready (collection probes every overload)
     tag="overloads$FL_LINE"
-    (cd /tmp && timeout -s INT -k 20 "${OVERLOADS_TIMEOUT:-280}" python3 -m pytest_fl_contract.cli contracts overloads -- --platform nvidia \
-      --fl-sweep "${OVERLOADS_SWEEP:-quick}" -n auto -q --tb=line -rfE --junitxml="$OUT/$tag.xml" > "$OUT/$tag.txt" 2>&1)
-    echo "== $tag: exit $?"; grep -E "^(FAILED|ERROR)" "$OUT/$tag.txt" | cut -c1-300 | head -60
+    start=$(date +%s.%N)
+    (cd /tmp && FL_TIMELINE="$OUT/timeline-$tag" PYTHONPATH="$PYTHONPATH:$ROOT/benchmarks" timeout -s INT -k 20 "${OVERLOADS_TIMEOUT:-280}" \
+      python3 -m pytest_fl_contract.cli contracts overloads -- --platform nvidia -p lane_timeline \
+      --fl-sweep "${OVERLOADS_SWEEP:-quick}" -n "${OVERLOADS_WORKERS:-auto}" -q --tb=line -rfE --junitxml="$OUT/$tag.xml" > "$OUT/$tag.txt" 2>&1)
+    echo "== $tag: exit $?, $(python3 -c "import time; print(round(time.time() - $start, 1))") s wall"
+    grep -E "^(FAILED|ERROR)" "$OUT/$tag.txt" | cut -c1-300 | head -60
     grep -E "passed|failed" "$OUT/$tag.txt" | tail -1
+    python3 "$ROOT/benchmarks/lane_timeline.py" "$OUT/timeline-$tag" --top 8 > "$OUT/timeline-$tag.txt" 2>&1; head -4 "$OUT/timeline-$tag.txt"
+    rm -rf "$OUT/timeline-$tag"
     (cd /tmp && python3 -m pytest_fl_contract.cli scoreboard "$OUT/$tag.xml" --out "$OUT" 2>&1 | tail -6) ;;
   equivalent)
     # the compiler probes and their equivalent-kernel variants (issue 59, class 4), compiled

@@ -6,10 +6,13 @@ so each check runs in a fresh interpreter."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
+
+from pytest_fl_contract.results.scoreboard import REGISTERED
 
 from .conftest import ROOT, fresh_result
 
@@ -147,6 +150,9 @@ def test_planted_table(pytester, run_subprocess):
     assert by[nosample][0][1]["fl_status"] == "UNTESTED" and "no OpInfo entry" in by[nosample][0][1]["fl_detail"]
     assert {p["fl_transform"] for _, p in by["exp"]} >= {"none", "boundary"}
     result.stdout.fnmatch_lines(["*UNSUPPORTED: NotImplementedError: neg: float32 is not supported*", "*UNTESTED: *"])
+    # the denominator is written before any case runs: a run cut short still has it
+    registered = next(p.get("value") for p in ET.parse(xml).iter("property") if p.get("name") == REGISTERED)
+    assert json.loads(registered) == sorted({"abs", "neg", "exp", nosample})
 
 
 def test_the_reach_probe_calls_the_sample_on_the_lanes_device():

@@ -42,6 +42,19 @@ PROBE = textwrap.dedent("""
                 raise IndexError("index 0 is out of bounds for an empty grid")
             return vendor(a, b, *r, **k)
 
+        generic_calls = []
+
+        @functools.wraps(vendor)
+        def faulting(*a, **k):  # a device's illegal access, raised where its launch waits (cases.settle)
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+        @functools.wraps(generic)
+        def counted(*a, **k):
+            generic_calls.append(1)
+            return generic(*a, **k)
+
+        verdict = differential.differential(flag_gems, case, faulting, counted, budget=1100, seconds=300, emulated=True)
+        found["faulting"] = [verdict.status, verdict.detail, len(generic_calls)]
         for name, fn, transform in (("real", vendor, case.transform), ("wrong", wrong, case.transform),
                                     ("unguarded", unguarded, "empty"), ("unguarded-nonempty", unguarded, case.transform)):
             verdict = differential.differential(flag_gems, dataclasses.replace(case, transform=transform), fn, generic,
@@ -91,6 +104,12 @@ def test_differential_502():
         "the override raises where the generic kernel returns: IndexError: index 0 is out of bounds for an empty grid",
     ]
     assert found["unguarded-nonempty"] == ["PASS", ""]
+    # a fault is the override's own, and nothing runs on the device after it (its context is lost)
+    assert found["faulting"] == [
+        "FAULT",
+        "the override faults: RuntimeError: CUDA error: an illegal memory access was encountered",
+        0,
+    ]
 
 
 @pytest.mark.slow

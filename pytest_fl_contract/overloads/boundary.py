@@ -56,8 +56,36 @@ def sizes(sample: Any, transform: str, budget: int) -> dict[int, int]:
     return mapping
 
 
+def _distinct_along(t: Any) -> int | None:
+    """The dim along which every line of the integer tensor ``t`` holds distinct values (an
+    index a scatter, index_copy or put writes through: OpInfo draws those without repeats,
+    since which of two writes to one element lands is undefined), or None."""
+    import torch
+
+    if t.dim() == 0 or t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        return None
+    for dim in range(t.dim() - 1, -1, -1):
+        if t.shape[dim] > 1:
+            ordered = t.sort(dim=dim).values
+            if not bool((ordered.narrow(dim, 1, t.shape[dim] - 1) == ordered.narrow(dim, 0, t.shape[dim] - 1)).any()):
+                return dim
+    return None
+
+
+def _distinct(lo: int, hi: int, shape: tuple[int, ...], dim: int, gen: Any) -> Any:
+    """Values from lo.. with no repeat along ``dim`` (the range widened only as far as the
+    line's length needs): each line a random choice without replacement."""
+    import torch
+
+    span = max(hi - lo + 1, shape[dim])
+    lines = torch.rand((*shape[:dim], *shape[dim + 1 :], span), generator=gen).argsort(dim=-1)
+    return (lines[..., : shape[dim]] + lo).movedim(-1, dim)
+
+
 def _redraw(t: Any, shape: tuple[int, ...], gen: Any) -> Any:
-    """A tensor of ``shape`` with values in ``t``'s own range."""
+    """A tensor of ``shape`` with values in ``t``'s own range, and of its kind: a float tensor
+    of whole numbers (a degree, a count) stays whole, an index without repeats along a dim
+    stays without them."""
     import torch
 
     if t.numel() == 0 or 0 in shape:
@@ -67,12 +95,17 @@ def _redraw(t: Any, shape: tuple[int, ...], gen: Any) -> Any:
     if t.is_floating_point():
         finite = t[torch.isfinite(t)].double()
         lo, hi = (float(finite.min()), float(finite.max())) if finite.numel() else (-1.0, 1.0)
+        if finite.numel() > 1 and bool((finite == finite.round()).all()):
+            return torch.randint(int(lo), int(hi) + 1, shape, generator=gen, dtype=torch.int64).to(t.dtype)
         if lo == hi:
             lo, hi = lo - 1.0, hi + 1.0 if lo != 0 else 1.0
         return (torch.rand(shape, generator=gen, dtype=torch.float64) * (hi - lo) + lo).to(t.dtype)
     if t.is_complex():
         return torch.randn(shape, generator=gen, dtype=t.dtype)
     lo, hi = int(t.min()), int(t.max())
+    dim = _distinct_along(t)
+    if dim is not None and len(shape) == t.dim():
+        return _distinct(lo, hi, shape, dim, gen).to(t.dtype)
     return torch.randint(lo, hi + 1, shape, generator=gen, dtype=torch.int64).to(t.dtype)
 
 

@@ -98,7 +98,7 @@ def _attribute(gems: Any, settings: Any, device: str, case: Any, verdict: Verdic
     against = differential(
         gems, case, fn, generic, budget=budget(settings), seconds=SECONDS[emulated], device=device, emulated=emulated
     )
-    if against.status == "WRONG":
+    if against.status in ("WRONG", "FAULT"):
         raise RegisteredFunctionDefect(
             f"known defect {known.id}: {verdict.status}: {verdict.detail} ({against.detail})"
         )
@@ -132,7 +132,7 @@ def run_override_item(node: Any, gems: Any, settings: Any, device: str, found: A
     )
     node.user_properties.append(("fl_override", f"{override.__module__}.{override.__name__} ({case.overload})"))
     node.user_properties.append(("fl_override_status", verdict.status))
-    known = defect_of_function(settings.platform.defects, override) if verdict.status == "WRONG" else None
+    known = defect_of_function(settings.platform.defects, override) if verdict.status in ("WRONG", "FAULT") else None
     if known is not None:  # the differential itself shows the override, not the generic kernel, at fault
         raise RegisteredFunctionDefect(f"known defect {known.id}: {verdict.detail}")
     outcome(verdict)

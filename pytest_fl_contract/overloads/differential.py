@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..markers import device_fault
 from . import boundary
-from .cases import Case, _torch_call, call_once, dispatch_key, fresh, is_random, only
+from .cases import Case, _torch_call, call_once, dispatch_key, is_random, only
 from .oracle import Timeout, Verdict, compare, deadline, emulator_gap, one_line
-from .samples import SEED, drawn
+from .samples import SEED, drawn, transformed
 from .table import function_of
 
 
@@ -51,7 +52,9 @@ def differential(
     if case.index >= len(samples):
         return Verdict("UNTESTED", f"{case.source.opinfo} draws {len(samples)} samples in {case.dtype}")
     try:
-        drawn_sample = boundary.redraw(fresh(samples[case.index]), case.transform, budget=budget, seed=seed)
+        drawn_sample = transformed(
+            case.overload, case.source, samples[case.index], case.transform, budget=budget, seed=seed
+        )
         sample = boundary.relayout(drawn_sample, case.transform)
     except boundary.NotApplicable as exc:
         return Verdict("UNTESTED", f"{case.transform}: {exc}")
@@ -64,6 +67,8 @@ def differential(
             return Verdict("UNTESTED", f"torch refuses this sample ({case.transform}): {one_line(exc)}")
         results: dict[str, Any] = {}
         for name, fn in (("override", override), ("generic", generic)):
+            if isinstance(results.get("override"), BaseException) and device_fault(results["override"]):
+                break  # the device's context went with it: nothing more runs there
             with only(case.overload, fn, keys) as calls:
                 try:
                     with deadline(seconds):
@@ -72,7 +77,14 @@ def differential(
                     results[name] = exc
                     continue
             results[name] = got if calls else None
-    mine, theirs = results["override"], results["generic"]
+    mine, theirs = results["override"], results.get("generic")
+    if isinstance(mine, BaseException) and device_fault(mine):
+        return Verdict("FAULT", f"the override faults: {one_line(mine)}")
+    if isinstance(theirs, BaseException) and device_fault(theirs):
+        # its context is lost with it: the lane's device check fails the case all the same
+        return Verdict(
+            "UNTESTED", f"the generic kernel faults on this device, where the override returns: {one_line(theirs)}"
+        )
     if mine is None or theirs is None:
         return Verdict("UNTESTED", "the case did not reach the overload: dispatch took another path")
     if isinstance(mine, BaseException) and emulated and emulator_gap(mine):

@@ -432,3 +432,43 @@ class _nullcontext:
 
     def __exit__(self, *exc: Any) -> None:
         return None
+
+
+# elements torch's result of a transformed sample may hold: the reference is computed on the
+# host in float64, beside every other worker's (kron of two 129 x 4097 operands would hold 2.8e11)
+RESULT_LIMIT = 1 << 24
+
+
+def _result_size(overload: str, source: Source, sample: Any) -> int | None:
+    """Elements of the largest tensor torch returns for ``sample``, found on the meta device
+    (nothing allocated); None where the op has no meta kernel for it."""
+    import torch
+    from torch.utils._pytree import tree_flatten, tree_map
+
+    meta = tree_map(lambda v: v.detach().to("meta") if isinstance(v, torch.Tensor) else v, sample)
+    try:
+        with torch.no_grad():
+            result = invoke(overload, Source(source.opinfo, "op") if source.caller == "backward" else source, meta)
+    except Exception:
+        return None
+    sizes = [t.numel() for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor)]
+    return max(sizes, default=0)
+
+
+def transformed(
+    overload: str, source: Source, sample: Any, transform: str, *, budget: int, seed: int = SEED
+) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """``boundary.redraw`` of a fresh copy of ``sample``, its budget quartered until torch's
+    result holds at most ``RESULT_LIMIT`` elements (an op whose result outgrows its operands:
+    kron, outer, cdist); raises ``boundary.NotApplicable`` as redraw does.  The one draw the
+    case's call, its differential and its known-defect predicates all see."""
+    from . import boundary
+
+    drawn_sample = boundary.redraw(fresh(sample), transform, budget=budget, seed=seed)
+    while transform in boundary.REDRAWN and budget > 64:
+        size = _result_size(overload, source, drawn_sample)
+        if size is None or size <= RESULT_LIMIT:
+            break
+        budget //= 4
+        drawn_sample = boundary.redraw(fresh(sample), transform, budget=budget, seed=seed)
+    return drawn_sample
