@@ -197,6 +197,10 @@ T = torch.randn
          (T(5, 5), (), {"hermitian": False}), True),
         ("ldl_factor_rows_stored_64_wide", _case("linalg_ldl_factor", "linalg.ldl_factor"),
          (T(64, 64), (), {"hermitian": False}), False),
+        ("ldl_factor_at_most_64", _case("linalg_ldl_factor", "linalg.ldl_factor"),
+         (T(65, 65), (), {"hermitian": False}), True),
+        ("ldl_factor_at_most_64", _case("linalg_ldl_factor", "linalg.ldl_factor"),
+         (T(64, 64), (), {"hermitian": False}), False),
         ("exponential_truncated_log_series", _case("exponential_", "exponential", "inplace"), (T(4097), (0.5,), {}),
          True),
         ("exponential_truncated_log_series", _case("exponential_", "exponential", "inplace"), (T(10), (0.5,), {}),
@@ -245,6 +249,7 @@ REPRODUCTIONS = textwrap.dedent("""
         "adaptive": gems(lambda: A._adaptive_avg_pool2d(row5, [1, 3]).flatten()),
         "aa": gems(lambda: A._upsample_bilinear2d_aa(row4, [1, 2], False, None, None).flatten()),
         "ldl": gems(lambda: torch.linalg.ldl_factor(eye5)),
+        "ldl65": gems(lambda: torch.linalg.ldl_factor(torch.eye(65))),
     }
     torch.manual_seed(0)
     drawn = torch.empty(100000)
@@ -270,6 +275,7 @@ def test_the_catalogues_reproductions_fail_on_54(fg54_site):
     assert found["adaptive"] == [0.0, 1.5, 3.5]  # torch: [0.5, 2, 3.5]
     assert found["aa"] == [0.5, 2.5]  # torch: [0.714, 2.286]
     assert found["ldl"] == "InterpreterError"  # the emulator's store guard: 39 elements past LD
+    assert found["ldl65"] == "ValueError"  # "matrix size 65 exceeds maximum 64"; torch factors it
     assert found["exponential_min"] == pytest.approx(0.1098, abs=1e-4)  # torch's: 1.9e-5
 
 

@@ -44,9 +44,13 @@ def _zero_dim(case: Any, sample: Any, ops: frozenset[str] | None = None) -> bool
 # the overloads whose FlagGems entry points refuse a 0-dim input torch takes: all.dim/any.dim and
 # index_select assert "Invalid dim", index_add indexes a dim it lacks, sum's out= and
 # unfold_backward divide by a zero extent, tile/repeat generate code for rank 0 that does not
-# parse (all.dims, any.dims and sum.dim_IntList take it)
+# parse (all.dims, any.dims and sum.dim_IntList take it); the softmax backwards assert "Invalid
+# dim" and gather_backward indexes a dim it lacks (the first samples an H100's dispatch reached)
 ZERO_DIM_OPS = frozenset(
     {
+        "_softmax_backward_data",
+        "_log_softmax_backward_data",
+        "gather_backward",
         "all.dim",
         "any.dim",
         "index_select",
@@ -328,6 +332,44 @@ def _ldl_narrower_than_its_rows(case: Any, sample: Any) -> bool:
     return _base(case) == "linalg_ldl_factor" and isinstance(inp, torch.Tensor) and 0 < inp.shape[-1] < 64
 
 
+def _ldl_past_64(case: Any, sample: Any) -> bool:
+    """linalg_ldl_factor of a matrix past 64 x 64: FlagGems' kernel holds a row in 64 lanes
+    (MAX_SIZE) and refuses anything wider, where torch factors any size."""
+    import torch
+
+    inp = sample[0]
+    return _base(case) == "linalg_ldl_factor" and isinstance(inp, torch.Tensor) and inp.shape[-1] > 64
+
+
+def _kernels_of(module: Any) -> list[Any]:
+    """The Python functions of the jitted kernels a module defines (a pointwise_dynamic
+    function's scalar kernel too)."""
+    found = []
+    for value in vars(module).values():
+        value = getattr(value, "_scalar_fn", value)
+        if type(value).__name__ in ("JITFunction", "InterpretedFunction") and hasattr(value, "fn"):
+            found.append(value.fn)
+    return found
+
+
+def _compiler_refuses_a_global(case: Any, sample: Any) -> bool:
+    """The function FlagGems registers for the overload lives in a module with a kernel that
+    reads a global the compiler refuses (``emulation.globals_rule``, its own rule): every call
+    fails to compile, on the emulator by that rule.  Read from the source, any line."""
+    import sys
+
+    from ..emulation.globals_rule import refused
+    from .table import function_of
+
+    gems = sys.modules.get("flag_gems")
+    try:
+        fn = function_of(gems, case.overload)[0] if gems is not None else None
+    except KeyError:
+        return False
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    return module is not None and any(refused(k) is not None for k in _kernels_of(module))
+
+
 # the fast log's largest error, at u -> 1: log(2) - (1 - 1/2 + 1/3 - 1/4)
 FAST_LOG_GAP = math.log(2) - 7 / 12
 
@@ -579,6 +621,8 @@ KNOWN: tuple[Known, ...] = (
     Known("adaptive_avg_pool2d_window_end_floored", _adaptive_windows_differ, ("5.4",)),
     Known("upsample_bilinear2d_aa_no_antialias", _aa_downscale, ("5.4",)),
     Known("ldl_factor_rows_stored_64_wide", _ldl_narrower_than_its_rows, ("5.4",)),
+    Known("ldl_factor_at_most_64", _ldl_past_64, ("5.4",)),
+    Known("kernel_global_not_constexpr", _compiler_refuses_a_global),
     Known("fused_adam_decoupled_decay_and_corrected_amsgrad_max", _fused_adam_not_adam, ("5.4",)),
     Known("jagged_to_padded_dense_values_1d_uncut", _jagged_not_1d_or_cut, ("5.4",)),
     Known("prelu_kernel_backward_slope_on_last_dim", _prelu_weight_not_last, ("5.4",)),
@@ -594,13 +638,13 @@ KNOWN: tuple[Known, ...] = (
 def sample_of(case: Any, budget: int) -> Any:
     """The (input, args, kwargs) the case will call (before any layout change)."""
     from . import boundary
-    from .samples import SEED, drawn, fresh
+    from .samples import SEED, drawn, transformed
 
     samples = drawn(case.source.opinfo, case.dtype)
     if case.index >= len(samples):
         return None
     try:
-        return boundary.redraw(fresh(samples[case.index]), case.transform, budget=budget, seed=SEED)
+        return transformed(case.overload, case.source, samples[case.index], case.transform, budget=budget, seed=SEED)
     except boundary.NotApplicable:
         return None
 
