@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from triton.language.extra.cuda import libdevice
 
-from pytest_fl_contract.emulation import device, interpreter
+from pytest_fl_contract.emulation import device, globals_rule, interpreter
 from pytest_fl_contract.probes.battery import colsum_masked, colsum_rows, colsum_where, sum_1d
 from pytest_fl_contract.util import FlContractError
 
@@ -600,7 +600,12 @@ def test_not_of_a_tensor_negates_each_element_as_compiled():
     assert out.tolist() == [1, 0, 1, 0]
 
 
-_COMBINES: list[int] = []
+class _Instrument(list):
+    """Host Python the interpreter runs; the compiler would refuse the global (globals_rule)."""
+
+
+_COMBINES = _Instrument()
+setattr(_COMBINES, globals_rule.ALLOWED, True)
 
 
 @triton.jit
@@ -693,3 +698,36 @@ def test_directed_division_brackets_the_exact_quotient():
                 assert Fraction(r) <= exact < hi or Fraction(r) == exact
             else:
                 assert lo < exact <= Fraction(r) or Fraction(r) == exact
+
+
+class _StrictArray(np.ndarray):
+    """NumPy 2.4's rule: ``int()`` of an array of one element but one dim or more is refused."""
+
+    def __int__(self) -> int:
+        if self.ndim:
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+        return int(self.item())
+
+
+def _strict(n):  # host Python the interpreter runs inside the kernel
+    n.handle.data = np.asarray(n.handle.data).reshape(1).view(_StrictArray)
+    return n
+
+
+setattr(_strict, globals_rule.ALLOWED, True)
+
+
+@triton.jit
+def _runtime_loop(x_ptr, N):
+    N = _strict(N)
+    for n in range(0, N):
+        tl.store(x_ptr + n, n * 1.0)
+
+
+def test_a_runtime_loop_bound_is_squeezed_before_int():
+    """Triton 3.6's interpreter took int() of a scalar's one-element array, which NumPy 2.4
+    refuses: the probes' oracle on an H100 could run no runtime loop (seed_row_loop,
+    loop_partial_chunk).  The bound is squeezed first, as Triton 3.7 does."""
+    x = torch.zeros(6)
+    _runtime_loop[(1,)](x, 4)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 0.0, 0.0]

@@ -30,6 +30,9 @@ from pytest_fl_contract.util import FlContractError
 from .conftest import ROOT
 
 TRITON_36 = Path("/tmp/triton36")  # see test_a_replay_on_triton_3_6_0_equals_one_on_3_7_1
+NUMPY_24 = Path(
+    "/tmp/np24"
+)  # numpy 2.4 (an H100's beside triton 3.6): pip install --no-deps --target /tmp/np24 "numpy>=2.4,<2.5"
 OLD = "3.5.0"  # a Triton the patches were never checked on
 REFUSAL = f"the Triton interpreter patches support triton 3.6.0/3.7.1; found triton {OLD}"
 
@@ -185,7 +188,9 @@ def test_a_replay_on_triton_3_6_0_equals_one_on_3_7_1(monkeypatch):
     recordings, _ = _recordings()
     assert set(recordings) == {p.id for p in PROBES if not p.hardware_only}
     by_version = {}
-    for front in ((), (TRITON_36,)):
+    # with numpy 2.4 in front too where it is there: the H100's pair, under which 3.6's
+    # interpreter refused every runtime loop (interpreter.squeezed_scalar_index)
+    for front in ((), (NUMPY_24, TRITON_36) if NUMPY_24.is_dir() else (TRITON_36,)):
         env = _child_env(*front)
         version = _triton_found(env)
         monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])

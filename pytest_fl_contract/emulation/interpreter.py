@@ -287,8 +287,9 @@ def _patch_limits(module: ModuleType) -> None:
             return -(2 ** (d.int_bitwidth - 1))
         return 0
 
-    module.get_dtype_max = get_dtype_max  # type: ignore[attr-defined]
-    module.get_dtype_min = get_dtype_min  # type: ignore[attr-defined]
+    for fn in (get_dtype_max, get_dtype_min):  # FlagGems' own are jitted: the compiler reads them
+        setattr(fn, globals_rule.ALLOWED, True)
+        setattr(module, fn.__name__, fn)
 
 
 def _patch_runtime(module: ModuleType) -> None:
@@ -812,6 +813,7 @@ def host_libdevice(interpreter: Any) -> None:
 
             given_semantic.__name__ = attr
             given_semantic.__wrapped__ = fn  # type: ignore[attr-defined]
+            setattr(given_semantic, globals_rule.ALLOWED, True)  # a builtin to the compiler
             setattr(module, attr, given_semantic)
 
 
@@ -1077,6 +1079,24 @@ def device_grid_limits(interpreter: Any, limits: tuple[int, int, int]) -> None:
     builder.set_grid_dim = checked
 
 
+def squeezed_scalar_index(interpreter: Any) -> None:
+    """A scalar argument's ``__index__`` (a runtime loop's bound, ``for n in range(0, N)``):
+    Triton 3.6's interpreter takes ``int()`` of its one-element array, which NumPy 2.4 refuses
+    (the deprecation of 1.25 expired) - on an H100 (triton 3.6, numpy 2.4) the probes' oracle
+    could run no runtime loop; 3.7 squeezes first.  Squeezed here on both, inside each launch's
+    patch scope (restored with it)."""
+    patch_lang = interpreter._patch_lang
+    tensor = interpreter.tl.core.tensor
+
+    def patched(fn: Any) -> Any:
+        scope = patch_lang(fn)
+        if hasattr(scope, "set_attr"):  # a device call inside a launch: the launch's scope has it
+            scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+        return scope
+
+    interpreter._patch_lang = patched
+
+
 # Process-global on purpose: TRITON_INTERPRET, the torch.cuda stand-in and the interpreter's
 # classes are per process, so what was applied to them is too.
 _applied: dict[str, Any] = {}
@@ -1131,6 +1151,7 @@ def activate_interpreter(profile: DeviceProfile) -> None:
     interpreter.InterpretedFunction.__globals__ = property(lambda self: self.fn.__globals__)
     _lang_visible(interpreter)
     globals_rule.install(interpreter)  # what the compiler refuses to read, refused here too
+    squeezed_scalar_index(interpreter)
     compiled_nan_semantics(interpreter)
     vectorised_reduce_scan(interpreter)
     cached_np_dtype(interpreter)
