@@ -218,6 +218,7 @@ def xfail_mismatch(xfail: Xfail, when: str, exc: BaseException | None) -> str | 
     if exc is None:
         return None  # pytest's own xfail(run=False) or an xpass: nothing raised here
     names = {cls.__name__ for cls in type(exc).__mro__}
+    names |= set(getattr(exc, "raised", ()))  # a verdict's failure: what the call raised (overloads.contract)
     what = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
     if when != "call":
         return f"known defect {xfail.defect} fails contracts in their call, not in {when}: {what}"

@@ -67,3 +67,22 @@ def test_histc_allows_an_edge_value_one_bin_over() -> None:
     shifted = ref.clone()
     shifted[0], shifted[1] = shifted[0] - 1, shifted[1] + 1
     assert histogram_difference(shifted, ref, (inner, (), {"bins": 4, "min": 0, "max": 1})) is not None
+
+
+def test_a_sort_may_order_equal_values_either_way() -> None:
+    """Among equal values a sort's indices are open (not asked to be stable): any permutation
+    that picks the sorted values passes, one that picks others or repeats an index fails."""
+    from pytest_fl_contract.overloads.oracle import tied_order_difference
+
+    x = torch.tensor([[2.0, 1.0, 2.0, 0.0]])
+    values, indices = torch.sort(x.double(), dim=1)
+    swapped = indices.clone()
+    swapped[0, 2], swapped[0, 3] = indices[0, 3], indices[0, 2]  # the two 2.0s the other way
+    assert tied_order_difference(indices, values, x, 1) is None
+    assert tied_order_difference(swapped, values, x, 1) is None
+    wrong = indices.clone()
+    wrong[0, 0], wrong[0, 1] = indices[0, 1], indices[0, 0]  # 1.0 before 0.0
+    assert "pick" in tied_order_difference(wrong, values, x, 1)
+    repeated = indices.clone()
+    repeated[0, 3] = indices[0, 2]
+    assert "permutation" in tied_order_difference(repeated, values, x, 1)

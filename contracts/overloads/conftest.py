@@ -244,3 +244,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             entry = defect_of_function(settings.platform.defects, found[1])
             if entry is not None:
                 item.add_marker(pytest.mark.known_defect(entry.id))
+            for defect in defects.known(found[0], version, budget(settings)):  # decided when it runs
+                listed = settings.platform.defect(defect)
+                if listed is not None and listed.trigger == "launch_resources":
+                    item.add_marker(pytest.mark.known_defect(defect))

@@ -19,6 +19,7 @@ from . import boundary, references
 from .oracle import (
     BINNED,
     POOLED,
+    TIES_OPEN,
     UNDEFINED_VALUES,
     UNORDERED_VALUES,
     Timeout,
@@ -28,9 +29,11 @@ from .oracle import (
     failure,
     histogram_difference,
     identity,
+    leaves,
     one_line,
     random_verdict,
     spied,
+    tied_order_difference,
 )
 from .samples import (
     SEED,
@@ -482,6 +485,8 @@ def _judged(
     base = case.overload.split(".")[0]
     if base in BINNED:
         return _binned(got, meta, ref, inputs)
+    if base in TIES_OPEN and not inputs[2].get("stable"):
+        return _sorted(got, meta, ref, inputs)
     problem = compare(
         got, meta, ref, values=base.rstrip("_") not in UNDEFINED_VALUES, unordered=base in UNORDERED_VALUES
     )
@@ -491,4 +496,25 @@ def _judged(
 def _binned(got: Any, meta: Any, ref: Any, inputs: Any) -> Verdict:
     """A histogram: torch's structure and dtype, and counts within one per edge value."""
     problem = compare(got, meta, meta, values=False) or histogram_difference(got, ref, inputs)
+    return Verdict("WRONG", problem) if problem else Verdict("PASS", "")
+
+
+def _sorted(got: Any, meta: Any, ref: Any, inputs: Any) -> Verdict:
+    """A sort not asked to be stable: torch's structure, float64's values, and indices that
+    pick those values (any order among equal ones)."""
+    import torch
+
+    inp, args, kwargs = inputs
+    dim = kwargs.get("dim", args[0] if args and isinstance(args[0], int) else -1)
+    g, r = leaves(got), leaves(ref)
+    problem = compare(got, meta, meta, values=False)
+    if problem is None and isinstance(inp, torch.Tensor) and inp.dim() > 0 and g:
+        if len(g) == 2:  # (values, indices)
+            problem = compare(g[0], leaves(meta)[0], r[0])
+            want = r[0]
+        else:  # argsort: the values float64's indices pick
+            want = inp.detach().cpu().to(torch.float64).gather(dim, r[0].detach().cpu().long())
+        problem = problem or tied_order_difference(g[-1], want, inp, dim)
+    elif problem is None:
+        problem = compare(got, meta, ref)
     return Verdict("WRONG", problem) if problem else Verdict("PASS", "")

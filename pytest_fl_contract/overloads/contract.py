@@ -32,13 +32,22 @@ def record(node: Any, **fields: str) -> None:
     node.user_properties.extend((f"fl_{k}", v) for k, v in fields.items())
 
 
+class VerdictFailed(AssertionError):
+    """A failing verdict, carrying the class names of what FlagGems' call raised (a known
+    defect whose trigger is decided at run time takes only the exceptions it lists)."""
+
+    def __init__(self, message: str, raised: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.raised = raised
+
+
 def outcome(verdict: Verdict) -> None:
     """PASS returns; UNSUPPORTED and UNTESTED skip; the failing statuses raise AssertionError,
     which a known defect's strict xfail takes."""
     if verdict.status == "PASS":
         return
     if verdict.status in FAILING:
-        raise AssertionError(f"{verdict.status}: {verdict.detail}")
+        raise VerdictFailed(f"{verdict.status}: {verdict.detail}", verdict.raised)
     pytest.skip(f"{verdict.status}: {verdict.detail}")
 
 

@@ -370,6 +370,13 @@ def _compiler_refuses_a_global(case: Any, sample: Any) -> bool:
     return module is not None and any(refused(k) is not None for k in _kernels_of(module))
 
 
+def _mm_launch(case: Any, sample: Any) -> bool:
+    """An fp32 mm: whether the config its tuner picks fits the device's shared memory is
+    decided when it runs (``trigger: launch_resources``, mm_fp32_small_k_shared_memory), never
+    by the shape - 5.4's Hopper copy launched one too big for an H100 with M = 0."""
+    return _base(case) == "mm" and case.dtype == "float32"
+
+
 # the fast log's largest error, at u -> 1: log(2) - (1 - 1/2 + 1/3 - 1/4)
 FAST_LOG_GAP = math.log(2) - 7 / 12
 
@@ -623,6 +630,7 @@ KNOWN: tuple[Known, ...] = (
     Known("ldl_factor_rows_stored_64_wide", _ldl_narrower_than_its_rows, ("5.4",)),
     Known("ldl_factor_at_most_64", _ldl_past_64, ("5.4",)),
     Known("kernel_global_not_constexpr", _compiler_refuses_a_global),
+    Known("mm_fp32_small_k_shared_memory", _mm_launch),
     Known("fused_adam_decoupled_decay_and_corrected_amsgrad_max", _fused_adam_not_adam, ("5.4",)),
     Known("jagged_to_padded_dense_values_1d_uncut", _jagged_not_1d_or_cut, ("5.4",)),
     Known("prelu_kernel_backward_slope_on_last_dim", _prelu_weight_not_last, ("5.4",)),

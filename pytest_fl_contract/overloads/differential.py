@@ -21,7 +21,7 @@ from typing import Any
 from ..markers import device_fault
 from . import boundary
 from .cases import Case, _torch_call, call_once, dispatch_key, is_random, only
-from .oracle import Timeout, Verdict, compare, deadline, emulator_gap, one_line
+from .oracle import Timeout, Verdict, compare, deadline, emulator_gap, one_line, raised_names
 from .samples import SEED, drawn, transformed
 from .table import function_of
 
@@ -79,7 +79,7 @@ def differential(
             results[name] = got if calls else None
     mine, theirs = results["override"], results.get("generic")
     if isinstance(mine, BaseException) and device_fault(mine):
-        return Verdict("FAULT", f"the override faults: {one_line(mine)}")
+        return Verdict("FAULT", f"the override faults: {one_line(mine)}", raised=raised_names(mine))
     if isinstance(theirs, BaseException) and device_fault(theirs):
         # its context is lost with it: the lane's device check fails the case all the same
         return Verdict(
@@ -93,7 +93,8 @@ def differential(
         why = f"the generic kernel raises: {one_line(theirs)}"
         return Verdict("UNTESTED", why if isinstance(mine, BaseException) else why + " (the override returns)")
     if isinstance(mine, BaseException):
-        return Verdict("WRONG", f"the override raises where the generic kernel returns: {one_line(mine)}")
+        why = f"the override raises where the generic kernel returns: {one_line(mine)}"
+        return Verdict("WRONG", why, raised=raised_names(mine))
     problem = compare(mine, theirs, theirs)
     return (
         Verdict("WRONG", f"the override differs from the generic kernel: {problem}") if problem else Verdict("PASS", "")

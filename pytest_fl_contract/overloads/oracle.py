@@ -49,10 +49,23 @@ class Verdict:
     # under an injected defect: the lanes it made the call's loads read beyond their masks (0: it
     # never touched this call; None: no defect injected, or the call never ran)
     defect_lanes: int | None = None
+    # the class names of what FlagGems' call raised, its causes' too (ERROR, FAULT): a known
+    # defect that fails with an exception (``fails_with``) takes the case by them
+    raised: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r}")
+
+
+def raised_names(exc: BaseException) -> tuple[str, ...]:
+    """The class names of ``exc`` and of its causes and contexts, in order, once each."""
+    names: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(names) < 32:
+        names += [c.__name__ for c in type(seen).__mro__ if c.__name__ not in names]
+        seen = seen.__cause__ or seen.__context__
+    return tuple(names)
 
 
 def one_line(exc: BaseException) -> str:
@@ -289,10 +302,10 @@ def failure(exc: BaseException, emulated: bool = False) -> Verdict:
     if isinstance(exc, Timeout):
         return Verdict("TIMEOUT", str(exc))
     if device_fault(exc):
-        return Verdict("FAULT", one_line(exc))
+        return Verdict("FAULT", one_line(exc), raised=raised_names(exc))
     if refusal(exc):
         return Verdict("UNSUPPORTED", one_line(exc))
-    return Verdict("ERROR", one_line(exc))
+    return Verdict("ERROR", one_line(exc), raised=raised_names(exc))
 
 
 # where a random op's draws are compared with torch's: the deciles of torch's pool, for results
@@ -390,3 +403,28 @@ def histogram_difference(got: Any, ref: Any, inputs: Any) -> str | None:
     if moved <= 2 * near:
         return None
     return f"counts differ by {moved:g} in all, past the {2 * near} that the {near} values at a bin edge allow"
+
+
+# order statistics whose indices torch leaves open among equal values (unless asked to be stable)
+TIES_OPEN = frozenset({"sort", "argsort"})
+
+
+def tied_order_difference(indices: Any, want_values: Any, inp: Any, dim: int) -> str | None:
+    """``indices`` (a sort's, along ``dim``) against the sorted values: each line a permutation
+    whose values are the sorted ones; which of two equal values comes first is open (an H100's
+    sort of whole-valued floats put other indices first among ties); None when they agree."""
+    import torch
+
+    idx = indices.detach().cpu().long()
+    x = inp.detach().cpu().to(torch.float64)
+    if x.dim() == 0 or tuple(idx.shape) != tuple(x.shape):
+        return f"indices of shape {tuple(idx.shape)}, input {tuple(x.shape)}"
+    lines = idx.movedim(dim, -1).reshape(-1, x.shape[dim])
+    if not bool((lines.sort(dim=-1).values == torch.arange(x.shape[dim])).all()):
+        return "the indices are not a permutation of each line"
+    picked, want = x.gather(dim, idx), want_values.detach().cpu().to(torch.float64)
+    same = (picked == want) | (torch.isnan(picked) & torch.isnan(want))
+    if bool(same.all()):
+        return None
+    first = tuple(int(i) for i in (~same).nonzero()[0])
+    return f"the indices pick {picked[first].item()!r} at {list(first)}, the sorted values hold {want[first].item()!r}"
