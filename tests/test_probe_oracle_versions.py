@@ -24,7 +24,7 @@ from pytest_fl_contract.emulation import interpreter
 from pytest_fl_contract.emulation.interpreter import INTERPRETER_TRITON, UnsupportedTriton, check_interpreter_triton
 from pytest_fl_contract.probes import variants
 from pytest_fl_contract.probes.battery import PROBES
-from pytest_fl_contract.probes.oracle import UNSUPPORTED
+from pytest_fl_contract.probes.variants import ORACLE_UNSUPPORTED as UNSUPPORTED
 from pytest_fl_contract.util import FlContractError
 
 from .conftest import ROOT

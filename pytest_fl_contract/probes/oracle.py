@@ -7,14 +7,12 @@ must be on before triton is imported.
 It brings up the interpreter's patches alone (``activate_interpreter``), not the CPU lane's
 emulator: the probes import no FlagGems, and a vendor lane's Triton is its own, so neither
 FlagGems' version nor the CPU lane's Triton is asked for.  On a Triton the patches were not
-checked on it exits ``UNSUPPORTED`` with that one line on stderr."""
+checked on it exits ``variants.ORACLE_UNSUPPORTED`` with that one line on stderr."""
 
 from __future__ import annotations
 
 import pickle
 import sys
-
-UNSUPPORTED = 3  # the exit status of a refusal of this Triton: the caller skips, it does not fail
 
 
 def main(argv: list[str]) -> int:
@@ -27,8 +25,10 @@ def main(argv: list[str]) -> int:
     try:
         activate_interpreter(get_profile("nvidia-small"))
     except UnsupportedTriton as refused:
+        from .variants import ORACLE_UNSUPPORTED
+
         print(refused, file=sys.stderr)
-        return UNSUPPORTED
+        return ORACLE_UNSUPPORTED
     from ..util import first_line
     from . import variants
     from .battery import BY_ID

@@ -375,6 +375,9 @@ def replay(recording: Recording, kernel: Any, device: str) -> Any:
 
 # -- the second oracle: the same launches on Triton's interpreter --------------------------------
 
+# the oracle child's exit status when it refuses the lane's Triton: the caller skips, it does not fail
+ORACLE_UNSUPPORTED = 3
+
 
 def oracle(recordings: dict[str, Recording], timeout: float = 600) -> dict[str, Any]:
     """Each probe's recorded launches replayed on Triton's interpreter, in a child process:
@@ -391,7 +394,6 @@ def oracle(recordings: dict[str, Recording], timeout: float = 600) -> dict[str, 
     from pathlib import Path
 
     from ..emulation.interpreter import UnsupportedTriton
-    from .oracle import UNSUPPORTED
 
     with tempfile.TemporaryDirectory(prefix="fl-oracle-") as tmp:
         inp, out = Path(tmp) / "in.pickle", Path(tmp) / "out.pickle"
@@ -405,7 +407,7 @@ def oracle(recordings: dict[str, Recording], timeout: float = 600) -> dict[str, 
             timeout=timeout,
             env=env,
         )
-        if done.returncode == UNSUPPORTED:
+        if done.returncode == ORACLE_UNSUPPORTED:
             raise UnsupportedTriton((done.stderr.strip().splitlines() or ["(no reason given)"])[-1])
         if done.returncode != 0:
             from ..util import FlContractError
