@@ -282,7 +282,7 @@ def emulator_gap(exc: BaseException) -> bool:
     """What the emulator cannot run, as opposed to what the kernel does wrong there: a
     compiler's refusal (``CompilationError``, which the emulator raises by the compiler's rules,
     ``emulation.globals_rule``) is the kernel's on every device, even inside an InterpreterError."""
-    chain = []
+    chain: list[BaseException] = []
     seen: BaseException | None = exc
     while seen is not None and len(chain) < 32:
         chain.append(seen)
