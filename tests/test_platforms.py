@@ -79,6 +79,12 @@ def test_only_defects_that_touch_foreign_memory_may_fault(registry):
         "layer_norm_backward_rank",
         "scatter_int32_offsets",
         "rms_norm_int32_row_offsets",
+        # found by the overload suite: reads or writes past a tensor, and the Hopper mm copy
+        "ldl_factor_rows_stored_64_wide",
+        "jagged_to_padded_dense_values_1d_uncut",
+        "scatter_strided_self_stored_with_its_strides",
+        "unsafe_masked_index_first_index_flat",
+        "hopper_mm_tma_empty_and_stride_0",
     }
 
 
