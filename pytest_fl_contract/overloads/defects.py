@@ -10,6 +10,7 @@ not a test id.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -358,7 +359,6 @@ def _compiler_refuses_a_global(case: Any, sample: Any) -> bool:
     fails to compile, on the emulator by that rule.  Read from the source, any line."""
     import sys
 
-    from ..emulation.globals_rule import refused
     from .table import function_of
 
     gems = sys.modules.get("flag_gems")
@@ -366,7 +366,17 @@ def _compiler_refuses_a_global(case: Any, sample: Any) -> bool:
         fn = function_of(gems, case.overload)[0] if gems is not None else None
     except KeyError:
         return False
-    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    return _module_refused(getattr(fn, "__module__", "") or "")
+
+
+@functools.cache
+def _module_refused(name: str) -> bool:
+    """Once per module (every case of its overloads asks while a lane collects)."""
+    import sys
+
+    from ..emulation.globals_rule import refused
+
+    module = sys.modules.get(name)
     return module is not None and any(refused(k) is not None for k in _kernels_of(module))
 
 
